@@ -10,4 +10,12 @@
 // made), exactly as a real model only sees its prompt. All randomness comes
 // from the *rand.Rand of the request, so a run is reproducible from its seed
 // while K rollouts of one question differ.
+//
+// Roles follow from the tool names offered, which are the contract with the
+// agents that call the model: "delegate" ({"task": string}) makes a planner,
+// "search" ({"query": [string]}) and "visit" ({"url": [string], "goal":
+// string}) make an executor. Skills set how well each role plays: how a
+// planner delegates, how carefully an executor reads, how often a call or an
+// answer is malformed. Every choice of a turn goes through one sampler that
+// is greedy at temperature 0 and reports the probability of what it chose.
 package policy

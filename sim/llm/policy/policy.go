@@ -1,0 +1,165 @@
+package policy
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+)
+
+// Policy is the scripted model. Its skills are fixed at New; Act keeps no
+// state between calls, so a Policy is safe for concurrent use.
+type Policy struct {
+	skills Skills
+}
+
+// New returns a policy with skills s. Values outside the ranges Validate
+// checks are clamped into them (call Validate first to reject them instead).
+func New(s Skills) *Policy {
+	return &Policy{skills: s.clamped()}
+}
+
+// Skills returns the policy's skills, as clamped by New.
+func (p *Policy) Skills() Skills { return p.skills }
+
+// Act generates one assistant turn for req. The role follows from the tools
+// offered: ToolDelegate makes a planner, ToolSearch or ToolVisit an executor,
+// no tools an answerer that only reads the conversation. Act never panics:
+// input it cannot make sense of yields an "I do not know" turn.
+func (p *Policy) Act(req Request) (out Output) {
+	defer func() {
+		// The scripted model sits behind a server that must survive any
+		// request; a bug here becomes a visible refusal, not a crash.
+		if recover() != nil {
+			out = Output{Content: "I do not know.", ChoiceProb: 1}
+		}
+	}()
+	return p.act(req)
+}
+
+// act is Act without the panic guard, so fuzz tests see real panics.
+func (p *Policy) act(req Request) (out Output) {
+	ch := newChooser(req)
+	conv := readConversation(req.Messages)
+	t := turn{p: p, ch: ch, conv: &conv}
+	switch {
+	case offers(req.Tools, ToolDelegate):
+		out = t.plan()
+	case offers(req.Tools, ToolSearch) || offers(req.Tools, ToolVisit):
+		t.canSearch = offers(req.Tools, ToolSearch)
+		t.canVisit = offers(req.Tools, ToolVisit)
+		out = t.execute()
+	default:
+		out = t.answerOnly()
+	}
+	if p.skills.NoReasoning {
+		out.Reasoning = ""
+	}
+	out.ChoiceProb = ch.prob
+	return out
+}
+
+func offers(tools []Tool, name string) bool {
+	for _, t := range tools {
+		if t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// turn is one call of Act: the policy, the turn's chooser and the rebuilt
+// conversation.
+type turn struct {
+	p         *Policy
+	ch        *chooser
+	conv      *conversation
+	canSearch bool
+	canVisit  bool
+}
+
+func (t turn) skills() Skills { return t.p.skills }
+
+// answer renders a final answer: inside <answer> tags when tags are due,
+// except that with probability FormatError the tags are left out.
+func (t turn) answer(prefix, text string, tagged bool) string {
+	var b strings.Builder
+	if prefix != "" {
+		b.WriteString(prefix)
+		b.WriteString("\n\n")
+	}
+	switch {
+	case !tagged:
+		b.WriteString(text)
+	case t.ch.flip(t.skills().FormatError):
+		b.WriteString("The answer is " + text + ".")
+	default:
+		b.WriteString("<answer>" + text + "</answer>")
+	}
+	return b.String()
+}
+
+// toolCall encodes args as the call's JSON arguments; with probability
+// MalformedCall it breaks them instead, in one of three ways a real model
+// does: JSON cut short, arguments left empty, or a bare string where an
+// object belongs.
+func (t turn) toolCall(name string, args any) ToolCall {
+	js, err := json.Marshal(args)
+	if err != nil {
+		js = []byte("{}")
+	}
+	text := string(js)
+	if t.ch.flip(t.skills().MalformedCall) {
+		switch t.ch.intn(3) {
+		case 0:
+			text = text[:len(text)/2]
+		case 1:
+			text = ""
+		default:
+			s, _ := json.Marshal(flatten(args))
+			text = string(s)
+		}
+	}
+	return ToolCall{Name: name, Arguments: text}
+}
+
+// flatten turns an arguments map into the loose string a model might write
+// instead of an object.
+func flatten(args any) string {
+	m, ok := args.(map[string]any)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	for _, k := range []string{"task", "query", "url", "goal"} {
+		switch v := m[k].(type) {
+		case string:
+			parts = append(parts, v)
+		case []string:
+			parts = append(parts, strings.Join(v, " "))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// clamped returns s with every field forced into its valid range.
+func (s Skills) clamped() Skills {
+	for _, f := range []*float64{
+		&s.DelegateHop, &s.DelegateChain, &s.CrossCheck, &s.Guess, &s.Retry,
+		&s.PreferMajority, &s.Sloppiness, &s.SnippetShortcut, &s.PickBest,
+		&s.VisitTwo, &s.MalformedCall, &s.FormatError,
+	} {
+		switch {
+		case math.IsNaN(*f) || *f < 0:
+			*f = 0
+		case *f > 1:
+			*f = 1
+		}
+	}
+	if s.DelegateHop+s.DelegateChain+s.CrossCheck == 0 {
+		s.DelegateHop = 1
+	}
+	s.MaxQueries = min(max(s.MaxQueries, 1), 3)
+	s.PlannerTurns = min(max(s.PlannerTurns, 1), 64)
+	s.ExecutorTurns = min(max(s.ExecutorTurns, 1), 64)
+	return s
+}
