@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+	"github.com/mgrpo/mgrpo/sim/web"
+)
+
+// Default addresses of `mgrpo sim` when neither --llm nor --web is given.
+const (
+	defaultSimLLMAddr = "127.0.0.1:18000"
+	defaultSimWebAddr = "127.0.0.1:18001"
+)
+
+func simCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "sim",
+		Usage: "serve the simulated world: a vLLM/SGLang-shaped inference server and a synthetic web",
+		Description: "Serves what is asked for (--llm, --web; both on default addresses when neither is given),\n" +
+			"prints one line per service with its base URL, and runs until interrupted.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "llm", Usage: "serve the inference server on `ADDR` (host:port; port 0 picks one)"},
+			&cli.StringFlag{Name: "web", Usage: "serve the synthetic web on `ADDR` (host:port; port 0 picks one)"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the web generator, the policy's sampling and fault injection"},
+			&cli.IntFlag{Name: "sites", Value: web.DefaultSites, Usage: "number of sites of the synthetic web (use the same value for `mgrpo sim tasks`)"},
+			&cli.StringFlag{Name: "dialect", Value: simllm.DialectVLLM, Usage: "vllm or sglang"},
+			&cli.StringFlag{Name: "model", Value: simllm.DefaultModel, Usage: "served model name"},
+			&cli.IntFlag{Name: "max-model-len", Value: simllm.DefaultMaxModelLen, Usage: "context limit in tokens"},
+			&cli.IntFlag{Name: "slots", Value: simllm.DefaultSlots, Usage: "sequences generated concurrently; more wait in a queue"},
+			&cli.DurationFlag{Name: "ttft", Usage: "time to first token"},
+			&cli.DurationFlag{Name: "per-token", Usage: "time per further output token"},
+			&cli.Float64Flag{Name: "fault-500", Usage: "rate of injected 500 responses"},
+			&cli.Float64Flag{Name: "fault-503", Usage: "rate of injected 503 responses"},
+			&cli.Float64Flag{Name: "fault-429", Usage: "rate of injected 429 responses with Retry-After"},
+			&cli.Float64Flag{Name: "fault-drop", Usage: "rate of connections dropped mid-response"},
+			&cli.Float64Flag{Name: "fault-malformed", Usage: "rate of malformed JSON bodies"},
+			&cli.Float64Flag{Name: "fault-stall", Usage: "rate of stalled requests"},
+			&cli.DurationFlag{Name: "retry-after", Value: time.Second, Usage: "Retry-After of injected 429s"},
+			&cli.DurationFlag{Name: "stall", Usage: "how long a stall lasts (0: until the client gives up)"},
+			&cli.BoolFlag{Name: "tool-call-parser", Value: true, Usage: "return tool calls as message.tool_calls (false: raw <tool_call> text in content)"},
+			&cli.BoolFlag{Name: "reasoning-parser", Value: true, Usage: "return <think> text as reasoning_content (false: it stays in content)"},
+			&cli.BoolFlag{Name: "strip-reasoning", Usage: "chat template drops <think> blocks of earlier assistant turns (breaks the prompt prefix, as Qwen3's does)"},
+			&cli.BoolFlag{Name: "strict", Usage: "reject unknown request fields with 400 (real servers ignore them)"},
+			&cli.StringFlag{Name: "weight-version", Value: simllm.DefaultWeightVersion, Usage: "initial served weight version"},
+			&cli.PathFlag{Name: "skills", Usage: "JSON `FILE` overriding policy skills (field names as in sim/llm/policy.Skills)"},
+			&cli.StringFlag{Name: "search-api-key", EnvVars: []string{"MGRPO_SIM_SEARCH_API_KEY"}, Usage: "require this X-API-KEY on the web's Serper-shaped search"},
+		},
+		Action: func(c *cli.Context) error {
+			llmAddr, webAddr := c.String("llm"), c.String("web")
+			if llmAddr == "" && webAddr == "" {
+				llmAddr, webAddr = defaultSimLLMAddr, defaultSimWebAddr
+			}
+			var handlers []namedHandler
+			if llmAddr != "" {
+				cfg, err := simLLMConfig(c)
+				if err != nil {
+					return usageError{err}
+				}
+				srv, err := simllm.NewServer(cfg)
+				if err != nil {
+					return usageError{fmt.Errorf("inference server: %w", err)}
+				}
+				defer srv.Close()
+				handlers = append(handlers, namedHandler{name: "llm", addr: llmAddr, suffix: "/v1", handler: srv.Handler()})
+			}
+			if webAddr != "" {
+				world, err := web.Generate(web.Config{Seed: c.Int64("seed"), Sites: c.Int("sites")})
+				if errors.Is(err, web.ErrConfig) {
+					return usageError{err}
+				}
+				if err != nil {
+					return fmt.Errorf("generate web: %w", err)
+				}
+				var opts []web.HandlerOption
+				if key := c.String("search-api-key"); key != "" {
+					opts = append(opts, web.WithAPIKey(key))
+				}
+				handlers = append(handlers, namedHandler{name: "web", addr: webAddr, handler: world.Handler(opts...)})
+			}
+			return serve(c.Context, loggerOf(c), c.App.Writer, handlers)
+		},
+		Subcommands: []*cli.Command{simTasksCommand()},
+	}
+}
+
+// simLLMConfig turns the sim flags into the inference server's
+// configuration and validates it, so a bad flag stops before anything runs.
+func simLLMConfig(c *cli.Context) (simllm.Config, error) {
+	cfg := simllm.DefaultConfig()
+	cfg.Dialect = c.String("dialect")
+	cfg.Model = c.String("model")
+	cfg.Seed = uint64(c.Int64("seed"))
+	cfg.MaxModelLen = c.Int("max-model-len")
+	cfg.Slots = c.Int("slots")
+	cfg.TTFT = c.Duration("ttft")
+	cfg.PerToken = c.Duration("per-token")
+	cfg.Faults = simllm.Faults{
+		Rate500:       c.Float64("fault-500"),
+		Rate503:       c.Float64("fault-503"),
+		Rate429:       c.Float64("fault-429"),
+		RateDrop:      c.Float64("fault-drop"),
+		RateMalformed: c.Float64("fault-malformed"),
+		RateStall:     c.Float64("fault-stall"),
+		RetryAfter:    c.Duration("retry-after"),
+		StallDuration: c.Duration("stall"),
+	}
+	cfg.ToolCallParser = c.Bool("tool-call-parser")
+	cfg.ReasoningParser = c.Bool("reasoning-parser")
+	cfg.StripReasoning = c.Bool("strip-reasoning")
+	cfg.Strict = c.Bool("strict")
+	cfg.WeightVersion = c.String("weight-version")
+	cfg.Logger = loggerOf(c)
+	if path := c.Path("skills"); path != "" {
+		skills, err := readSkills(path)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Skills = skills
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("sim flags: %w", err)
+	}
+	return cfg, nil
+}
+
+// readSkills overlays a JSON file on the default skills; unknown fields are
+// an error so a typo does not silently leave a default in place.
+func readSkills(path string) (policy.Skills, error) {
+	skills := policy.DefaultSkills()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return skills, fmt.Errorf("--skills: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&skills); err != nil {
+		return skills, fmt.Errorf("--skills %s: %w (fields are those of sim/llm/policy.Skills, e.g. {\"Sloppiness\": 0.2})", path, err)
+	}
+	if err := skills.Validate(); err != nil {
+		return skills, fmt.Errorf("--skills %s: %w", path, err)
+	}
+	return skills, nil
+}
+
+// namedHandler is one service of `mgrpo sim`.
+type namedHandler struct {
+	name    string
+	addr    string
+	suffix  string // printed after the base URL, e.g. "/v1"
+	handler http.Handler
+}
+
+// serve listens on every address first (so a taken port fails before any
+// service starts), prints "name baseURL" lines, serves until ctx ends, then
+// shuts the servers down.
+func serve(ctx context.Context, logger *slog.Logger, out io.Writer, handlers []namedHandler) error {
+	listeners := make([]net.Listener, 0, len(handlers))
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for _, h := range handlers {
+		l, err := net.Listen("tcp", h.addr)
+		if err != nil {
+			return usagef("--%s %s: %w", h.name, h.addr, err)
+		}
+		listeners = append(listeners, l)
+	}
+	servers := make([]*http.Server, len(handlers))
+	errc := make(chan error, len(handlers))
+	var wg sync.WaitGroup
+	for i, h := range handlers {
+		servers[i] = &http.Server{Handler: h.handler, ReadHeaderTimeout: 10 * time.Second}
+		fmt.Fprintf(out, "%s http://%s%s\n", h.name, listeners[i].Addr(), h.suffix)
+		logger.Info("serving", "service", h.name, "addr", listeners[i].Addr().String())
+		wg.Add(1)
+		go func(s *http.Server, l net.Listener) {
+			defer wg.Done()
+			if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}(servers[i], listeners[i])
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		// Stalled or streaming requests may outlive the grace period; Close
+		// then ends them.
+		if s.Shutdown(shutdownCtx) != nil {
+			s.Close()
+		}
+	}
+	wg.Wait()
+	logger.Info("stopped")
+	return err
+}

@@ -1,0 +1,201 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+)
+
+// Dialects the server speaks.
+const (
+	DialectVLLM   = "vllm"
+	DialectSGLang = "sglang"
+)
+
+// Defaults applied by Config.withDefaults when a field is zero.
+const (
+	DefaultModel         = "sim-qwen3"
+	DefaultMaxModelLen   = 32768
+	DefaultSlots         = 64
+	DefaultWeightVersion = "default"
+	DefaultMaxBodyBytes  = 32 << 20
+)
+
+// Faults sets the rate of each injected failure. Every generation request
+// (chat, completions, /generate) draws one uniform number from the server's
+// seeded fault RNG and fails in at most one way, so the rates must sum to at
+// most 1. Zero everywhere (the default) injects nothing.
+type Faults struct {
+	// Rate500 answers 500 with the dialect's error body.
+	Rate500 float64
+	// Rate503 answers 503 with the dialect's error body.
+	Rate503 float64
+	// Rate429 answers 429 with the dialect's error body and a Retry-After
+	// header of RetryAfter (rounded up to whole seconds, at least 1).
+	Rate429 float64
+	// RateDrop writes the response head and part of the body, then closes the
+	// connection.
+	RateDrop float64
+	// RateMalformed answers with the normal status and headers but a
+	// truncated, garbled JSON body.
+	RateMalformed float64
+	// RateStall holds the request without answering until the client goes
+	// away, or for StallDuration when it is positive, after which the request
+	// is served normally.
+	RateStall float64
+	// RetryAfter is the Retry-After advertised on injected 429s; default 1s.
+	RetryAfter time.Duration
+	// StallDuration bounds a stall; zero stalls until the client disconnects.
+	StallDuration time.Duration
+}
+
+// total returns the summed rates.
+func (f Faults) total() float64 {
+	return f.Rate500 + f.Rate503 + f.Rate429 + f.RateDrop + f.RateMalformed + f.RateStall
+}
+
+// Config configures a Server. The zero value plus a Dialect is usable:
+// NewServer fills in the documented defaults.
+type Config struct {
+	// Dialect is "vllm" or "sglang": it picks the RL extension fields, the
+	// error body shape and the dialect-only routes.
+	Dialect string
+	// Model is the served model name (default "sim-qwen3"). Requests naming
+	// another model get 404 in the vLLM dialect; SGLang ignores the name.
+	Model string
+	// Seed seeds sampling and fault injection.
+	Seed uint64
+	// MaxModelLen is the context limit in tokens (default 32768).
+	MaxModelLen int
+	// Slots is the number of sequences generated concurrently (default 64);
+	// further requests wait in a queue.
+	Slots int
+	// TTFT is the time to the first token; PerToken the time per further
+	// output token. Both default to zero.
+	TTFT     time.Duration
+	PerToken time.Duration
+	// Faults sets the injected failure rates.
+	Faults Faults
+	// ToolCallParser turns <tool_call> blocks into message.tool_calls (as
+	// vLLM's --tool-call-parser hermes does). Off, the raw text stays in
+	// content. NewServer does not default it: set it explicitly (DefaultConfig
+	// turns it on).
+	ToolCallParser bool
+	// ReasoningParser splits <think>…</think> into reasoning_content (as
+	// --reasoning-parser qwen3 does). Off, the think block stays in content.
+	ReasoningParser bool
+	// StripReasoning makes the chat template drop <think>…</think> from
+	// earlier assistant turns, which breaks the prompt prefix property.
+	StripReasoning bool
+	// Skills parameterise the policy; the zero value means
+	// policy.DefaultSkills().
+	Skills policy.Skills
+	// WeightVersion is the initial served weight version (default "default",
+	// like SGLang's --weight-version).
+	WeightVersion string
+	// Strict rejects unknown request fields with 400. Real servers accept and
+	// ignore them (vLLM logs a warning), so it is off by default.
+	Strict bool
+	// MaxBodyBytes caps request bodies (default 32 MiB); larger bodies get 413.
+	MaxBodyBytes int64
+	// Clock supplies `created` timestamps (default time.Now); tests fix it.
+	Clock func() time.Time
+	// Logger receives request and control logs (default: discard).
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns a vLLM-dialect configuration with the hermes tool
+// parser and the qwen3 reasoning parser on, as mgrpo's users run vLLM.
+func DefaultConfig() Config {
+	return Config{Dialect: DialectVLLM, ToolCallParser: true, ReasoningParser: true}
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Model == "" {
+		c.Model = DefaultModel
+	}
+	if c.MaxModelLen == 0 {
+		c.MaxModelLen = DefaultMaxModelLen
+	}
+	if c.Slots == 0 {
+		c.Slots = DefaultSlots
+	}
+	if c.WeightVersion == "" {
+		c.WeightVersion = DefaultWeightVersion
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Faults.RetryAfter == 0 {
+		c.Faults.RetryAfter = time.Second
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Skills == (policy.Skills{}) {
+		c.Skills = policy.DefaultSkills()
+	}
+	return c
+}
+
+// Validate reports every invalid field, each with how to fix it. It checks
+// the configuration as given, treating zero values as "use the default".
+func (c Config) Validate() error {
+	var errs []error
+	switch c.Dialect {
+	case DialectVLLM, DialectSGLang:
+	default:
+		errs = append(errs, fmt.Errorf("Dialect %q: want %q or %q", c.Dialect, DialectVLLM, DialectSGLang))
+	}
+	if c.MaxModelLen < 0 {
+		errs = append(errs, fmt.Errorf("MaxModelLen %d: must be positive (0 means %d)", c.MaxModelLen, DefaultMaxModelLen))
+	}
+	if c.Slots < 0 {
+		errs = append(errs, fmt.Errorf("Slots %d: must be positive (0 means %d)", c.Slots, DefaultSlots))
+	}
+	if c.TTFT < 0 {
+		errs = append(errs, fmt.Errorf("TTFT %v: must not be negative", c.TTFT))
+	}
+	if c.PerToken < 0 {
+		errs = append(errs, fmt.Errorf("PerToken %v: must not be negative", c.PerToken))
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("MaxBodyBytes %d: must be positive (0 means %d)", c.MaxBodyBytes, DefaultMaxBodyBytes))
+	}
+	rates := []struct {
+		name string
+		v    float64
+	}{
+		{"Faults.Rate500", c.Faults.Rate500}, {"Faults.Rate503", c.Faults.Rate503},
+		{"Faults.Rate429", c.Faults.Rate429}, {"Faults.RateDrop", c.Faults.RateDrop},
+		{"Faults.RateMalformed", c.Faults.RateMalformed}, {"Faults.RateStall", c.Faults.RateStall},
+	}
+	for _, r := range rates {
+		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
+			errs = append(errs, fmt.Errorf("%s %v: must be a probability in [0, 1]", r.name, r.v))
+		}
+	}
+	if t := c.Faults.total(); t > 1+1e-9 {
+		errs = append(errs, fmt.Errorf("Faults: rates sum to %v; lower them so the sum is at most 1", t))
+	}
+	if c.Faults.RetryAfter < 0 {
+		errs = append(errs, fmt.Errorf("Faults.RetryAfter %v: must not be negative", c.Faults.RetryAfter))
+	}
+	if c.Faults.StallDuration < 0 {
+		errs = append(errs, fmt.Errorf("Faults.StallDuration %v: must not be negative (0 stalls until the client leaves)", c.Faults.StallDuration))
+	}
+	if c.Skills != (policy.Skills{}) {
+		if err := c.Skills.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("Skills: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,193 @@
+package llm
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Fault kinds, as counted in sim:injected_faults_total.
+const (
+	fault500       = "500"
+	fault503       = "503"
+	fault429       = "429"
+	faultDrop      = "drop"
+	faultMalformed = "malformed"
+	faultStall     = "stall"
+)
+
+var faultKinds = []string{fault500, fault503, fault429, faultDrop, faultMalformed, faultStall}
+
+// drawFault draws the fault of one request ("" for none) from the seeded
+// fault RNG: one uniform draw against the cumulative rates.
+func (s *Server) drawFault() string {
+	f := s.cfg.Faults
+	if f.total() == 0 {
+		return ""
+	}
+	s.faultMu.Lock()
+	u := s.faultRng.Float64()
+	s.faultMu.Unlock()
+	for _, k := range []struct {
+		kind string
+		rate float64
+	}{{fault500, f.Rate500}, {fault503, f.Rate503}, {fault429, f.Rate429}, {faultDrop, f.RateDrop}, {faultMalformed, f.RateMalformed}, {faultStall, f.RateStall}} {
+		if u < k.rate {
+			return k.kind
+		}
+		u -= k.rate
+	}
+	return ""
+}
+
+// withFaults injects the configured faults into a generation route.
+func (s *Server) withFaults(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		kind := s.drawFault()
+		if kind != "" {
+			s.countFault(kind)
+		}
+		switch kind {
+		case "":
+			h(w, r)
+		case fault500:
+			s.writeFaultError(w, r, http.StatusInternalServerError, "Internal server error (injected by the simulator).")
+		case fault503:
+			s.writeFaultError(w, r, http.StatusServiceUnavailable, "The server is overloaded (injected by the simulator).")
+		case fault429:
+			secs := int(math.Ceil(s.cfg.Faults.RetryAfter.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+			s.writeFaultError(w, r, http.StatusTooManyRequests, "Too many requests (injected by the simulator).")
+		case faultStall:
+			if !s.stall(r) {
+				return
+			}
+			h(w, r)
+		case faultMalformed:
+			rec := newRecorder()
+			h(rec, r)
+			copyHeader(w.Header(), rec.header)
+			body := garble(rec.body.Bytes())
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+			w.WriteHeader(rec.statusCode())
+			_, _ = w.Write(body)
+		case faultDrop:
+			rec := newRecorder()
+			h(rec, r)
+			s.drop(w, rec)
+		}
+	}
+}
+
+// writeFaultError writes an injected error in the route's error shape.
+func (s *Server) writeFaultError(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	e := &apiError{status: status, errType: errorTypeFor(status), message: msg}
+	if r.URL.Path == "/generate" {
+		writeNativeError(w, e)
+		return
+	}
+	s.writeError(w, e)
+}
+
+// stall holds the request until the client leaves (false) or the stall
+// duration passes (true).
+func (s *Server) stall(r *http.Request) bool {
+	d := s.cfg.Faults.StallDuration
+	if d <= 0 {
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.Context().Done():
+		return false
+	case <-s.closed:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// drop writes the response head, announcing the full length, and half the
+// body, then closes the connection.
+func (s *Server) drop(w http.ResponseWriter, rec *recorder) {
+	body := rec.body.Bytes()
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		// HTTP/2 or a wrapped writer: abort the stream mid-body instead.
+		copyHeader(w.Header(), rec.header)
+		w.WriteHeader(rec.statusCode())
+		_, _ = w.Write(body[:len(body)/2])
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	status := rec.statusCode()
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", status, http.StatusText(status))
+	h := rec.header.Clone()
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Del("Transfer-Encoding")
+	_ = h.Write(buf)
+	_, _ = buf.WriteString("\r\n")
+	_, _ = buf.Write(body[:len(body)/2])
+	_ = buf.Flush()
+}
+
+// garble truncates a body and appends bytes that are not JSON.
+func garble(b []byte) []byte {
+	out := append([]byte(nil), b[:len(b)/2]...)
+	return append(out, []byte("\x00\xff<!-- truncated -->")...)
+}
+
+// recorder buffers a handler's response so a fault can mangle it.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func newRecorder() *recorder { return &recorder{header: http.Header{}} }
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(status int) {
+	if r.status == 0 {
+		r.status = status
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}
+
+// Flush lets streaming handlers run against the recorder.
+func (r *recorder) Flush() {}
+
+func (r *recorder) statusCode() int {
+	if r.status == 0 {
+		return http.StatusOK
+	}
+	return r.status
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, v := range src {
+		dst[k] = append([]string(nil), v...)
+	}
+}

@@ -1,0 +1,259 @@
+package llm
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+)
+
+// genRequest is one generation job after wire decoding, whatever the route.
+type genRequest struct {
+	promptIDs   []int
+	msgs        []Message
+	tools       []policy.Tool
+	n           int
+	maxTokens   int // cap on completion tokens; always positive here
+	temperature float64
+	seed        *int64
+	stop        []string
+	// logprobs asks for per-token logprobs; topLogprobs for that many
+	// alternatives per position (the sampled token first).
+	logprobs    bool
+	topLogprobs int
+	// noThinking is chat_template_kwargs enable_thinking=false: the policy's
+	// reasoning is dropped (the template prefilled an empty think block).
+	noThinking bool
+	// counter is the server's request number, mixed into sampling when the
+	// request carries no seed.
+	counter uint64
+}
+
+// tokenLogprob is the synthetic logprob of one output token and its
+// alternatives (the sampled token first).
+type tokenLogprob struct {
+	id      int
+	logprob float64
+	top     []altLogprob
+}
+
+type altLogprob struct {
+	id      int
+	logprob float64
+}
+
+// genChoice is one generated sequence, cut by stop strings and max tokens.
+type genChoice struct {
+	index   int
+	ids     []int  // completion ids; ends with <|im_end|> when stopped on EOS
+	text    string // visible text (special tokens skipped), stop string trimmed
+	finish  string // "stop", "length" or "abort"
+	eos     bool   // stopped on the EOS token
+	stopStr string // the stop string matched, if any
+	lps     []tokenLogprob
+}
+
+// mix is an FNV-1a hasher over integers, the source of every seed and
+// synthetic logprob so that runs are reproducible across processes.
+type mix struct{ h uint64 }
+
+func newMix(tag string) *mix {
+	f := fnv.New64a()
+	_, _ = f.Write([]byte(tag))
+	return &mix{h: f.Sum64()}
+}
+
+func (m *mix) add(v uint64) *mix {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], v)
+	for _, c := range b {
+		m.h ^= uint64(c)
+		m.h *= 1099511628211
+	}
+	return m
+}
+
+func (m *mix) ints(ids []int) *mix {
+	m.add(uint64(len(ids)))
+	for _, id := range ids {
+		m.add(uint64(id))
+	}
+	return m
+}
+
+func (m *mix) sum() uint64 {
+	// A final avalanche so nearby inputs give unrelated outputs.
+	x := m.h
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
+
+// rngFor returns the sampling RNG of one choice. At temperature 0 it depends
+// on the prompt only, so greedy output is independent of every seed.
+func (s *Server) rngFor(g *genRequest, choice int) *rand.Rand {
+	m := newMix("sample").ints(g.promptIDs)
+	if g.temperature > 0 {
+		m.add(s.cfg.Seed).add(uint64(choice))
+		if g.seed != nil {
+			m.add(1).add(uint64(*g.seed))
+		} else {
+			m.add(2).add(g.counter)
+		}
+	}
+	a := m.sum()
+	return rand.New(rand.NewPCG(a, newMix("pcg").add(a).sum()))
+}
+
+// generate runs the policy for every choice of g and cuts each sequence.
+func (s *Server) generate(g *genRequest) ([]genChoice, error) {
+	eos := s.tok.SpecialID(IMEnd)
+	out := make([]genChoice, 0, g.n)
+	for i := 0; i < g.n; i++ {
+		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature, Rand: s.rngFor(g, i)})
+		if g.noThinking {
+			act.Reasoning = ""
+		}
+		full := append(s.tok.Encode(RenderAssistant(act)), eos)
+		c, err := s.cut(full, g)
+		if err != nil {
+			return nil, err
+		}
+		c.index = i
+		if g.logprobs {
+			c.lps = s.logprobsFor(g, c.ids, act.ChoiceProb)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// cut applies stop strings and the token cap to a full sequence (which ends
+// with EOS). A stop string ends the sequence at the token that completes it;
+// the text is trimmed before it, as vLLM and SGLang do by default.
+func (s *Server) cut(full []int, g *genRequest) (genChoice, error) {
+	text, err := s.tok.DecodeSkipSpecial(full)
+	if err != nil {
+		return genChoice{}, err
+	}
+	c := genChoice{ids: full, text: text, finish: "stop", eos: true}
+	pos, match := -1, ""
+	for _, st := range g.stop {
+		if st == "" {
+			continue
+		}
+		if p := strings.Index(text, st); p >= 0 && (pos < 0 || p < pos) {
+			pos, match = p, st
+		}
+	}
+	if pos >= 0 {
+		need := pos + len(match)
+		// The smallest prefix whose text covers the stop string.
+		lo, hi := 1, len(full)
+		for lo < hi {
+			mid := (lo + hi) / 2
+			t, _ := s.tok.DecodeSkipSpecial(full[:mid])
+			if len(t) >= need {
+				hi = mid
+			} else {
+				lo = mid + 1
+			}
+		}
+		c = genChoice{ids: full[:lo], text: text[:pos], finish: "stop", stopStr: match}
+	}
+	if len(c.ids) > g.maxTokens {
+		ids := c.ids[:g.maxTokens]
+		t, err := s.tok.DecodeSkipSpecial(ids)
+		if err != nil {
+			return genChoice{}, err
+		}
+		c = genChoice{ids: ids, text: t, finish: "length"}
+	}
+	return c, nil
+}
+
+// logprobsFor synthesises logprobs for ids: the first token carries the log of
+// the policy's choice probability, the rest small negative values from a
+// hash of the prompt, the position and the token, so the same sequence always
+// gets the same logprobs.
+func (s *Server) logprobsFor(g *genRequest, ids []int, choiceProb float64) []tokenLogprob {
+	ph := newMix("prompt").ints(g.promptIDs).sum()
+	vocab := s.tok.VocabSize()
+	out := make([]tokenLogprob, len(ids))
+	for i, id := range ids {
+		h := newMix("lp").add(ph).add(uint64(i)).add(uint64(id)).sum()
+		lp := -float64(h%1000+1) / 4000
+		if i == 0 {
+			p := math.Min(math.Max(choiceProb, 1e-6), 1)
+			lp = math.Min(math.Log(p), -1e-4)
+		}
+		lp = math.Round(lp*1e6) / 1e6
+		tl := tokenLogprob{id: id, logprob: lp}
+		if g.topLogprobs > 0 {
+			tl.top = append(tl.top, altLogprob{id: id, logprob: lp})
+			seen := map[int]bool{id: true}
+			for j := 1; len(tl.top) < g.topLogprobs; j++ {
+				alt := int(newMix("alt").add(h).add(uint64(j)).sum() % uint64(vocab))
+				if seen[alt] || s.tok.IsSpecial(alt) {
+					continue
+				}
+				seen[alt] = true
+				step := 0.5 + float64(newMix("gap").add(h).add(uint64(j)).sum()%1000)/1000
+				tl.top = append(tl.top, altLogprob{id: alt, logprob: math.Round((lp-step*float64(len(tl.top)))*1e6) / 1e6})
+			}
+		}
+		out[i] = tl
+	}
+	return out
+}
+
+// latency is the modelled compute time of a sequence of n output tokens.
+func (s *Server) latency(n int) time.Duration {
+	if n <= 0 {
+		return s.cfg.TTFT
+	}
+	return s.cfg.TTFT + time.Duration(n-1)*s.cfg.PerToken
+}
+
+// run admits g into the engine, generates, models the latency and accounts
+// the tokens. A pause with mode abort turns every choice into an empty
+// "abort" choice. Client disconnects return ctx's error.
+func (s *Server) run(ctx context.Context, g *genRequest) ([]genChoice, error) {
+	t, err := s.eng.admit(ctx, len(g.promptIDs))
+	if err != nil {
+		return nil, err
+	}
+	defer t.release()
+	choices, err := s.generate(g)
+	if err != nil {
+		return nil, err
+	}
+	longest := 0
+	for _, c := range choices {
+		longest = max(longest, len(c.ids))
+	}
+	if err := t.wait(ctx, s.latency(longest)); err != nil {
+		if !errors.Is(err, errAborted) {
+			return nil, err
+		}
+		for i := range choices {
+			choices[i] = abortedChoice(i)
+		}
+	}
+	s.account(g, choices)
+	return choices, nil
+}
+
+// abortedChoice is what an aborted sequence reports.
+func abortedChoice(i int) genChoice {
+	return genChoice{index: i, ids: []int{}, finish: "abort"}
+}

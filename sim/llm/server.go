@@ -1,0 +1,225 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+)
+
+// Server is the simulated inference server. Create it with NewServer, serve
+// Handler, and Close it when done. All methods are safe for concurrent use.
+type Server struct {
+	cfg  Config
+	tok  *Tokenizer
+	pol  *policy.Policy
+	eng  *engine
+	stat *stats
+
+	// counter numbers generation requests; it seeds requests without a
+	// seed and derives response ids, so a sequential run is reproducible.
+	counter atomic.Uint64
+
+	faultMu  sync.Mutex
+	faultRng *rand.Rand
+
+	versionMu sync.RWMutex
+	version   string
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	base      context.Context // cancelled by Close
+	cancel    context.CancelFunc
+}
+
+// NewServer validates cfg, applies its defaults and returns a server.
+func NewServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("sim llm config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	s := &Server{
+		cfg:      cfg,
+		tok:      NewTokenizer(),
+		pol:      policy.New(cfg.Skills),
+		eng:      newEngine(cfg.Slots, cfg.MaxModelLen),
+		stat:     newStats(),
+		faultRng: rand.New(rand.NewPCG(cfg.Seed, newMix("faults").add(cfg.Seed).sum())),
+		version:  cfg.WeightVersion,
+		closed:   make(chan struct{}),
+	}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Close stops the server's background work: requests waiting in the queue or
+// paused are released with an error. It is idempotent.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.cancel()
+	})
+}
+
+// WeightVersion returns the served weight version.
+func (s *Server) WeightVersion() string {
+	s.versionMu.RLock()
+	defer s.versionMu.RUnlock()
+	return s.version
+}
+
+// SetWeightVersion changes the served weight version, as a weight sync does.
+func (s *Server) SetWeightVersion(v string) {
+	s.versionMu.Lock()
+	s.version = v
+	s.versionMu.Unlock()
+}
+
+// Tokenizer returns the server's tokenizer, for tests and tools that need the
+// exact token ids the server uses.
+func (s *Server) Tokenizer() *Tokenizer { return s.tok }
+
+// Handler returns the HTTP handler serving the configured dialect's routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	gen := func(h http.HandlerFunc) http.Handler { return s.withBody(s.withFaults(h)) }
+	plain := func(h http.HandlerFunc) http.Handler { return s.withBody(h) }
+
+	mux.Handle("POST /v1/chat/completions", gen(s.handleChat))
+	mux.Handle("POST /v1/completions", gen(s.handleCompletions))
+	mux.Handle("GET /v1/models", plain(s.handleModels))
+	mux.Handle("GET /health", plain(s.handleHealth))
+	mux.Handle("GET /metrics", plain(s.handleMetrics))
+	if s.cfg.Dialect == DialectSGLang {
+		mux.Handle("POST /generate", gen(s.handleGenerate))
+		mux.Handle("POST /v1/tokenize", plain(s.handleTokenize))
+		mux.Handle("POST /v1/detokenize", plain(s.handleDetokenize))
+		mux.Handle("GET /get_model_info", plain(s.handleModelInfo))
+		mux.Handle("POST /update_weights_from_disk", plain(s.handleUpdateWeights))
+		mux.Handle("GET /get_weight_version", plain(s.handleGetWeightVersion))
+	} else {
+		mux.Handle("POST /tokenize", plain(s.handleTokenize))
+		mux.Handle("POST /detokenize", plain(s.handleDetokenize))
+		mux.Handle("POST /sleep", plain(s.handleSleep))
+		mux.Handle("POST /wake_up", plain(s.handleWakeUp))
+		mux.Handle("GET /is_sleeping", plain(s.handleIsSleeping))
+		mux.Handle("POST /pause", plain(s.handlePause))
+		mux.Handle("POST /resume", plain(s.handleResume))
+		mux.Handle("GET /is_paused", plain(s.handleIsPaused))
+		mux.Handle("POST /reset_prefix_cache", plain(s.handleResetPrefixCache))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// FastAPI's answer for an unknown route.
+		writeJSON(w, http.StatusNotFound, map[string]string{"detail": "Not Found"})
+	})
+	return mux
+}
+
+// withBody caps the request body, ties the request to the server's lifetime
+// and reports the served weight version on every response.
+func (s *Server) withBody(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		w.Header().Set("X-Weight-Version", s.WeightVersion())
+		select {
+		case <-s.closed:
+			s.writeError(w, &apiError{status: http.StatusServiceUnavailable, errType: "ServiceUnavailableError", message: "The server is shutting down."})
+			return
+		default:
+		}
+		// Requests end when the client goes away or the server closes.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.base, cancel)
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// decodeBody reads a JSON request body into v. It rejects unknown fields
+// when the server is strict, maps an oversized body to 413 and every other
+// problem to a 400 naming the field.
+func (s *Server) decodeBody(r *http.Request, v any) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return &apiError{status: http.StatusRequestEntityTooLarge, errType: "BadRequestError", message: fmt.Sprintf("Request body exceeds the limit of %d bytes.", tooBig.Limit)}
+		}
+		return badRequest("read request body: %v", err)
+	}
+	return s.decodeBytes(body, v)
+}
+
+func (s *Server) decodeBytes(body []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if s.cfg.Strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return badRequest("%s", describeJSONError(err))
+	}
+	if dec.More() {
+		return badRequest("JSON decode error: extra data after the request object")
+	}
+	return nil
+}
+
+// describeJSONError words a decoding error the way a validation error reads.
+func describeJSONError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "(root)"
+		}
+		return fmt.Sprintf("1 validation error: body.%s: input should be %s, got JSON %s", field, goTypeName(typeErr.Type.String()), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Sprintf("JSON decode error at byte %d: %v", syntaxErr.Offset, err)
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "JSON decode error: the request body is empty or truncated"
+	case strings.HasPrefix(err.Error(), "json: unknown field"):
+		return "1 validation error: extra inputs are not permitted: " + strings.TrimPrefix(err.Error(), "json: ")
+	default:
+		return err.Error()
+	}
+}
+
+// goTypeName names a Go type as a JSON type for error messages.
+func goTypeName(t string) string {
+	switch {
+	case strings.Contains(t, "int"):
+		return "a valid integer"
+	case strings.Contains(t, "float"):
+		return "a valid number"
+	case t == "bool" || t == "*bool":
+		return "a valid boolean"
+	case strings.Contains(t, "string"):
+		return "a valid string"
+	case strings.HasPrefix(t, "[]") || strings.HasPrefix(t, "*[]"):
+		return "a valid list"
+	default:
+		return "a valid object"
+	}
+}
+
+// nextCounter numbers a generation request.
+func (s *Server) nextCounter() uint64 { return s.counter.Add(1) }
+
+// responseID derives the response id of request number n: 32 hex digits.
+func (s *Server) responseID(n uint64) string {
+	a := newMix("id").add(s.cfg.Seed).add(n).sum()
+	b := newMix("id2").add(a).sum()
+	return fmt.Sprintf("%016x%016x", a, b)
+}
