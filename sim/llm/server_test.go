@@ -3,8 +3,11 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -204,6 +207,23 @@ func TestFaultRates(t *testing.T) {
 	}
 	if counts["other"] > 0 {
 		t.Errorf("%d responses were neither OK nor an injected fault", counts["other"])
+	}
+	resp, err := http.Get(ts.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	metrics, _ := io.ReadAll(resp.Body)
+	var stalls float64
+	re := regexp.MustCompile(`sim:injected_faults_total\{kind="stall",[^}]*\} (\S+)`)
+	m := re.FindSubmatch(metrics)
+	if m == nil {
+		t.Fatalf("no stall counter in /metrics:\n%s", metrics)
+	}
+	stalls, _ = strconv.ParseFloat(string(m[1]), 64)
+	p := cfg.Faults.RateStall
+	if sigma := math.Sqrt(n * p * (1 - p)); math.Abs(stalls-n*p) > 4*sigma {
+		t.Errorf("stall: injected %v of %d, want %v ± %.0f", stalls, n, n*p, 4*sigma)
 	}
 }
 
