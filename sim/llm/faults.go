@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -62,6 +63,14 @@ func (s *Server) withFaults(h http.HandlerFunc) http.HandlerFunc {
 			w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
 			s.writeFaultError(w, r, http.StatusTooManyRequests, "Too many requests (injected by the simulator).")
 		case faultStall:
+			// Read the body first: Go's server notices a client that went
+			// away only once the request body is consumed, and a stall must
+			// end when its client gives up.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+			if err != nil {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			if !s.stall(r) {
 				return
 			}

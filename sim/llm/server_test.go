@@ -404,3 +404,24 @@ func BenchmarkChatCompletions(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "completions/s")
 }
+
+// TestStallEndsWhenClientLeaves checks that an unbounded stall lets go of
+// its request once the client gives up, so the server can shut down.
+func TestStallEndsWhenClientLeaves(t *testing.T) {
+	cfg := testConfig(DialectVLLM)
+	cfg.Faults = Faults{RateStall: 1}
+	_, ts := MustServer(t, cfg)
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	body, _ := json.Marshal(map[string]any{"prompt": "Hi", "max_tokens": 1})
+	if resp, err := client.Post(ts.URL+"/v1/completions", "application/json", bytes.NewReader(body)); err == nil {
+		resp.Body.Close()
+		t.Fatalf("a stalled request answered %s", resp.Status)
+	}
+	done := make(chan struct{})
+	go func() { ts.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not shut down: the stalled handler outlived its client")
+	}
+}

@@ -43,12 +43,19 @@ func MissSentence(relation, subject string) string {
 	return "I could not find the " + relation + " of " + subject + "."
 }
 
-var factPattern = regexp.MustCompile(`The ([a-z][a-z ]*?) of ([A-Z0-9][^.\n]*?) is ([^.\n]+?)\.`)
+var (
+	factPattern = regexp.MustCompile(`The ([a-z][a-z ]*?) of ([A-Z0-9][^.\n]*?) is ([^.\n]+?)\.`)
+	// markdownLink matches [text](target): page extractors turn the links
+	// of a page into these, often right inside a fact sentence.
+	markdownLink = regexp.MustCompile(`\[([^\]\n]*)\]\([^)\s]*\)`)
+)
 
 // ParseFacts returns every fact sentence found in text, in order of
-// appearance. It tolerates surrounding Markdown, HTML remnants and other
-// prose; text without facts yields nil.
+// appearance. It reads Markdown links as their text and tolerates
+// surrounding Markdown, HTML remnants and other prose; text without facts
+// yields nil.
 func ParseFacts(text string) []Fact {
+	text = markdownLink.ReplaceAllString(text, "$1")
 	var facts []Fact
 	for _, m := range factPattern.FindAllStringSubmatch(text, -1) {
 		subject := strings.TrimSpace(m[2])

@@ -39,11 +39,13 @@ func TestChainRoundTrip(t *testing.T) {
 
 func TestParseFacts(t *testing.T) {
 	text := "## Velmora Labs\n\nVelmora Labs is a firm. The founder of Velmora Labs is Ida Kestrel. " +
-		"[Home](/) The founding year of Velmora Labs is 1987.\nThe population of Orvane is 2,345,000."
+		"[Home](/) The founding year of Velmora Labs is 1987.\nThe population of Orvane is 2,345,000.\n" +
+		"The mayor of [Orvane](http://127.0.0.1:8/site/a/orvane.html) is [Ida Kestrel](http://127.0.0.1:8/site/b/ida-kestrel.html)."
 	want := []Fact{
 		{Subject: "Velmora Labs", Relation: "founder", Object: "Ida Kestrel"},
 		{Subject: "Velmora Labs", Relation: "founding year", Object: "1987"},
 		{Subject: "Orvane", Relation: "population", Object: "2,345,000"},
+		{Subject: "Orvane", Relation: "mayor", Object: "Ida Kestrel"},
 	}
 	if diff := cmp.Diff(want, ParseFacts(text)); diff != "" {
 		t.Errorf("ParseFacts (-want +got):\n%s", diff)
