@@ -1,0 +1,242 @@
+package llm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	retryablehttp "github.com/hashicorp/go-retryablehttp"
+)
+
+// maxBody caps a response body read; token ids of a long context are large
+// but far below this.
+const maxBody = 256 << 20
+
+// callState is the per-call state the routing transport and the response
+// handler share. One call's attempts run one after another on the caller's
+// goroutine, so it needs no lock.
+type callState struct {
+	key    string
+	pin    *endpoint // route every attempt here while it is in rotation
+	avoid  int
+	last   *endpoint
+	status int
+	tries  int
+	// decode turns a 200 body into the call's result; its error decides a
+	// retry through CheckRetry.
+	decode func(body []byte, h http.Header) error
+}
+
+type callStateKey struct{}
+
+func stateFrom(ctx context.Context) *callState {
+	st, _ := ctx.Value(callStateKey{}).(*callState)
+	return st
+}
+
+// transport routes each attempt to an endpoint of the pool: it rewrites the
+// placeholder URL, takes the endpoint's in-flight slot for the life of the
+// response, applies the attempt timeout and records transport failures.
+type transport struct {
+	pool           *Pool
+	base           http.RoundTripper
+	attemptTimeout time.Duration
+	apiKey         string
+	role           string
+}
+
+func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	st := stateFrom(req.Context())
+	if st == nil {
+		return nil, errors.New("llm transport: request without call state")
+	}
+	var e *endpoint
+	if st.pin != nil && !t.pool.isEjected(st.pin) {
+		e = st.pin
+		e.outstanding.Add(1)
+	} else {
+		e = t.pool.pick(st.key, st.avoid)
+	}
+	st.last, st.status = e, 0
+	st.tries++
+	if err := e.sem.Acquire(req.Context(), 1); err != nil {
+		e.outstanding.Add(-1)
+		return nil, err
+	}
+	ctx, cancel := req.Context(), context.CancelFunc(func() {})
+	if t.attemptTimeout > 0 {
+		ctx, cancel = context.WithTimeout(ctx, t.attemptTimeout)
+	}
+	release := func() {
+		cancel()
+		e.sem.Release(1)
+		e.outstanding.Add(-1)
+	}
+	r := req.Clone(ctx)
+	u := *e.base
+	u.Path = e.base.Path + req.URL.Path
+	u.User = nil
+	r.URL, r.Host = &u, ""
+	if t.apiKey != "" {
+		r.Header.Set("Authorization", "Bearer "+t.apiKey)
+	} else if e.base.User != nil {
+		pw, _ := e.base.User.Password()
+		r.SetBasicAuth(e.base.User.Username(), pw)
+	}
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		release()
+		if req.Context().Err() == nil {
+			class := ClassConnection
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
+				class = ClassTimeout
+			}
+			t.pool.met.failure(t.role, e.display, class)
+			t.pool.report(e, false)
+			st.avoid = e.idx
+		}
+		return nil, fmt.Errorf("%s: %w", e.display, err)
+	}
+	st.status = resp.StatusCode
+	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	return resp, nil
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+func (p *Pool) isEjected(e *endpoint) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return e.ejected
+}
+
+// releaseBody frees the endpoint slot when the body is closed, once.
+type releaseBody struct {
+	io.ReadCloser
+	once    sync.Once
+	release func()
+}
+
+func (b *releaseBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.release)
+	return err
+}
+
+// handleResponse reads and judges one answer. It runs inside
+// go-retryablehttp's loop, so its error decides whether the attempt is
+// retried (through CheckRetry).
+func (c *Client) handleResponse(resp *http.Response) error {
+	defer resp.Body.Close()
+	st := stateFrom(resp.Request.Context())
+	e := st.last
+	body, rerr := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if resp.StatusCode != http.StatusOK {
+		serr := &StatusError{Endpoint: e.display, Status: resp.StatusCode, Message: errorMessage(body)}
+		switch {
+		case resp.StatusCode == http.StatusTooManyRequests:
+			c.met.failure(c.role, e.display, ClassStatus429)
+			st.avoid = e.idx
+		case resp.StatusCode >= 500:
+			c.met.failure(c.role, e.display, ClassStatus5xx)
+			c.pool.report(e, false)
+			st.avoid = e.idx
+		default:
+			c.met.failure(c.role, e.display, ClassStatus4xx)
+		}
+		return serr
+	}
+	if rerr != nil {
+		c.met.failure(c.role, e.display, ClassDecode)
+		c.pool.report(e, false)
+		st.avoid = e.idx
+		return &DecodeError{Endpoint: e.display, Err: fmt.Errorf("%w: reading body: %v", ErrMalformedResponse, rerr), Snippet: snippet(body)}
+	}
+	if err := precheckBody(resp.Header.Get("Content-Type"), body); err != nil {
+		c.met.failure(c.role, e.display, ClassDecode)
+		c.pool.report(e, false)
+		st.avoid = e.idx
+		return &DecodeError{Endpoint: e.display, Err: err, Snippet: snippet(body)}
+	}
+	if err := st.decode(body, resp.Header); err != nil {
+		var de *DecodeError
+		if errors.As(err, &de) {
+			de.Endpoint = e.display
+			if errors.Is(err, ErrAborted) {
+				c.met.failure(c.role, e.display, ClassAbort)
+			} else {
+				c.met.failure(c.role, e.display, ClassDecode)
+				c.pool.report(e, false)
+			}
+			st.avoid = e.idx
+		}
+		return err
+	}
+	c.pool.report(e, true)
+	return nil
+}
+
+// precheckBody rejects bodies that are not a JSON object before decoding:
+// HTML pages (proxies, load balancers) and event streams.
+func precheckBody(contentType string, body []byte) error {
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) == 0:
+		return fmt.Errorf("%w: empty body", ErrMalformedResponse)
+	case bytes.HasPrefix(contentType2(contentType), []byte("text/html")) || trimmed[0] == '<':
+		return ErrHTMLResponse
+	case bytes.HasPrefix(contentType2(contentType), []byte("text/event-stream")) || bytes.HasPrefix(trimmed, []byte("data:")):
+		if !bytes.Contains(trimmed, []byte("data: [DONE]")) {
+			return ErrStreamEnded
+		}
+		return fmt.Errorf("%w: event stream answer to a non-streaming request", ErrMalformedResponse)
+	case trimmed[0] != '{':
+		return fmt.Errorf("%w: body is not a JSON object", ErrMalformedResponse)
+	}
+	return nil
+}
+
+func contentType2(ct string) []byte { return bytes.ToLower(bytes.TrimSpace([]byte(ct))) }
+
+// post runs one HTTP exchange with retries: body is POSTed to path on an
+// endpoint the pool picks per attempt, and decode consumes the 200 body.
+// It returns the endpoint of the last attempt and the attempt count.
+func (c *Client) post(ctx context.Context, key string, pin *endpoint, path string, body []byte, decode func([]byte, http.Header) error) (*endpoint, int, error) {
+	st := &callState{key: key, pin: pin, avoid: -1, decode: decode}
+	ctx = context.WithValue(ctx, callStateKey{}, st)
+	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://pool"+path, body)
+	if err != nil {
+		return nil, 0, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.SetResponseHandler(c.handleResponse)
+	resp, err := c.http.Do(req)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err == nil {
+		return st.last, st.tries, nil
+	}
+	ep := "<no endpoint>"
+	if st.last != nil {
+		ep = st.last.display
+	}
+	if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		err = fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		c.met.failure(c.role, ep, ClassCanceled)
+	}
+	c.met.giveUp(c.role, ep, st.tries)
+	return st.last, st.tries, &GiveUpError{Endpoint: ep, Status: st.status, Attempts: st.tries, Err: err}
+}

@@ -1,0 +1,222 @@
+package llm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	retryablehttp "github.com/hashicorp/go-retryablehttp"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Dialect names.
+const (
+	DialectVLLM   = "vllm"
+	DialectSGLang = "sglang"
+	DialectOpenAI = "openai"
+)
+
+// Config configures the client of one role.
+type Config struct {
+	// Role names the role in metrics and logs ("planner", "executor",
+	// "judge", …).
+	Role string
+	// Dialect is "vllm", "sglang" or "openai".
+	Dialect string
+	// Model is the served model name sent in each request.
+	Model string
+	// Endpoints are the servers' base URLs (http://host:port, an optional
+	// trailing /v1 is dropped).
+	Endpoints []string
+	// APIKey, when set, is sent as a bearer token. It never appears in
+	// errors or logs.
+	APIKey string
+	// CaptureTokens requires prompt ids, completion ids and logprobs on
+	// every turn; the openai dialect refuses it with ErrTokensUnsupported.
+	CaptureTokens bool
+	// Sampling holds the role's sampling parameters.
+	Sampling Sampling
+	Retry    RetryPolicy
+	Pool     PoolConfig
+	// HTTPClient supplies the transport (default: a pooled transport sized
+	// for the pool's in-flight cap). Its Timeout is ignored: deadlines come
+	// from Retry.
+	HTTPClient *http.Client
+	// Logger receives warnings and dialect detections (default: discard).
+	Logger *slog.Logger
+	// Metrics, when set, receives the role's counters and histograms.
+	Metrics *Metrics
+}
+
+// Client calls one role's endpoints. It is safe for concurrent use; Close
+// releases its background prober.
+type Client struct {
+	role     string
+	model    string
+	capture  bool
+	sampling Sampling
+	retry    RetryPolicy
+	dialect  dialect
+	pool     *Pool
+	http     *retryablehttp.Client
+	log      *slog.Logger
+	met      *Metrics
+}
+
+// dialect is one server family's way of making a call and capturing its
+// tokens.
+type dialect interface {
+	// chat performs req with sampling s and returns the filled turn
+	// (without Endpoint, Latency and Attempts, which Chat sets).
+	chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error)
+}
+
+// New validates cfg and returns a client. Configuration errors are
+// returned; nothing is contacted until the first call.
+func New(cfg Config) (*Client, error) {
+	if cfg.Role == "" {
+		cfg.Role = "default"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &Client{
+		role: cfg.Role, model: cfg.Model, capture: cfg.CaptureTokens,
+		sampling: cfg.Sampling, retry: cfg.Retry.withDefaults(), log: log, met: cfg.Metrics,
+	}
+	switch strings.ToLower(cfg.Dialect) {
+	case DialectVLLM:
+		c.dialect = &vllmDialect{}
+	case DialectSGLang:
+		c.dialect = &sglangDialect{}
+	case DialectOpenAI:
+		if cfg.CaptureTokens {
+			return nil, fmt.Errorf("llm role %s: %w", cfg.Role, ErrTokensUnsupported)
+		}
+		c.dialect = openaiDialect{}
+	default:
+		return nil, fmt.Errorf("llm role %s: unsupported dialect %q (want vllm, sglang or openai)", cfg.Role, cfg.Dialect)
+	}
+	base := cfg.HTTPClient
+	if base == nil {
+		base = defaultHTTPClient(cfg.Pool.withDefaults(len(cfg.Endpoints)))
+	}
+	pool, err := NewPool(cfg.Role, cfg.Endpoints, cfg.Pool, base, log, cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	c.pool = pool
+	rt := base.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	c.http = &retryablehttp.Client{
+		HTTPClient: &http.Client{Transport: &transport{
+			pool: pool, base: rt, attemptTimeout: c.retry.AttemptTimeout, apiKey: cfg.APIKey, role: cfg.Role,
+		}},
+		RetryWaitMin: c.retry.WaitMin,
+		RetryWaitMax: c.retry.WaitMax,
+		RetryMax:     c.retry.MaxAttempts - 1,
+		CheckRetry:   CheckRetry,
+		Backoff:      c.retry.Backoff,
+		ErrorHandler: func(resp *http.Response, err error, _ int) (*http.Response, error) {
+			if resp != nil && resp.Body != nil {
+				resp.Body.Close()
+			}
+			return nil, err
+		},
+	}
+	return c, nil
+}
+
+// defaultHTTPClient returns a client whose transport keeps enough idle
+// connections for the pool's in-flight cap, so concurrency does not churn
+// connections.
+func defaultHTTPClient(pc PoolConfig) *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = int(min(pc.MaxInFlight, 1<<16))
+	t.MaxIdleConnsPerHost = int(min(pc.MaxInFlightPerEndpoint, 1<<16))
+	t.IdleConnTimeout = 90 * time.Second
+	return &http.Client{Transport: t}
+}
+
+// Close stops the pool's prober. It is idempotent.
+func (c *Client) Close() { c.pool.Close() }
+
+// Pool returns the client's endpoint pool.
+func (c *Client) Pool() *Pool { return c.pool }
+
+// Role returns the role name.
+func (c *Client) Role() string { return c.role }
+
+// Chat performs one chat call: it routes, retries within the role's
+// RetryPolicy and deadline, and returns the Turn with its tokens. A failed
+// call returns a *GiveUpError wrapping the last cause (a *StatusError, a
+// *DecodeError, a transport error or the context's error). It is safe for
+// concurrent use.
+func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
+	if len(req.Messages) == 0 {
+		return nil, fmt.Errorf("llm role %s: chat: no messages", c.role)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, c.retry.CallTimeout)
+	defer cancel()
+	if err := c.pool.global.Acquire(ctx, 1); err != nil {
+		return nil, &GiveUpError{Endpoint: "<no endpoint>", Err: fmt.Errorf("wait for an in-flight slot: %w", err)}
+	}
+	defer c.pool.global.Release(1)
+	s := c.sampling.merge(req.Sampling)
+	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
+	if err != nil {
+		return nil, err
+	}
+	turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
+	if c.capture && !turn.HasTokens() {
+		return nil, &GiveUpError{Endpoint: e.display, Status: http.StatusOK, Attempts: attempts, Err: ErrMissingTokenIDs}
+	}
+	c.met.success(c.role, e.display, turn)
+	return turn, nil
+}
+
+// Sequences assembles a trajectory's turns (see the package function) and
+// counts its drift events in the role's metrics.
+func (c *Client) Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
+	seqs, drifts, err := Sequences(turns)
+	if err == nil {
+		c.met.Drift(c.role, len(drifts))
+	}
+	return seqs, drifts, err
+}
+
+// chatRequest builds the common part of a chat body.
+func (c *Client) chatRequest(req Request, s Sampling) ChatRequest {
+	r := ChatRequest{ChatCompletionRequest: openai.ChatCompletionRequest{
+		Model: c.model, Messages: req.Messages, Tools: req.Tools,
+		MaxTokens: s.MaxTokens, Stop: s.Stop, ChatTemplateKwargs: s.ChatTemplateKwargs,
+	}}
+	r.Temperature, r.TopP, r.TopK, r.Seed = s.Temperature, s.TopP, s.TopK, s.Seed
+	return r
+}
+
+// finishTurn fills the message-derived fields of t: tool calls from the
+// server or parsed from Hermes blocks in the content.
+func finishTurn(t *Turn) {
+	if t.Message.Role == "" {
+		t.Message.Role = openai.ChatMessageRoleAssistant
+	}
+	if len(t.Message.ToolCalls) > 0 {
+		t.ToolCalls = t.Message.ToolCalls
+		return
+	}
+	if strings.Contains(t.Message.Content, toolCallOpen) {
+		res, err := ParseHermes(t.Message.Content)
+		t.ToolCalls = res.Calls
+		if err != nil {
+			t.ToolCallError = err
+		}
+	}
+}

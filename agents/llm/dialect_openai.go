@@ -1,0 +1,36 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// openaiDialect talks to any OpenAI-compatible API without token capture:
+// judges, summarizers, hosted models under evaluation. Its turns carry the
+// message, finish reason and usage, but no token ids or logprobs; a client
+// configured with CaptureTokens refuses this dialect (ErrTokensUnsupported)
+// and Sequences refuses its turns (ErrNoTokenData).
+type openaiDialect struct{}
+
+func (openaiDialect) chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
+	cr := c.chatRequest(req, s)
+	// Hosted APIs reject top_k; it is dropped rather than sent.
+	cr.TopK = nil
+	body, err := json.Marshal(cr)
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
+	}
+	var turn *Turn
+	decode := func(b []byte, h http.Header) error {
+		resp, ch, err := DecodeChatResponse(b)
+		if err != nil {
+			return err
+		}
+		turn = baseTurn(resp, ch, h)
+		return nil
+	}
+	e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
+	return turn, e, n, err
+}

@@ -1,0 +1,235 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// SGLang capture modes, detected on the first call.
+const (
+	sglangUnknown int32 = iota
+	sglangChat          // ≥ 0.5.13: ids and logprobs on the chat route
+	sglangNative        // older: /v1/tokenize + /generate
+)
+
+// sglangDialect talks to SGLang. Newer servers return the prompt ids on
+// choices[].prompt_token_ids and the sampled ids with their logprobs in
+// choices[].meta_info.output_token_logprobs when asked with
+// return_prompt_token_ids and return_meta_info. For older servers the
+// client renders the prompt with /v1/tokenize (messages form), generates
+// from the ids on the native /generate route, and parses reasoning and
+// Hermes tool calls itself. The mode is detected on the first call and
+// logged.
+type sglangDialect struct {
+	mode atomic.Int32
+}
+
+func (d *sglangDialect) chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
+	total := 0
+	if d.mode.Load() != sglangNative {
+		turn, e, n, fallback, err := d.chatRoute(ctx, c, req, s)
+		total += n
+		if err != nil || !fallback {
+			return turn, e, total, err
+		}
+		if d.mode.CompareAndSwap(sglangUnknown, sglangNative) {
+			c.log.Warn("sglang chat route returned no token ids: assuming SGLang older than 0.5.13, using /v1/tokenize and /generate",
+				"role", c.role, "endpoint", e.display)
+		}
+	}
+	turn, e, n, err := d.native(ctx, c, req, s)
+	total += n
+	if ge, ok := err.(*GiveUpError); ok {
+		ge.Attempts = total
+	}
+	return turn, e, total, err
+}
+
+// chatRoute calls /v1/chat/completions. fallback reports that the server
+// gave no token data while the mode was still unknown.
+func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, bool, error) {
+	mode := d.mode.Load()
+	cr := c.chatRequest(req, s)
+	zero := 0
+	cr.LogProbs, cr.TopLogProbs = true, &zero
+	cr.ReturnPromptTokenIDs, cr.ReturnMetaInfo = true, true
+	body, err := json.Marshal(cr)
+	if err != nil {
+		return nil, nil, 0, false, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
+	}
+	var (
+		turn     *Turn
+		fallback bool
+	)
+	decode := func(b []byte, h http.Header) error {
+		resp, ch, err := DecodeChatResponse(b)
+		if err != nil {
+			return err
+		}
+		if ch.MetaInfo != nil {
+			if err := sglangAbort(ch.MetaInfo.FinishReason); err != nil {
+				return err
+			}
+		}
+		t := baseTurn(resp, ch, h)
+		t.PromptIDs = ch.PromptTokenIDs
+		if ch.MetaInfo != nil {
+			lps := ch.MetaInfo.OutputTokenLogprobs
+			t.CompletionIDs = make([]int, len(lps))
+			t.Logprobs = make([]float64, len(lps))
+			for i, lp := range lps {
+				t.CompletionIDs[i], t.Logprobs[i] = lp.ID, lp.Logprob
+			}
+			if len(ch.TokenIDs) > 0 && !equalInts(ch.TokenIDs, t.CompletionIDs) {
+				return &DecodeError{Err: fmt.Errorf("%w: token_ids and output_token_logprobs disagree", ErrLogprobMismatch)}
+			}
+		}
+		if mode == sglangUnknown && len(t.PromptIDs) == 0 && ch.MetaInfo == nil {
+			fallback = true
+			return nil
+		}
+		if err := checkTokens(t); err != nil {
+			return err
+		}
+		turn = t
+		return nil
+	}
+	e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
+	if err != nil {
+		return nil, e, n, false, err
+	}
+	if !fallback && mode == sglangUnknown && d.mode.CompareAndSwap(sglangUnknown, sglangChat) {
+		c.log.Info("sglang chat route returns token ids (SGLang ≥ 0.5.13)", "role", c.role, "endpoint", e.display)
+	}
+	return turn, e, n, fallback, nil
+}
+
+// native renders the prompt with /v1/tokenize and generates with /generate.
+func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
+	ids, te, tn, err := c.tokenize(ctx, req, s, nil, "/v1/tokenize")
+	if err != nil {
+		return nil, te, tn, err
+	}
+	sp := map[string]any{"skip_special_tokens": true}
+	if s.Temperature != nil {
+		sp["temperature"] = *s.Temperature
+	}
+	if s.TopP != nil {
+		sp["top_p"] = *s.TopP
+	}
+	if s.TopK != nil {
+		sp["top_k"] = *s.TopK
+	}
+	if s.MaxTokens > 0 {
+		sp["max_new_tokens"] = s.MaxTokens
+	}
+	if len(s.Stop) > 0 {
+		sp["stop"] = s.Stop
+	}
+	if s.Seed != nil {
+		sp["sampling_seed"] = *s.Seed
+	}
+	body, err := json.Marshal(GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true})
+	if err != nil {
+		return nil, te, tn, fmt.Errorf("llm role %s: encode generate request: %w", c.role, err)
+	}
+	var turn *Turn
+	decode := func(b []byte, h http.Header) error {
+		var g GenerateResponse
+		if err := json.Unmarshal(b, &g); err != nil {
+			return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
+		}
+		if err := sglangAbort(g.MetaInfo.FinishReason); err != nil {
+			return err
+		}
+		var fin sglangFinish
+		if err := json.Unmarshal(g.MetaInfo.FinishReason, &fin); err != nil || fin.Type == "" {
+			return &DecodeError{Err: fmt.Errorf("%w: meta_info.finish_reason missing", ErrMalformedResponse), Snippet: snippet(b)}
+		}
+		t := nativeTurn(g.Text)
+		t.PromptIDs = ids
+		t.CompletionIDs = g.OutputIDs
+		lps := g.MetaInfo.OutputTokenLogprobs
+		t.Logprobs = make([]float64, len(lps))
+		for i, lp := range lps {
+			if i < len(g.OutputIDs) && lp.ID != g.OutputIDs[i] {
+				return &DecodeError{Err: fmt.Errorf("%w: output_ids[%d]=%d but its logprob is for %d", ErrLogprobMismatch, i, g.OutputIDs[i], lp.ID)}
+			}
+			t.Logprobs[i] = lp.Logprob
+		}
+		t.FinishReason = fin.Type
+		if len(t.ToolCalls) > 0 && fin.Type == "stop" {
+			t.FinishReason = string(openai.FinishReasonToolCalls)
+		}
+		t.StopReason = rawStopReason(fin.Matched)
+		t.WeightVersion = g.MetaInfo.WeightVersion
+		if t.WeightVersion == "" {
+			t.WeightVersion = h.Get(weightVersionHeader)
+		}
+		t.Usage = openai.Usage{PromptTokens: len(ids), CompletionTokens: len(g.OutputIDs), TotalTokens: len(ids) + len(g.OutputIDs)}
+		if err := checkTokens(t); err != nil {
+			return err
+		}
+		turn = t
+		return nil
+	}
+	e, n, err := c.post(ctx, req.TrajectoryKey, te, "/generate", body, decode)
+	n += tn
+	if err != nil {
+		if ge, ok := err.(*GiveUpError); ok {
+			ge.Attempts = n
+		}
+		return nil, e, n, err
+	}
+	return turn, e, n, nil
+}
+
+// nativeTurn builds the assistant message from raw generated text the way
+// a server with the qwen3 reasoning parser and the hermes tool parser
+// would, so that replaying the message re-renders the same text. When the
+// tool calls are not in the layout the template re-renders exactly, they
+// stay in the content (and are still parsed into Turn.ToolCalls).
+func nativeTurn(text string) *Turn {
+	reasoning, content := splitReasoning(text)
+	t := &Turn{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, ReasoningContent: reasoning, Content: content}}
+	res, err := ParseHermes(content)
+	t.ToolCalls = res.Calls
+	if err != nil {
+		t.ToolCallError = err
+	}
+	if err == nil && res.Canonical && len(res.Calls) > 0 {
+		t.Message.Content = res.Head
+		t.Message.ToolCalls = res.Calls
+	}
+	return t
+}
+
+// sglangAbort returns a *DecodeError wrapping ErrAborted when a
+// meta_info.finish_reason object has type "abort".
+func sglangAbort(raw json.RawMessage) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	var fin sglangFinish
+	if json.Unmarshal(raw, &fin) == nil && fin.Type == "abort" {
+		return &DecodeError{Err: fmt.Errorf("%w: %s", ErrAborted, fin.Message)}
+	}
+	return nil
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,164 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// vLLM capture modes, detected on the first call.
+const (
+	vllmUnknown int32 = iota
+	vllmModern        // ≥ 0.10.2: return_token_ids
+	vllmLegacy        // older: "token_id:N" logprob tokens and /tokenize
+)
+
+// vllmDialect talks to vLLM's OpenAI-compatible server. Servers from 0.10.2
+// return prompt_token_ids and choices[].token_ids when asked with
+// return_token_ids. Older servers ignore that field; for them the client
+// asks return_tokens_as_token_ids, reads each completion id from its
+// logprob token "token_id:N", and gets the prompt ids from /tokenize with
+// the same messages. The mode is detected on the first call and logged.
+type vllmDialect struct {
+	mode atomic.Int32
+}
+
+func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
+	total := 0
+	for {
+		mode := d.mode.Load()
+		cr := c.chatRequest(req, s)
+		zero := 0
+		cr.LogProbs, cr.TopLogProbs = true, &zero
+		cr.ReturnTokenIDs = true
+		cr.ReturnTokensAsTokenIDs = mode == vllmLegacy
+		body, err := json.Marshal(cr)
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
+		}
+		var (
+			turn      *Turn
+			noIDsSeen bool
+		)
+		decode := func(b []byte, h http.Header) error {
+			resp, ch, err := DecodeChatResponse(b)
+			if err != nil {
+				return err
+			}
+			t := baseTurn(resp, ch, h)
+			t.PromptIDs, t.CompletionIDs = resp.PromptTokenIDs, ch.TokenIDs
+			var lps []openaiLogProb
+			if ch.LogProbs != nil {
+				lps = ch.LogProbs.Content
+			}
+			t.Logprobs = make([]float64, len(lps))
+			for i := range lps {
+				t.Logprobs[i] = lps[i].LogProb
+			}
+			noIDs := len(t.PromptIDs) == 0 && len(t.CompletionIDs) == 0
+			switch {
+			case noIDs && mode == vllmUnknown:
+				// Possibly an old server: decided after the call.
+				noIDsSeen = true
+				turn = t
+				return nil
+			case mode == vllmLegacy:
+				ids, err := idsFromLogprobTokens(lps)
+				if err != nil {
+					return err
+				}
+				t.CompletionIDs = ids
+				// Prompt ids come from /tokenize; check the rest now.
+				if len(t.Logprobs) != len(t.CompletionIDs) || len(ids) == 0 {
+					return &DecodeError{Err: fmt.Errorf("%w: %d logprobs for %d completion ids", ErrLogprobMismatch, len(t.Logprobs), len(ids))}
+				}
+				turn = t
+				return nil
+			}
+			if err := checkTokens(t); err != nil {
+				return err
+			}
+			turn = t
+			return nil
+		}
+		e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
+		total += n
+		if err != nil {
+			if ge, ok := err.(*GiveUpError); ok {
+				ge.Attempts = total
+			}
+			return nil, e, total, err
+		}
+		if noIDsSeen {
+			if d.mode.CompareAndSwap(vllmUnknown, vllmLegacy) {
+				c.log.Warn("vllm server returned no token ids: assuming vLLM older than 0.10.2, reading ids from logprob tokens and /tokenize",
+					"role", c.role, "endpoint", e.display)
+			}
+			continue
+		}
+		if mode == vllmUnknown && d.mode.CompareAndSwap(vllmUnknown, vllmModern) {
+			c.log.Info("vllm server returns token ids (vLLM ≥ 0.10.2)", "role", c.role, "endpoint", e.display)
+		}
+		if mode == vllmLegacy {
+			ids, te, tn, err := c.tokenize(ctx, req, s, e, "/tokenize")
+			total += tn
+			if err != nil {
+				return nil, te, total, err
+			}
+			if turn.Usage.PromptTokens > 0 && turn.Usage.PromptTokens != len(ids) {
+				return nil, te, total, &GiveUpError{Endpoint: te.display, Status: 200, Attempts: total,
+					Err: &DecodeError{Endpoint: te.display, Err: fmt.Errorf("%w: /tokenize gave %d prompt ids, the completion counted %d", ErrMissingTokenIDs, len(ids), turn.Usage.PromptTokens)}}
+			}
+			turn.PromptIDs = ids
+		}
+		return turn, e, total, nil
+	}
+}
+
+// idsFromLogprobTokens reads completion ids from logprob tokens written as
+// "token_id:N" (vLLM's return_tokens_as_token_ids).
+func idsFromLogprobTokens(lps []openaiLogProb) ([]int, error) {
+	ids := make([]int, len(lps))
+	for i, lp := range lps {
+		s, ok := strings.CutPrefix(lp.Token, "token_id:")
+		if !ok {
+			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, lp.Token)}
+		}
+		id, err := strconv.Atoi(s)
+		if err != nil || id < 0 {
+			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, lp.Token)}
+		}
+		ids[i] = id
+	}
+	return ids, nil
+}
+
+// tokenize asks the server for the prompt ids of req's messages with the
+// generation prompt, pinned to endpoint e while it is in rotation.
+func (c *Client) tokenize(ctx context.Context, req Request, s Sampling, e *endpoint, path string) ([]int, *endpoint, int, error) {
+	body, err := json.Marshal(TokenizeRequest{
+		Model: c.model, Messages: req.Messages, Tools: req.Tools,
+		AddGenerationPrompt: true, ChatTemplateKwargs: s.ChatTemplateKwargs,
+	})
+	if err != nil {
+		return nil, e, 0, fmt.Errorf("llm role %s: encode tokenize request: %w", c.role, err)
+	}
+	var ids []int
+	decode := func(b []byte, h http.Header) error {
+		var tr TokenizeResponse
+		if err := json.Unmarshal(b, &tr); err != nil {
+			return &DecodeError{Err: fmt.Errorf("%w: tokenize: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
+		}
+		ids = tr.ids()
+		if len(ids) == 0 {
+			return &DecodeError{Err: fmt.Errorf("%w: tokenize returned no ids", ErrMissingTokenIDs), Snippet: snippet(b)}
+		}
+		return nil
+	}
+	te, n, err := c.post(ctx, req.TrajectoryKey, e, path, body, decode)
+	return ids, te, n, err
+}

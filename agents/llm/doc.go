@@ -1,0 +1,58 @@
+// Package llm is mgrpo's token-exact inference client for vLLM, SGLang and
+// other OpenAI-compatible servers.
+//
+// A Client serves one role (planner, executor, judge …). Chat sends one
+// conversation to an endpoint of the role's Pool and returns a Turn: the
+// assistant message plus the prompt token ids, the sampled token ids and
+// one sampler logprob per sampled token, exactly as the engine produced
+// them. The ids are never re-tokenized from text. Sequences then assembles a
+// trajectory's turns into training sequences with a loss mask that is 1
+// exactly on sampled tokens; turns merge while each prompt extends the
+// previous prompt and completion, and a Drift is reported where the chat
+// template broke that prefix.
+//
+// # Dialects
+//
+//   - "vllm": /v1/chat/completions with return_token_ids, logprobs and
+//     top_logprobs 0. A server older than vLLM 0.10.2 ignores
+//     return_token_ids; the first call detects that, logs it, and from
+//     then on the client reads completion ids from "token_id:N" logprob
+//     tokens (return_tokens_as_token_ids) and prompt ids from /tokenize.
+//   - "sglang": the chat route with return_prompt_token_ids and
+//     return_meta_info; for servers without those, /v1/tokenize plus the
+//     native /generate with return_logprob, reasoning and Hermes tool calls
+//     parsed client-side. A finish reason "abort" is a failed attempt.
+//   - "openai": any OpenAI-compatible API, without token data. A client
+//     configured with CaptureTokens refuses it with ErrTokensUnsupported.
+//
+// # Wire types
+//
+// Messages, tools, tool calls and responses are github.com/sashabaranov/
+// go-openai types, so agents and judges share one vocabulary with the rest
+// of the Go ecosystem. Two of its behaviours are wrong for RL: its response
+// types drop fields they do not declare (prompt_token_ids, token_ids,
+// meta_info, stop_reason, vLLM's "reasoning"), and its request type tags
+// temperature and top_logprobs omitempty, so temperature 0 (greedy
+// evaluation) would silently become the server's default. ChatRequest,
+// ChatResponse, ChatChoice and ChatMessage therefore embed the go-openai
+// types and add or shadow exactly those fields, instead of re-declaring the
+// whole schema.
+//
+// # Reliability
+//
+// Each attempt is routed by the Pool (least outstanding requests, a
+// trajectory sticking to its endpoint while healthy, ejection after
+// consecutive failures, re-admission by a /health probe or a success,
+// optional weighting by the server's waiting queue, per-endpoint and
+// per-role in-flight caps). go-retryablehttp runs the attempts: connection
+// errors, 429 and 5xx are retried, Retry-After is honoured, backoff is
+// jittered exponential, attempts and the call's duration are bounded, and
+// a cancelled context ends a wait at once. A 200 whose body is truncated,
+// an HTML page, an event stream, or lacks token ids or has a logprob count
+// that does not match is a *DecodeError and is retried too; a call that
+// runs out of attempts returns a *GiveUpError naming the endpoint
+// (credentials redacted), the last status and the attempts.
+//
+// Streaming responses are not requested; an event-stream answer is a
+// decode error.
+package llm

@@ -1,0 +1,154 @@
+package llm
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Sentinel errors. Every error a call returns wraps one of these or is a
+// *StatusError, *DecodeError, *GiveUpError or *FormatError, so callers can
+// branch with errors.Is and errors.As.
+var (
+	// ErrAborted means the server reported finish_reason "abort": the
+	// generation was cut by the engine (pause, weight sync, shutdown) and is
+	// not a completed turn. Retrying can help.
+	ErrAborted = errors.New("generation aborted by the server")
+	// ErrMissingTokenIDs means a response lacked prompt or completion token
+	// ids the dialect promised.
+	ErrMissingTokenIDs = errors.New("response has no token ids")
+	// ErrLogprobMismatch means the number of sampler logprobs differs from
+	// the number of completion tokens.
+	ErrLogprobMismatch = errors.New("logprob count does not match token count")
+	// ErrMalformedResponse means the body was not the JSON the dialect
+	// returns: truncated, garbled, or of the wrong shape.
+	ErrMalformedResponse = errors.New("malformed response body")
+	// ErrHTMLResponse means the server (or a proxy in front of it) answered
+	// with an HTML page instead of JSON.
+	ErrHTMLResponse = errors.New("html page instead of json")
+	// ErrStreamEnded means a server-sent-event stream closed before its
+	// final event.
+	ErrStreamEnded = errors.New("event stream ended early")
+	// ErrTokensUnsupported means token capture was requested from the
+	// openai dialect, which has no token data.
+	ErrTokensUnsupported = errors.New("the openai dialect cannot capture token ids or logprobs")
+	// ErrNoEndpoints means a role was configured without endpoints.
+	ErrNoEndpoints = errors.New("no endpoints configured")
+	// ErrPoolFull means the caller asked not to wait and every in-flight
+	// slot was taken.
+	ErrPoolFull = errors.New("in-flight limit reached")
+)
+
+// StatusError is an HTTP answer with a status other than 200.
+type StatusError struct {
+	// Endpoint is the base URL of the server, credentials redacted.
+	Endpoint string
+	// Status is the HTTP status code.
+	Status int
+	// Message is the server's error message, when the body held one.
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("%s: http status %d", e.Endpoint, e.Status)
+	}
+	return fmt.Sprintf("%s: http status %d: %s", e.Endpoint, e.Status, e.Message)
+}
+
+// Retryable reports whether the status is worth another attempt: 429 and
+// every 5xx are, other 4xx are not.
+func (e *StatusError) Retryable() bool {
+	return e.Status == 429 || e.Status >= 500
+}
+
+// DecodeError is a 200 answer whose body could not be turned into a
+// complete, consistent sample. It wraps one of ErrMalformedResponse,
+// ErrHTMLResponse, ErrMissingTokenIDs, ErrLogprobMismatch, ErrStreamEnded or
+// ErrAborted.
+type DecodeError struct {
+	// Endpoint is the base URL of the server, credentials redacted.
+	Endpoint string
+	// Err is the cause.
+	Err error
+	// Snippet is the start of the body (at most 200 bytes), for diagnosis.
+	Snippet string
+}
+
+func (e *DecodeError) Error() string {
+	if e.Snippet == "" {
+		return fmt.Sprintf("%s: decode response: %v", e.Endpoint, e.Err)
+	}
+	return fmt.Sprintf("%s: decode response: %v (body starts %q)", e.Endpoint, e.Err, e.Snippet)
+}
+
+func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Retryable reports whether another attempt may succeed. Every decode
+// failure the client knows of comes from a transient server or network
+// condition (a dropped connection, a proxy page, an abort), so all are.
+func (e *DecodeError) Retryable() bool { return true }
+
+// GiveUpError is the error of a call that failed on every attempt it was
+// allowed. It names the last endpoint tried (credentials redacted), the last
+// HTTP status (0 when there was no answer) and the number of attempts.
+type GiveUpError struct {
+	Endpoint string
+	Status   int
+	Attempts int
+	// Err is the last attempt's error.
+	Err error
+}
+
+func (e *GiveUpError) Error() string {
+	return fmt.Sprintf("llm call to %s gave up after %d attempt(s), last status %d: %v", e.Endpoint, e.Attempts, e.Status, e.Err)
+}
+
+func (e *GiveUpError) Unwrap() error { return e.Err }
+
+// FormatError is a tool call the model wrote that could not be parsed. The
+// agent loop reports it back to the model; Raw keeps the offending text.
+type FormatError struct {
+	// Index is the 0-based position of the bad block among the message's
+	// <tool_call> blocks, or -1 when the message itself is unparseable.
+	Index int
+	// Raw is the text of the bad block (or the whole content).
+	Raw string
+	// Reason says what is wrong, in words the model can act on.
+	Reason string
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("tool call %d: %s", e.Index, e.Reason)
+}
+
+// redactURL returns u with any user info replaced, and without the query
+// string (which may carry keys).
+func redactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		// Unparseable: drop everything after the scheme's authority marker
+		// rather than risk printing a secret.
+		if i := strings.Index(u, "@"); i >= 0 {
+			return "<redacted>" + u[i:]
+		}
+		return u
+	}
+	if p.User != nil {
+		p.User = url.User("redacted")
+	}
+	if p.RawQuery != "" {
+		p.RawQuery = "redacted"
+	}
+	return p.String()
+}
+
+// snippet returns the first bytes of body, for error messages.
+func snippet(body []byte) string {
+	const max = 200
+	if len(body) > max {
+		body = body[:max]
+	}
+	return string(body)
+}

@@ -1,0 +1,265 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+)
+
+func userMsg(s string) []openai.ChatCompletionMessage {
+	return []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: s}}
+}
+
+// TestSimFaults injects each fault the sim knows at a high rate: every call
+// succeeds within the retry budget, and some needed retries (a bounded
+// stall shorter than the attempt timeout is only a slow answer).
+func TestSimFaults(t *testing.T) {
+	faults := []struct {
+		name string
+		f    simllm.Faults
+	}{
+		{"500", simllm.Faults{Rate500: 0.4}},
+		{"503", simllm.Faults{Rate503: 0.4}},
+		{"429", simllm.Faults{Rate429: 0.4}},
+		{"drop", simllm.Faults{RateDrop: 0.4}},
+		{"malformed", simllm.Faults{RateMalformed: 0.4}},
+		{"stall", simllm.Faults{RateStall: 0.3}},
+		{"stall-bounded", simllm.Faults{RateStall: 0.3, StallDuration: 20 * time.Millisecond}},
+	}
+	for _, dialect := range []string{DialectVLLM, DialectSGLang} {
+		for _, fc := range faults {
+			t.Run(dialect+"/"+fc.name, func(t *testing.T) {
+				t.Parallel()
+				cfg := simConfig(dialect, 9)
+				cfg.Faults = fc.f
+				s := mustSim(t, cfg, nil)
+				rp := fastRetry()
+				rp.MaxAttempts = 12
+				rp.AttemptTimeout = 500 * time.Millisecond
+				met := NewMetrics()
+				c := mustClient(t, Config{Role: "executor", Dialect: dialect, Endpoints: []string{s.ts.URL}, CaptureTokens: true, Retry: rp, Metrics: met})
+				w := mustWorld(t)
+				retried := 0
+				for i := range 15 {
+					tr, err := c.Chat(context.Background(), Request{
+						Messages: userMsg(w.Questions[i].Question), Tools: executorTools(), Sampling: &Sampling{Seed: ptr(int64(i))},
+					})
+					if err != nil {
+						t.Fatalf("call %d: %v", i, err)
+					}
+					if err := checkTokens(tr); err != nil {
+						t.Fatalf("call %d: %v", i, err)
+					}
+					if tr.Attempts > 1 {
+						retried++
+					}
+				}
+				if retried == 0 && fc.f.StallDuration == 0 {
+					t.Errorf("no call needed a retry at a 30-40%% fault rate")
+				}
+			})
+		}
+	}
+}
+
+// TestSimGiveUp checks the documented error when every attempt fails.
+func TestSimGiveUp(t *testing.T) {
+	cfg := simConfig(DialectVLLM, 1)
+	cfg.Faults = simllm.Faults{Rate500: 1}
+	s := mustSim(t, cfg, nil)
+	rp := fastRetry()
+	rp.MaxAttempts = 3
+	c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{s.ts.URL}, Retry: rp})
+	_, err := c.Chat(context.Background(), Request{Messages: userMsg("hi")})
+	var ge *GiveUpError
+	if !errors.As(err, &ge) {
+		t.Fatalf("error %v (%T), want *GiveUpError", err, err)
+	}
+	if ge.Attempts != 3 || ge.Status != 500 || !strings.HasPrefix(ge.Endpoint, "http://127.0.0.1") {
+		t.Errorf("give-up %+v", ge)
+	}
+	var se *StatusError
+	if !errors.As(err, &se) || se.Status != 500 {
+		t.Errorf("error does not wrap a 500 StatusError: %v", err)
+	}
+}
+
+// scripted returns a server answering each request with the next of steps
+// (the last repeats).
+func scripted(t *testing.T, steps ...func(w http.ResponseWriter)) (*httptest.Server, *atomic.Int32) {
+	t.Helper()
+	var n atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		i := int(n.Add(1)) - 1
+		steps[min(i, len(steps)-1)](w)
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &n
+}
+
+const okVLLM = `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"logprobs":{"content":[{"token":"hi","logprob":-0.5,"bytes":[104,105],"top_logprobs":[]},{"token":"<|im_end|>","logprob":-0.1,"bytes":[],"top_logprobs":[]}]},"finish_reason":"stop","stop_reason":null,"token_ids":[7,2]}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"prompt_token_ids":[1,2,3]}`
+
+func answer(status int, body string, hdr ...string) func(http.ResponseWriter) {
+	return func(w http.ResponseWriter) {
+		for i := 0; i+1 < len(hdr); i += 2 {
+			w.Header().Set(hdr[i], hdr[i+1])
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}
+}
+
+func TestRetryScripts(t *testing.T) {
+	cases := []struct {
+		name     string
+		steps    []func(http.ResponseWriter)
+		wantErr  error
+		attempts int
+	}{
+		{"ok", []func(http.ResponseWriter){answer(200, okVLLM)}, nil, 1},
+		{"html then ok", []func(http.ResponseWriter){answer(200, "<html>bad gateway</html>", "Content-Type", "text/html"), answer(200, okVLLM)}, nil, 2},
+		{"truncated then ok", []func(http.ResponseWriter){answer(200, okVLLM[:100]), answer(200, okVLLM)}, nil, 2},
+		{"sse cut then ok", []func(http.ResponseWriter){answer(200, "data: {\"id\":1}\n\n", "Content-Type", "text/event-stream"), answer(200, okVLLM)}, nil, 2},
+		{"logprob mismatch", []func(http.ResponseWriter){answer(200, strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[7,2,9]`, 1))}, ErrLogprobMismatch, 3},
+		{"abort", []func(http.ResponseWriter){answer(200, strings.Replace(okVLLM, `"finish_reason":"stop"`, `"finish_reason":"abort"`, 1))}, ErrAborted, 3},
+		{"missing prompt ids", []func(http.ResponseWriter){answer(200, strings.Replace(okVLLM, `"prompt_token_ids":[1,2,3]`, `"prompt_token_ids":null`, 1))}, ErrMissingTokenIDs, 3},
+		{"400 not retried", []func(http.ResponseWriter){answer(400, `{"error":{"message":"bad"}}`)}, nil, 1},
+		{"502 html then ok", []func(http.ResponseWriter){answer(502, "<html>502</html>"), answer(200, okVLLM)}, nil, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ts, n := scripted(t, tc.steps...)
+			rp := fastRetry()
+			rp.MaxAttempts = 3
+			c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{ts.URL}, Retry: rp, CaptureTokens: true})
+			// Token mode must be known so missing ids are an error, not a
+			// legacy detection.
+			c.dialect.(*vllmDialect).mode.Store(vllmModern)
+			tr, err := c.Chat(context.Background(), Request{Messages: userMsg("hi")})
+			if got := int(n.Load()); got != tc.attempts {
+				t.Errorf("server saw %d attempts, want %d", got, tc.attempts)
+			}
+			switch {
+			case tc.name == "400 not retried":
+				var se *StatusError
+				if !errors.As(err, &se) || se.Status != 400 || se.Message != "bad" {
+					t.Errorf("err %v, want StatusError 400", err)
+				}
+			case tc.wantErr != nil:
+				if !errors.Is(err, tc.wantErr) {
+					t.Errorf("err %v, want %v", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				if tr.Attempts != tc.attempts || len(tr.CompletionIDs) != 2 || tr.Logprobs[0] != -0.5 {
+					t.Errorf("turn %+v", tr)
+				}
+			}
+		})
+	}
+}
+
+func TestRetryAfterHonoured(t *testing.T) {
+	ts, _ := scripted(t, answer(429, `{"error":{"message":"slow down"}}`, "Retry-After", "1"), answer(200, okVLLM))
+	rp := fastRetry()
+	rp.MaxRetryAfter = 5 * time.Second
+	c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{ts.URL}, Retry: rp})
+	start := time.Now()
+	tr, err := c.Chat(context.Background(), Request{Messages: userMsg("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if el := time.Since(start); el < time.Second {
+		t.Errorf("retried after %v, want ≥ 1s (Retry-After)", el)
+	}
+	if tr.Attempts != 2 {
+		t.Errorf("attempts %d", tr.Attempts)
+	}
+}
+
+func TestCancelEndsWait(t *testing.T) {
+	ts, _ := scripted(t, answer(503, `{"message":"busy"}`, "Retry-After", "30"))
+	rp := fastRetry()
+	rp.MaxRetryAfter = time.Minute
+	c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{ts.URL}, Retry: rp})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(100 * time.Millisecond); cancel() }()
+	start := time.Now()
+	_, err := c.Chat(ctx, Request{Messages: userMsg("hi")})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("cancel took %v to end the wait", el)
+	}
+}
+
+func TestGiveUpRedactsCredentials(t *testing.T) {
+	ts, _ := scripted(t, answer(500, `{"message":"boom"}`))
+	url := strings.Replace(ts.URL, "http://", "http://alice:s3cret@", 1) + "/v1?key=topsecret"
+	rp := fastRetry()
+	rp.MaxAttempts = 2
+	c := mustClient(t, Config{Dialect: DialectOpenAI, Endpoints: []string{url}, APIKey: "sk-verysecret", Retry: rp})
+	_, err := c.Chat(context.Background(), Request{Messages: userMsg("hi")})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, secret := range []string{"s3cret", "topsecret", "sk-verysecret"} {
+		if strings.Contains(err.Error(), secret) {
+			t.Errorf("error leaks %q: %v", secret, err)
+		}
+	}
+	if !strings.Contains(err.Error(), "2 attempt") || !strings.Contains(err.Error(), "500") {
+		t.Errorf("error lacks attempts or status: %v", err)
+	}
+}
+
+func TestOpenAIDialectRefusesTokens(t *testing.T) {
+	_, err := New(Config{Dialect: DialectOpenAI, Endpoints: []string{"http://x"}, CaptureTokens: true})
+	if !errors.Is(err, ErrTokensUnsupported) {
+		t.Fatalf("err %v, want ErrTokensUnsupported", err)
+	}
+	ts, _ := scripted(t, answer(200, okVLLM))
+	c := mustClient(t, Config{Dialect: DialectOpenAI, Endpoints: []string{ts.URL}})
+	tr, err := c.Chat(context.Background(), Request{Messages: userMsg("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.HasTokens() || tr.Message.Content != "hi" {
+		t.Errorf("openai turn %+v", tr)
+	}
+	if _, _, err := Sequences([]*Turn{tr}); !errors.Is(err, ErrNoTokenData) {
+		t.Errorf("Sequences err %v, want ErrNoTokenData", err)
+	}
+}
+
+func TestTemperatureZeroSent(t *testing.T) {
+	var body atomic.Value
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b := make([]byte, r.ContentLength)
+		_, _ = r.Body.Read(b)
+		body.Store(string(b))
+		_, _ = w.Write([]byte(okVLLM))
+	}))
+	t.Cleanup(ts.Close)
+	c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{ts.URL}, Sampling: Sampling{Temperature: ptr(0.0), TopK: ptr(20), ChatTemplateKwargs: map[string]any{"enable_thinking": false}}})
+	if _, err := c.Chat(context.Background(), Request{Messages: userMsg("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := body.Load().(string)
+	for _, want := range []string{`"temperature":0`, `"top_logprobs":0`, `"top_k":20`, `"return_token_ids":true`, `"logprobs":true`, `"enable_thinking":false`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("request body lacks %s: %s", want, got)
+		}
+	}
+}

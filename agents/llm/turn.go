@@ -1,0 +1,111 @@
+package llm
+
+import (
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Sampling holds the sampling parameters of a role. Pointer fields are
+// optional: nil leaves the server's default, and a pointer to zero is sent
+// as zero (temperature 0 means greedy decoding and is honoured).
+type Sampling struct {
+	Temperature *float64
+	TopP        *float64
+	TopK        *int
+	// MaxTokens caps the completion; 0 leaves the server's default.
+	MaxTokens int
+	Stop      []string
+	// Seed makes sampling reproducible; a retried request reuses it, so a
+	// retry is idempotent.
+	Seed *int64
+	// ChatTemplateKwargs is passed to the chat template, e.g.
+	// {"enable_thinking": false}.
+	ChatTemplateKwargs map[string]any
+}
+
+// merge returns s with every field set in o replacing s's.
+func (s Sampling) merge(o *Sampling) Sampling {
+	if o == nil {
+		return s
+	}
+	if o.Temperature != nil {
+		s.Temperature = o.Temperature
+	}
+	if o.TopP != nil {
+		s.TopP = o.TopP
+	}
+	if o.TopK != nil {
+		s.TopK = o.TopK
+	}
+	if o.MaxTokens != 0 {
+		s.MaxTokens = o.MaxTokens
+	}
+	if o.Stop != nil {
+		s.Stop = o.Stop
+	}
+	if o.Seed != nil {
+		s.Seed = o.Seed
+	}
+	if o.ChatTemplateKwargs != nil {
+		s.ChatTemplateKwargs = o.ChatTemplateKwargs
+	}
+	return s
+}
+
+// Request is one chat call.
+type Request struct {
+	// Messages is the conversation so far. To keep token-exact prefixes,
+	// append each Turn.Message unchanged.
+	Messages []openai.ChatCompletionMessage
+	// Tools offered to the model.
+	Tools []openai.Tool
+	// TrajectoryKey routes every call of one trajectory to the same endpoint
+	// while it is healthy, so the server's prefix cache is reused. Empty
+	// means no stickiness.
+	TrajectoryKey string
+	// Sampling overrides the role's sampling parameters field by field.
+	Sampling *Sampling
+}
+
+// Turn is the record of one successful call: the assistant message and the
+// exact tokens the engine saw and sampled.
+type Turn struct {
+	// Message is the assistant message as the server returned it (content,
+	// reasoning_content, tool_calls). Replay it verbatim in the next request.
+	Message openai.ChatCompletionMessage
+	// ToolCalls are the calls of the message: the server-parsed tool_calls,
+	// or those parsed client-side from Hermes blocks in the content.
+	ToolCalls []openai.ToolCall
+	// ToolCallError is a *FormatError when a Hermes block in the content was
+	// malformed; the agent loop reports it to the model.
+	ToolCallError error
+
+	// PromptIDs are the token ids of the rendered prompt.
+	PromptIDs []int
+	// CompletionIDs are the sampled token ids, ending with the EOS id when
+	// the model stopped on it.
+	CompletionIDs []int
+	// Logprobs holds the sampler's logprob of each completion id.
+	Logprobs []float64
+
+	// FinishReason is "stop", "length" or "tool_calls".
+	FinishReason string
+	// StopReason is the matched stop string or token id, "" at EOS.
+	StopReason string
+	Usage      openai.Usage
+	// WeightVersion is the weight version that served the call, when the
+	// server reports one.
+	WeightVersion string
+
+	// Endpoint is the base URL that served the call, credentials redacted.
+	Endpoint string
+	Latency  time.Duration
+	// Attempts counts HTTP attempts, 1 when the first succeeded.
+	Attempts int
+}
+
+// HasTokens reports whether the turn carries token data.
+func (t *Turn) HasTokens() bool {
+	return len(t.PromptIDs) > 0 && len(t.CompletionIDs) > 0
+}
