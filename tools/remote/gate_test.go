@@ -1,0 +1,132 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestGateHonoursRetryAfter(t *testing.T) {
+	g := NewGate(GateConfig{Retries429: 2})
+	var calls []time.Time
+	err := g.Do(context.Background(), func(context.Context) error {
+		calls = append(calls, time.Now())
+		if len(calls) == 1 {
+			return &StatusError{Code: http.StatusTooManyRequests, RetryAfter: 300 * time.Millisecond}
+		}
+		return nil
+	})
+	if err != nil || len(calls) != 2 {
+		t.Fatalf("err = %v after %d calls", err, len(calls))
+	}
+	if gap := calls[1].Sub(calls[0]); gap < 300*time.Millisecond {
+		t.Errorf("retried after %v, want ≥ Retry-After 300ms", gap)
+	}
+}
+
+func TestGatePausesEveryCallerAfter429(t *testing.T) {
+	g := NewGate(GateConfig{Retries429: 1})
+	var first atomic.Bool
+	var mu sync.Mutex
+	var after []time.Time
+	limitedAt := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = g.Do(context.Background(), func(context.Context) error {
+			if first.CompareAndSwap(false, true) {
+				limitedAt <- time.Now()
+				return &StatusError{Code: 429, RetryAfter: 200 * time.Millisecond}
+			}
+			return nil
+		})
+		close(release)
+	}()
+	t0 := <-limitedAt
+	// Wait (by channel, not by sleeping) until the pause is recorded.
+	deadline := time.Now().Add(time.Second)
+	for {
+		g.mu.Lock()
+		paused := g.until.After(t0)
+		g.mu.Unlock()
+		if paused || time.Now().After(deadline) {
+			break
+		}
+		<-time.After(time.Millisecond)
+	}
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = g.Do(context.Background(), func(context.Context) error {
+				mu.Lock()
+				after = append(after, time.Now())
+				mu.Unlock()
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	<-release
+	for _, a := range after {
+		if a.Sub(t0) < 200*time.Millisecond {
+			t.Errorf("a caller ran %v after the 429, inside the 200ms pause", a.Sub(t0))
+		}
+	}
+}
+
+func TestGateGivesUpAfterRetries(t *testing.T) {
+	g := NewGate(GateConfig{Retries429: 2, Backoff429: time.Millisecond})
+	n := 0
+	err := g.Do(context.Background(), func(context.Context) error { n++; return &StatusError{Code: 429} })
+	var se *StatusError
+	if !errors.As(err, &se) || n != 3 {
+		t.Fatalf("err = %v after %d calls, want 429 after 3", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	g2 := NewGate(GateConfig{Rate: 1})
+	_ = g2.Do(context.Background(), func(context.Context) error { return nil })
+	if err := g2.Do(ctx, func(context.Context) error { return nil }); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled wait: %v", err)
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		in   string
+		want time.Duration
+		ok   bool
+	}{
+		{"7", 7 * time.Second, true},
+		{" 0 ", 0, true},
+		{"", 0, false},
+		{"-3", 0, false},
+		{"soon", 0, false},
+		{"1.5", 0, false},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
+		{now.Add(-time.Hour).Format(http.TimeFormat), 0, true},
+	}
+	for _, c := range cases {
+		got, ok := ParseRetryAfter(c.in, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseRetryAfter(%q) = %v, %v; want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	if got := Redact("key sk-abcdef in text", "sk-abcdef"); got != "key [REDACTED] in text" {
+		t.Errorf("Redact = %q", got)
+	}
+	if got := RedactURL("https://u:p@x.example/s?api_key=SECRET&q=1"); got != "https://x.example/s?api_key=REDACTED&q=1" {
+		t.Errorf("RedactURL = %q", got)
+	}
+}

@@ -1,0 +1,169 @@
+// Package remote holds what every outbound call of the tools shares: the
+// typed HTTP status error, the failure classes reported to the model and to
+// metrics, Retry-After parsing, the per-provider Gate (rate limit,
+// concurrency cap, 429 back-off) and the HTTP client built from resty over
+// a retryablehttp transport.
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mgrpo/mgrpo/tools/ssrf"
+)
+
+// StatusError is a non-2xx answer of a remote service.
+type StatusError struct {
+	// Code is the HTTP status code.
+	Code int
+	// Message is the service's own error text, shortened and redacted.
+	Message string
+	// RetryAfter is the wait the service asked for (0 when none).
+	RetryAfter time.Duration
+}
+
+// Error implements error.
+func (e *StatusError) Error() string {
+	s := fmt.Sprintf("http %d %s", e.Code, http.StatusText(e.Code))
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Class is the kind of failure of a tool call, short and stable, used in
+// observation metadata and as a metric label. The empty Class means success.
+type Class string
+
+// The failure classes.
+const (
+	ClassOK          Class = ""
+	ClassInvalidArgs Class = "invalid_args"
+	ClassRefused     Class = "refused"
+	ClassTimeout     Class = "timeout"
+	ClassCanceled    Class = "canceled"
+	ClassRateLimited Class = "rate_limited"
+	ClassAuth        Class = "auth"
+	ClassClient      Class = "http_4xx"
+	ClassServer      Class = "http_5xx"
+	ClassNetwork     Class = "network"
+	ClassDecode      Class = "decode"
+	ClassUnsupported Class = "unsupported"
+	ClassConfig      Class = "config"
+	ClassInternal    Class = "internal"
+)
+
+// Sentinel errors that map to classes.
+var (
+	// ErrUnsupported marks a content type or feature the tool cannot serve.
+	ErrUnsupported = errors.New("unsupported")
+	// ErrDecode marks a response body that did not decode.
+	ErrDecode = errors.New("decode response")
+	// ErrConfig marks a provider or tool that is not configured (e.g. a
+	// missing API key).
+	ErrConfig = errors.New("not configured")
+)
+
+// Classify maps err to its Class.
+func Classify(err error) Class {
+	if err == nil {
+		return ClassOK
+	}
+	var se *StatusError
+	switch {
+	case errors.Is(err, ssrf.ErrRefused), errors.Is(err, ssrf.ErrTooManyRedirects):
+		return ClassRefused
+	case errors.Is(err, context.Canceled):
+		return ClassCanceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return ClassTimeout
+	case errors.Is(err, ErrUnsupported):
+		return ClassUnsupported
+	case errors.Is(err, ErrDecode):
+		return ClassDecode
+	case errors.Is(err, ErrConfig):
+		return ClassConfig
+	case errors.As(err, &se):
+		switch {
+		case se.Code == http.StatusTooManyRequests:
+			return ClassRateLimited
+		case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
+			return ClassAuth
+		case se.Code >= 500:
+			return ClassServer
+		default:
+			return ClassClient
+		}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return ClassTimeout
+	}
+	var ue *url.Error
+	var oe *net.OpError
+	if errors.As(err, &ue) || errors.As(err, &oe) {
+		return ClassNetwork
+	}
+	return ClassInternal
+}
+
+// ParseRetryAfter reads a Retry-After header value, either delay-seconds or
+// an HTTP date, relative to now. It returns false when v is empty or does
+// not parse; a date in the past yields 0, true.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var secs int64
+	if _, err := fmt.Sscanf(v, "%d", &secs); err == nil && fmt.Sprint(secs) == v {
+		if secs < 0 {
+			return 0, false
+		}
+		return time.Duration(secs) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	return max(t.Sub(now), 0), true
+}
+
+// Redact replaces every occurrence of each non-empty secret in s.
+func Redact(s string, secrets ...string) string {
+	for _, sec := range secrets {
+		if len(sec) >= 4 {
+			s = strings.ReplaceAll(s, sec, "[REDACTED]")
+		}
+	}
+	return s
+}
+
+// RedactURL returns u without user info and with the values of query
+// parameters whose names suggest credentials replaced.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	u.User = nil
+	q := u.Query()
+	changed := false
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "secret") {
+			q.Set(k, "REDACTED")
+			changed = true
+		}
+	}
+	if changed {
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}

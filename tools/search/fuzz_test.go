@@ -1,0 +1,67 @@
+package search
+
+import (
+	"testing"
+)
+
+func fuzzDecoder(f *testing.F, decode func([]byte, int) ([]Result, error), seeds ...string) {
+	for _, s := range seeds {
+		f.Add([]byte(s), 3)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, n int) {
+		n = n%50 + 1
+		if n < 1 {
+			n = 1
+		}
+		got, err := decode(body, n)
+		if err != nil {
+			return
+		}
+		if len(got) > n {
+			t.Fatalf("decoder returned %d results for n=%d", len(got), n)
+		}
+		_ = Format("q", got)
+	})
+}
+
+func FuzzDecodeSerper(f *testing.F) {
+	fuzzDecoder(f, DecodeSerper,
+		`{"searchParameters":{"q":"x"},"organic":[{"title":"a","link":"http://a","snippet":"s","position":1}]}`,
+		`{"organic":null}`, `{"message":"Unauthorized.","statusCode":403}`, `[]`, ``)
+}
+
+func FuzzDecodeSearXNG(f *testing.F) {
+	fuzzDecoder(f, DecodeSearXNG,
+		`{"query":"x","results":[{"url":"http://a","title":"a","content":"c","score":1}],"unresponsive_engines":[]}`,
+		`{"results":[{}]}`, `<html>`)
+}
+
+func FuzzDecodeBrave(f *testing.F) {
+	fuzzDecoder(f, DecodeBrave,
+		`{"type":"search","web":{"results":[{"title":"<strong>a</strong>","url":"http://a","description":"d &amp; e"}]}}`,
+		`{"type":"ErrorResponse","error":{"code":"RATE_LIMITED"}}`, `{"web":null}`)
+}
+
+func FuzzDecodeTavily(f *testing.F) {
+	fuzzDecoder(f, DecodeTavily,
+		`{"query":"x","results":[{"title":"a","url":"http://a","content":"c","score":0.5}],"response_time":1}`,
+		`{"detail":{"error":"bad"}}`)
+}
+
+func FuzzDecodeRetrieve(f *testing.F) {
+	fuzzDecoder(f, DecodeRetrieve,
+		`{"result":[[{"document":{"id":"1","contents":"\"T\"\nbody"},"score":1.5}]]}`,
+		`{"result":[[{"id":"1","contents":"x"}]]}`, `{"result":[]}`, `{"result":[[1]]}`)
+}
+
+func FuzzErrorMessages(f *testing.F) {
+	for _, s := range []string{`{"message":"m"}`, `{"detail":{"error":"e"}}`, `{"detail":[1]}`, `{"error":{"code":"c","detail":"d"}}`, `<b>x</b>`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		_ = serperMessage(body)
+		_ = braveMessage(body)
+		_ = tavilyMessage(body)
+		_ = retrieverMessage(body)
+	})
+}

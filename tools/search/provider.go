@@ -1,0 +1,189 @@
+// Package search holds the web search providers behind the search tool:
+// serper, searxng, brave, tavily, a Search-R1-compatible retriever and a
+// local bleve index, each chosen by name with a base URL override, and the
+// Markdown formatting of their results for the model.
+package search
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-resty/resty/v2"
+
+	"github.com/mgrpo/mgrpo/tools/corpus"
+	"github.com/mgrpo/mgrpo/tools/remote"
+)
+
+// Result is one search hit.
+type Result struct {
+	Title   string `json:"title"`
+	Link    string `json:"link"`
+	Snippet string `json:"snippet"`
+}
+
+// Provider runs one query against one search backend.
+type Provider interface {
+	// Name returns the provider's registry name ("serper", …).
+	Name() string
+	// Search returns at most n hits for query, best first. An empty
+	// result is not an error. Failures are *remote.StatusError for HTTP
+	// answers, or wrap remote.ErrDecode, remote.ErrConfig or the
+	// transport's error. Safe for concurrent use.
+	Search(ctx context.Context, query string, n int) ([]Result, error)
+}
+
+// Config selects and configures a provider.
+type Config struct {
+	// Name is one of Names().
+	Name string
+	// BaseURL overrides the provider's default endpoint root (for
+	// searxng and retriever it is required unless the default fits).
+	BaseURL string
+	// Index is the bleve index directory of the local provider.
+	Index string
+	// Timeout bounds one request including retries; 0 means 20s.
+	Timeout time.Duration
+	// Retries is how many times a connection error or 5xx is retried.
+	Retries int
+	// MaxBytes caps a response body; 0 means 4 MiB.
+	MaxBytes int64
+	// Getenv reads API keys; nil means os.Getenv. Keys are read from
+	// SERPER_API_KEY, BRAVE_API_KEY and TAVILY_API_KEY only.
+	Getenv func(string) string
+	// Client overrides the HTTP client (tests); nil builds one.
+	Client *resty.Client
+}
+
+// Environment variables holding the providers' API keys.
+const (
+	EnvSerper = "SERPER_API_KEY"
+	EnvBrave  = "BRAVE_API_KEY"
+	EnvTavily = "TAVILY_API_KEY"
+)
+
+type spec struct {
+	base   string
+	keyEnv string
+	build  func(h httpProvider) Provider
+}
+
+// lookup returns the HTTP provider called name.
+func lookup(name string) (spec, bool) {
+	switch name {
+	case "serper":
+		return spec{base: "https://google.serper.dev", keyEnv: EnvSerper, build: func(h httpProvider) Provider { return &Serper{h} }}, true
+	case "searxng":
+		return spec{base: "http://127.0.0.1:8888", build: func(h httpProvider) Provider { return &SearXNG{h} }}, true
+	case "brave":
+		return spec{base: "https://api.search.brave.com", keyEnv: EnvBrave, build: func(h httpProvider) Provider { return &Brave{h} }}, true
+	case "tavily":
+		return spec{base: "https://api.tavily.com", keyEnv: EnvTavily, build: func(h httpProvider) Provider { return &Tavily{h} }}, true
+	case "retriever":
+		return spec{base: "http://127.0.0.1:8000", build: func(h httpProvider) Provider { return &Retriever{h} }}, true
+	}
+	return spec{}, false
+}
+
+// Names lists the provider names New accepts.
+func Names() []string {
+	return []string{"brave", "local", "retriever", "searxng", "serper", "tavily"}
+}
+
+// New returns the provider cfg names. A provider that needs an API key
+// and finds none in its environment variable is a configuration error
+// (wrapping remote.ErrConfig) that names the variable, never a value.
+func New(cfg Config) (Provider, error) {
+	name := strings.ToLower(strings.TrimSpace(cfg.Name))
+	if name == "local" {
+		if cfg.Index == "" {
+			return nil, fmt.Errorf("search provider local: %w: no index directory", remote.ErrConfig)
+		}
+		ix, err := corpus.Open(cfg.Index)
+		if err != nil {
+			return nil, fmt.Errorf("search provider local: %w", err)
+		}
+		return &Local{ix: ix}, nil
+	}
+	sp, ok := lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("unsupported search provider %q (known: %s)", cfg.Name, strings.Join(Names(), ", "))
+	}
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	h := httpProvider{name: name, base: strings.TrimRight(sp.base, "/"), client: cfg.Client, maxBytes: cfg.MaxBytes}
+	if cfg.BaseURL != "" {
+		h.base = strings.TrimRight(cfg.BaseURL, "/")
+	}
+	if sp.keyEnv != "" {
+		h.key = strings.TrimSpace(getenv(sp.keyEnv))
+		if h.key == "" {
+			return nil, fmt.Errorf("search provider %s: %w: set %s", name, remote.ErrConfig, sp.keyEnv)
+		}
+	}
+	if h.client == nil {
+		timeout := cfg.Timeout
+		if timeout <= 0 {
+			timeout = 20 * time.Second
+		}
+		h.client = remote.NewClient(remote.ClientConfig{Timeout: timeout, Retries: cfg.Retries, UserAgent: "mgrpo-tools/1"})
+	}
+	if h.maxBytes <= 0 {
+		h.maxBytes = 4 << 20
+	}
+	return sp.build(h), nil
+}
+
+// httpProvider is what the HTTP providers share.
+type httpProvider struct {
+	name     string
+	base     string
+	key      string
+	client   *resty.Client
+	maxBytes int64
+}
+
+// Name implements Provider.
+func (h httpProvider) Name() string { return h.name }
+
+// do executes r and returns the body of a 2xx answer; other answers become
+// a *remote.StatusError whose message msg extracts from the body.
+func (h httpProvider) do(r *resty.Request, method, path string, msg func([]byte) string) ([]byte, error) {
+	resp, err := remote.Execute(r, method, h.base+path, h.maxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", h.name, method, scrub(err, h.key))
+	}
+	if resp.Status < 200 || resp.Status > 299 {
+		return nil, fmt.Errorf("%s: %w", h.name, remote.StatusErrorFrom(resp, msg(resp.Body), h.key))
+	}
+	if resp.Truncated {
+		return nil, fmt.Errorf("%s: %w: body larger than %d bytes", h.name, remote.ErrDecode, h.maxBytes)
+	}
+	return resp.Body, nil
+}
+
+// scrub keeps err's chain but drops the key from its text, in case a
+// transport error quoted a request that carried it.
+func scrub(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return &scrubbed{err: err, text: remote.Redact(err.Error(), key)}
+}
+
+type scrubbed struct {
+	err  error
+	text string
+}
+
+func (s *scrubbed) Error() string { return s.text }
+func (s *scrubbed) Unwrap() error { return s.err }
+
+// clampN keeps n within [1, hi].
+func clampN(n, hi int) int {
+	return max(1, min(n, hi))
+}

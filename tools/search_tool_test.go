@@ -1,0 +1,172 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mgrpo/mgrpo/tools/cache"
+	"github.com/mgrpo/mgrpo/tools/remote"
+	"github.com/mgrpo/mgrpo/tools/search"
+)
+
+// countingSerper is a Serper-shaped fake that records when each request
+// arrives and answers after delay.
+type countingSerper struct {
+	mu     sync.Mutex
+	times  []time.Time
+	n      atomic.Int64
+	delay  time.Duration
+	status int
+}
+
+func (c *countingSerper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	c.n.Add(1)
+	c.mu.Lock()
+	c.times = append(c.times, time.Now())
+	c.mu.Unlock()
+	var q struct {
+		Q string `json:"q"`
+	}
+	_ = json.NewDecoder(r.Body).Decode(&q)
+	if c.delay > 0 {
+		select {
+		case <-time.After(c.delay):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if c.status != 0 {
+		w.WriteHeader(c.status)
+		fmt.Fprint(w, `{"message":"down","statusCode":500}`)
+		return
+	}
+	fmt.Fprintf(w, `{"searchParameters":{"q":%q},"organic":[{"title":"T %s","link":"https://x.example/%d","snippet":"s","position":1}]}`, q.Q, q.Q, len(q.Q))
+}
+
+func serperProvider(tb testing.TB, url string) search.Provider {
+	tb.Helper()
+	p, err := search.New(search.Config{Name: "serper", BaseURL: url, Getenv: func(string) string { return "k-123456" }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func TestSearchSingleflight200Identical(t *testing.T) {
+	fake := &countingSerper{delay: 50 * time.Millisecond}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	st, err := NewSearch(SearchConfig{Provider: serperProvider(t, srv.URL), Cache: cache.NewLRU(100, time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	obs := make([]Observation, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			obs[i] = st.Call(context.Background(), json.RawMessage(`{"query":["Velmora Labs founder"]}`))
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if got := fake.n.Load(); got != 1 {
+		t.Fatalf("provider saw %d requests for %d identical searches, want 1", got, n)
+	}
+	for i, o := range obs {
+		if o.Meta.Class != remote.ClassOK || !strings.Contains(o.Text, "T Velmora Labs founder") {
+			t.Fatalf("call %d: %+v", i, o)
+		}
+	}
+	// A later identical call is a cache hit.
+	o := st.Call(context.Background(), json.RawMessage(`{"query":["velmora  labs FOUNDER"]}`))
+	if !o.Meta.CacheHit || fake.n.Load() != 1 {
+		t.Errorf("normalized repeat: cache hit %v, provider requests %d", o.Meta.CacheHit, fake.n.Load())
+	}
+}
+
+func TestSearchRateLimitNeverExceeded(t *testing.T) {
+	fake := &countingSerper{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	const rps = 10
+	st, err := NewSearch(SearchConfig{
+		Provider:   serperProvider(t, srv.URL),
+		Gate:       remote.NewGate(remote.GateConfig{Rate: rps, Concurrency: 4}),
+		MaxQueries: 5,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 concurrent calls × 5 distinct queries: 25 requests offered at once.
+	var wg sync.WaitGroup
+	for c := range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qs := make([]string, 5)
+			for i := range qs {
+				qs[i] = fmt.Sprintf("q%d-%d", c, i)
+			}
+			b, _ := json.Marshal(map[string]any{"query": qs})
+			if o := st.Call(context.Background(), b); o.Meta.Class != remote.ClassOK {
+				t.Errorf("call %d: %+v", c, o.Meta)
+			}
+		}()
+	}
+	wg.Wait()
+	fake.mu.Lock()
+	times := append([]time.Time(nil), fake.times...)
+	fake.mu.Unlock()
+	if len(times) != 25 {
+		t.Fatalf("provider saw %d requests, want 25", len(times))
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	// No window of one second holds more than rps requests: request i and
+	// request i+rps are at least a second apart (less scheduler jitter
+	// between the limiter's release and the server's clock).
+	const jitter = 25 * time.Millisecond
+	for i := 0; i+rps < len(times); i++ {
+		if gap := times[i+rps].Sub(times[i]); gap < time.Second-jitter {
+			t.Fatalf("requests %d and %d only %v apart: more than %d in one second", i, i+rps, gap, rps)
+		}
+	}
+}
+
+func TestSearchFailuresAreObservations(t *testing.T) {
+	fake := &countingSerper{status: http.StatusInternalServerError}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	st, _ := NewSearch(SearchConfig{Provider: serperProvider(t, srv.URL), Cache: cache.NewLRU(10, time.Hour)})
+	o := st.Call(context.Background(), json.RawMessage(`{"query":["a","b"]}`))
+	if o.Meta.Class != remote.ClassServer || o.Meta.Partial || !o.Meta.Failed() {
+		t.Fatalf("meta = %+v", o.Meta)
+	}
+	if !strings.Contains(o.Text, `Search for "a" failed (http_5xx)`) || strings.Contains(o.Text, "k-123456") {
+		t.Errorf("text = %q", o.Text)
+	}
+	// Failures are not cached.
+	_ = st.Call(context.Background(), json.RawMessage(`{"query":["a"]}`))
+	if got := fake.n.Load(); got != 3 {
+		t.Errorf("provider saw %d requests, want 3 (errors not cached)", got)
+	}
+	// A cancelled caller gets a canceled observation, not a panic.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if o := st.Call(ctx, json.RawMessage(`{"query":["c"]}`)); o.Meta.Class != remote.ClassCanceled {
+		t.Errorf("cancelled call: %+v", o.Meta)
+	}
+}

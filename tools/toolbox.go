@@ -1,0 +1,87 @@
+package tools
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mgrpo/mgrpo/tools/cache"
+	"github.com/mgrpo/mgrpo/tools/remote"
+	"github.com/mgrpo/mgrpo/tools/search"
+	"github.com/mgrpo/mgrpo/tools/ssrf"
+	"github.com/mgrpo/mgrpo/tools/visit"
+)
+
+// WebConfig describes the executors' standard toolbox: a search tool on one
+// provider and a visit tool behind the SSRF guard, sharing one cache.
+type WebConfig struct {
+	// Search configures the provider (name, base URL, index, keys).
+	Search search.Config
+	// SearchRate and SearchConcurrency limit the provider (0: unlimited).
+	SearchRate        float64
+	SearchConcurrency int
+	// MaxQueries caps queries per search call; Results hits per query.
+	MaxQueries int
+	Results    int
+	// AllowHosts opens named hosts (host or host:port) to visit despite the
+	// SSRF guard: local corpora, the simulated web.
+	AllowHosts []string
+	// VisitBudget caps a visit observation in characters (0: 30000).
+	VisitBudget int
+	// Summarizer, when set, turns pages into goal-directed extractions.
+	Summarizer visit.Summarizer
+	// CacheEntries sizes the shared in-memory cache (0: 10000 entries);
+	// CacheTTL is its entries' lifetime (0: one hour).
+	CacheEntries int
+	CacheTTL     time.Duration
+	// Metrics, when set, receives the tools' counters; Registry options
+	// pass on to NewRegistry.
+	Metrics *Metrics
+	Options []RegistryOption
+}
+
+// NewWebToolbox builds the registry holding the search and visit tools of
+// cfg. Configuration errors (unknown provider, missing key, bad allow-list
+// entry) are returned before anything is contacted.
+func NewWebToolbox(cfg WebConfig) (*Registry, error) {
+	provider, err := search.New(cfg.Search)
+	if err != nil {
+		return nil, fmt.Errorf("search provider: %w", err)
+	}
+	entries, ttl := cfg.CacheEntries, cfg.CacheTTL
+	if entries <= 0 {
+		entries = 10000
+	}
+	if ttl <= 0 {
+		ttl = time.Hour
+	}
+	shared := cache.NewLRU(entries, ttl)
+	var gate *remote.Gate
+	if cfg.SearchRate > 0 || cfg.SearchConcurrency > 0 {
+		gate = remote.NewGate(remote.GateConfig{Rate: cfg.SearchRate, Concurrency: cfg.SearchConcurrency})
+	}
+	searchTool, err := NewSearch(SearchConfig{Provider: provider, MaxQueries: cfg.MaxQueries, Results: cfg.Results, Cache: shared, Gate: gate, Metrics: cfg.Metrics})
+	if err != nil {
+		return nil, err
+	}
+	guard, err := ssrf.New(ssrf.Config{Allow: cfg.AllowHosts})
+	if err != nil {
+		return nil, fmt.Errorf("allow-list: %w", err)
+	}
+	fetcher, err := visit.New(visit.Config{Guard: guard})
+	if err != nil {
+		return nil, err
+	}
+	visitTool, err := NewVisit(VisitConfig{Fetcher: fetcher, Budget: cfg.VisitBudget, Summarizer: cfg.Summarizer, Cache: shared, Metrics: cfg.Metrics})
+	if err != nil {
+		return nil, err
+	}
+	opts := cfg.Options
+	if cfg.Metrics != nil {
+		opts = append([]RegistryOption{WithMetrics(cfg.Metrics)}, opts...)
+	}
+	reg, err := NewRegistry([]Tool{searchTool, visitTool}, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
