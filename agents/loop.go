@@ -1,0 +1,177 @@
+package agents
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/agents/llm"
+)
+
+// prepareFunc turns one tool call into the work that carries it out. It
+// runs sequentially in call order (so side effects such as numbering
+// delegations are deterministic); the returned functions of one turn run
+// concurrently.
+type prepareFunc func(call openai.ToolCall) func(ctx context.Context) CallRecord
+
+// loop is the turn loop shared by every agent.
+type loop struct {
+	model   Model
+	tools   []openai.Tool
+	budget  Budget
+	prompts Prompts
+	// key routes the trajectory's calls to one endpoint (prefix cache).
+	key string
+	// seed is the trajectory's base seed; turn i samples with a seed
+	// derived from it, so a rollout replays exactly.
+	seed    int64
+	prepare prepareFunc
+	// report is true for executors: their ending is a report, not an
+	// answer (it changes the answer-now wording).
+	report bool
+}
+
+// run drives the conversation until the model answers without tool calls,
+// a budget runs out, or a call fails; it fills traj and returns the
+// trajectory's messages.
+func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) []openai.ChatCompletionMessage {
+	traj.Started = time.Now()
+	defer func() { traj.Duration = time.Since(traj.Started) }()
+	msgs := []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: system},
+		{Role: openai.ChatMessageRoleUser, Content: user},
+	}
+	for turn := 0; ; turn++ {
+		if turn == l.budget.MaxTurns {
+			traj.formatError(fmt.Sprintf("turn budget of %d exhausted before a final message", l.budget.MaxTurns))
+			return msgs
+		}
+		if err := ctx.Err(); err != nil {
+			traj.Error = fmt.Sprintf("turn %d: %v", turn, context.Cause(ctx))
+			return msgs
+		}
+		seed := deriveSeed(l.seed, "turn", turn)
+		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Sampling: &llm.Sampling{Seed: &seed, MaxTokens: l.budget.MaxTokensPerTurn}}
+		t, err := l.model.Chat(ctx, req)
+		if err != nil {
+			traj.Error = fmt.Sprintf("turn %d: %v", turn, err)
+			return msgs
+		}
+		traj.Turns = append(traj.Turns, t)
+		msgs = append(msgs, t.Message)
+		var step Step
+		if t.ToolCallError != nil {
+			step.FormatError, step.FormatRaw = describeFormatError(t.ToolCallError)
+			traj.Steps = append(traj.Steps, step)
+			traj.formatError(fmt.Sprintf("turn %d: %s", turn, step.FormatError))
+			text, err := l.prompts.render(PromptFormatError, map[string]any{"Reason": step.FormatError})
+			if err != nil {
+				traj.Error = err.Error()
+				return msgs
+			}
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
+			continue
+		}
+		if len(t.ToolCalls) == 0 {
+			traj.Steps = append(traj.Steps, step)
+			traj.Final = stripReasoning(t.Message.Content)
+			if t.FinishReason == "length" {
+				traj.formatError(fmt.Sprintf("turn %d: final message cut off by the token limit", turn))
+			}
+			return msgs
+		}
+		step.Calls = l.runCalls(ctx, t.ToolCalls)
+		traj.Steps = append(traj.Steps, step)
+		for _, c := range step.Calls {
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleTool, Content: c.Observation, ToolCallID: c.ID, Name: c.Name})
+		}
+		if !traj.AnswerNow && l.nearContextLimit(t) {
+			traj.AnswerNow = true
+			text, err := l.prompts.render(PromptAnswerNow, map[string]any{"Report": l.report})
+			if err != nil {
+				traj.Error = err.Error()
+				return msgs
+			}
+			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
+		}
+	}
+}
+
+// runCalls prepares the turn's calls in order, then runs them with at most
+// ToolConcurrency at once; records keep the call order.
+func (l *loop) runCalls(ctx context.Context, calls []openai.ToolCall) []CallRecord {
+	work := make([]func(context.Context) CallRecord, len(calls))
+	for i, c := range calls {
+		work[i] = l.prepare(c)
+	}
+	records := make([]CallRecord, len(calls))
+	sem := make(chan struct{}, max(1, l.budget.ToolConcurrency))
+	var wg sync.WaitGroup
+	for i, w := range work {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			records[i] = w(ctx)
+		}()
+	}
+	wg.Wait()
+	return records
+}
+
+// nearContextLimit reports whether the last call came within the answer-now
+// margin of the context. Without token ids (openai dialect) it uses usage.
+func (l *loop) nearContextLimit(t *llm.Turn) bool {
+	if l.budget.ContextTokens == 0 {
+		return false
+	}
+	used := len(t.PromptIDs) + len(t.CompletionIDs)
+	if used == 0 {
+		used = t.Usage.PromptTokens + t.Usage.CompletionTokens
+	}
+	return used >= l.budget.ContextTokens-l.budget.AnswerNowMargin
+}
+
+// formatError records a format violation.
+func (t *Trajectory) formatError(msg string) {
+	t.FormatErrors = append(t.FormatErrors, msg)
+}
+
+// describeFormatError returns the reason and raw text of a tool-call parse
+// failure.
+func describeFormatError(err error) (reason, raw string) {
+	var fe *llm.FormatError
+	if errors.As(err, &fe) {
+		return fe.Reason, fe.Raw
+	}
+	return err.Error(), ""
+}
+
+// stripReasoning removes a leading <think>…</think> block (present when the
+// server runs without a reasoning parser) and surrounding whitespace.
+func stripReasoning(content string) string {
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(content), "<think>"); ok {
+		if _, after, found := strings.Cut(rest, "</think>"); found {
+			return strings.TrimSpace(after)
+		}
+	}
+	return strings.TrimSpace(content)
+}
+
+// deriveSeed mixes a base seed with labels into a new seed, so every
+// trajectory and turn of a rollout has its own reproducible seed.
+func deriveSeed(base int64, parts ...any) int64 {
+	h := fnv.New64a()
+	fmt.Fprint(h, base)
+	for _, p := range parts {
+		fmt.Fprintf(h, "/%v", p)
+	}
+	return int64(h.Sum64() >> 1)
+}

@@ -1,0 +1,45 @@
+package agents
+
+import (
+	"context"
+	"encoding/json"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/tools"
+)
+
+// Model is what an agent needs from an inference client; *llm.Client
+// implements it.
+type Model interface {
+	// Chat performs one call and returns its token-exact turn. It is safe
+	// for concurrent use; a failure after the client's retries is an error.
+	Chat(ctx context.Context, req llm.Request) (*llm.Turn, error)
+}
+
+// Toolbox is what an agent needs from a tool registry; *tools.Registry
+// implements it.
+type Toolbox interface {
+	// Specs returns the function descriptions offered to the model.
+	Specs() []tools.Spec
+	// Call validates args and runs the named tool. It always returns an
+	// observation: failures are described in its text, never returned.
+	Call(ctx context.Context, name string, args json.RawMessage) tools.Observation
+}
+
+var (
+	_ Model   = (*llm.Client)(nil)
+	_ Toolbox = (*tools.Registry)(nil)
+)
+
+// openAITools converts tool specs to the chat request's tools field.
+func openAITools(specs []tools.Spec) []openai.Tool {
+	out := make([]openai.Tool, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: s.Name, Description: s.Description, Parameters: s.Parameters,
+		}})
+	}
+	return out
+}

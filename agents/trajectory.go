@@ -1,0 +1,97 @@
+package agents
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/tools"
+)
+
+// Roles of trajectories.
+const (
+	RolePlanner  = "planner"
+	RoleExecutor = "executor"
+	RoleSingle   = "single"
+)
+
+// Trajectory is one agent's run: every model call with its tokens, every
+// tool call with its observation, and how it ended.
+type Trajectory struct {
+	Role string `json:"role"`
+	// Index is the executor's position in its rollout's delegation order
+	// (0 for planner and single trajectories).
+	Index int `json:"index"`
+	// Task is the question (planner, single) or the delegated subtask.
+	Task string `json:"task"`
+	// Turns are the client's records, one per model call, in order.
+	Turns []*llm.Turn `json:"turns"`
+	// Steps holds, per turn, the tool calls it made (aligned with Turns).
+	Steps []Step `json:"steps"`
+	// Final is the text of the final message (reasoning removed): the
+	// executor's report, or the planner's message with its answer.
+	Final string `json:"final"`
+	// Answer is the text inside the final <answer> tags (planner, single).
+	Answer string `json:"answer,omitempty"`
+	// FormatOK is the trajectory's format validity (see the package doc);
+	// FormatErrors says what broke it.
+	FormatOK     bool     `json:"format_ok"`
+	FormatErrors []string `json:"format_errors,omitempty"`
+	// Error is the failure that ended the trajectory early (a model call
+	// that gave up, a cancelled context), empty otherwise.
+	Error string `json:"error,omitempty"`
+	// AnswerNow reports that the agent was told to answer now.
+	AnswerNow bool          `json:"answer_now,omitempty"`
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"duration"`
+}
+
+// Step is what one turn's tool calls did.
+type Step struct {
+	Calls []CallRecord `json:"calls,omitempty"`
+	// FormatError is the parse failure of this turn's tool calls, if any,
+	// with the raw text kept.
+	FormatError string `json:"format_error,omitempty"`
+	FormatRaw   string `json:"format_raw,omitempty"`
+}
+
+// CallRecord is one tool call and its outcome.
+type CallRecord struct {
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Arguments   json.RawMessage `json:"arguments"`
+	Observation string          `json:"observation"`
+	Meta        tools.Meta      `json:"meta"`
+	// Executor is the index of the executor trajectory a delegate call
+	// started, -1 otherwise.
+	Executor int `json:"executor"`
+}
+
+// NumCalls counts the trajectory's tool calls.
+func (t *Trajectory) NumCalls() int {
+	n := 0
+	for _, s := range t.Steps {
+		n += len(s.Calls)
+	}
+	return n
+}
+
+// FinishReason is the last turn's finish reason, or "error" when the
+// trajectory ended in a failure before any turn.
+func (t *Trajectory) FinishReason() string {
+	if t.Error != "" || len(t.Turns) == 0 {
+		return "error"
+	}
+	return t.Turns[len(t.Turns)-1].FinishReason
+}
+
+// Rollout is the tree of one rollout: the planner's trajectory (or the
+// single agent's) and its executors' trajectories in delegation order.
+type Rollout struct {
+	Question  string        `json:"question"`
+	Planner   *Trajectory   `json:"planner"`
+	Executors []*Trajectory `json:"executors"`
+	Answer    string        `json:"answer"`
+	Started   time.Time     `json:"started"`
+	Duration  time.Duration `json:"duration"`
+}
