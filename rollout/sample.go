@@ -1,0 +1,221 @@
+package rollout
+
+import (
+	"fmt"
+	"math"
+)
+
+// Role is the agent role a Sample trains.
+type Role string
+
+// The roles. In mode single the single agent's samples carry RolePlanner.
+const (
+	RolePlanner  Role = "planner"
+	RoleExecutor Role = "executor"
+)
+
+// FinishReasonPadding is the finish_reason of padding samples.
+const FinishReasonPadding = "padding"
+
+// Sample is one training sequence for one role, the unit every trainer
+// backend receives. Its JSON keys and their order are part of the file
+// format.
+type Sample struct {
+	Run  string `json:"run" parquet:"run"`
+	Step int    `json:"step" parquet:"step"`
+	Role Role   `json:"role" parquet:"role"`
+	// QueryID is the task id.
+	QueryID string `json:"query_id" parquet:"query_id"`
+	// Rollout is k, the rollout the entry is counted for.
+	Rollout int `json:"rollout" parquet:"rollout"`
+	// SubIndex is the executor entry's sub_index (see SubSlot); null for
+	// planner samples.
+	SubIndex *int `json:"sub_index" parquet:"sub_index,optional"`
+	// DuplicateOf names the original trajectory of a duplicated or borrowed
+	// executor entry; null otherwise.
+	DuplicateOf *SubRef `json:"duplicate_of" parquet:"duplicate_of,optional"`
+	// PolicyVersion is the version of the policy that sampled the tokens.
+	PolicyVersion int64 `json:"policy_version" parquet:"policy_version"`
+	// InputIDs, LossMask and Logprobs are aligned token by token; LossMask is
+	// 1 on generated tokens, and Logprobs are the sampler's, 0 where the mask
+	// is 0.
+	InputIDs []int     `json:"input_ids" parquet:"input_ids,list"`
+	LossMask []int     `json:"loss_mask" parquet:"loss_mask,list"`
+	Logprobs []float64 `json:"logprobs" parquet:"logprobs,list"`
+	// Reward and Advantage apply to every generated token of the sample.
+	Reward    float64 `json:"reward" parquet:"reward"`
+	Advantage float64 `json:"advantage" parquet:"advantage"`
+	NumTurns  int     `json:"num_turns" parquet:"num_turns"`
+	// FinishReason is how the trajectory ended ("padding" for padding).
+	FinishReason string `json:"finish_reason" parquet:"finish_reason"`
+	FormatOK     bool   `json:"format_ok" parquet:"format_ok"`
+}
+
+// Sequence is one token sequence of a trajectory with its loss mask and the
+// sampler's logprobs, all of the same length.
+type Sequence struct {
+	InputIDs []int
+	LossMask []int
+	Logprobs []float64
+}
+
+// Trajectory is what sample building needs of one agent trajectory. A
+// trajectory split by chat-template drift has several sequences and yields
+// one Sample per sequence, all with the same reward and advantage; a
+// trajectory without sequences (a rollout that failed before producing
+// tokens) yields no Sample.
+type Trajectory struct {
+	Sequences     []Sequence
+	PolicyVersion int64
+	NumTurns      int
+	FinishReason  string
+	FormatOK      bool
+}
+
+// GroupTrajectories holds the trajectories of one query's group: Planner[k]
+// is rollout k's planner (or single agent) trajectory and Executors[k][i] its
+// executor trajectory with sub_index i.
+type GroupTrajectories struct {
+	Planner   []Trajectory
+	Executors [][]Trajectory
+}
+
+// SampleBuilder turns processed groups into Samples.
+type SampleBuilder struct {
+	// Run and Step are copied into every sample.
+	Run  string
+	Step int
+	// PadTokenID is the single token of a padding sample.
+	PadTokenID int
+	// PadPolicyVersion is the policy_version of padding samples.
+	PadPolicyVersion int64
+}
+
+// Build returns the planner and executor samples of one group. The
+// trajectories must match the group (K planner trajectories, d_k executor
+// trajectories for rollout k) and every sequence must be well formed: equal
+// lengths of ids, mask and logprobs, at least one token, mask values 0 or 1,
+// finite logprobs that are 0 where the mask is 0. A violation is an error
+// naming the query, rollout and sub-trajectory. Levels marked dropped in res
+// yield no samples.
+func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, executor []Sample, err error) {
+	if len(tr.Planner) != len(res.Main) {
+		return nil, nil, fmt.Errorf("build samples for query %q: %d planner trajectories for %d rollouts", res.QueryID, len(tr.Planner), len(res.Main))
+	}
+	if tr.Executors != nil && len(tr.Executors) != len(res.Main) {
+		return nil, nil, fmt.Errorf("build samples for query %q: executor trajectories for %d rollouts, want %d", res.QueryID, len(tr.Executors), len(res.Main))
+	}
+	for k, p := range tr.Planner {
+		if err := p.validate(); err != nil {
+			return nil, nil, fmt.Errorf("build samples for query %q rollout %d planner: %w", res.QueryID, k, err)
+		}
+		var execs []Trajectory
+		if tr.Executors != nil {
+			execs = tr.Executors[k]
+		}
+		if want := res.Stats.D[k]; len(execs) != want {
+			return nil, nil, fmt.Errorf("build samples for query %q rollout %d: %d executor trajectories, rewards given for %d", res.QueryID, k, len(execs), want)
+		}
+		for i, e := range execs {
+			if err := e.validate(); err != nil {
+				return nil, nil, fmt.Errorf("build samples for query %q rollout %d sub %d: %w", res.QueryID, k, i, err)
+			}
+		}
+	}
+
+	if !res.MainDropped {
+		for _, m := range res.Main {
+			t := tr.Planner[m.Rollout]
+			for _, seq := range t.Sequences {
+				planner = append(planner, b.sample(res.QueryID, RolePlanner, m.Rollout, nil, nil, t, seq, m.Reward, m.Advantage))
+			}
+		}
+	}
+	if res.SubDropped {
+		return planner, nil, nil
+	}
+	for _, e := range res.Sub {
+		sub := e.SubIndex
+		if e.Padding {
+			pad := Trajectory{PolicyVersion: b.PadPolicyVersion, FinishReason: FinishReasonPadding}
+			seq := Sequence{InputIDs: []int{b.PadTokenID}, LossMask: []int{0}, Logprobs: []float64{0}}
+			executor = append(executor, b.sample(res.QueryID, RoleExecutor, e.Rollout, &sub, nil, pad, seq, 0, 0))
+			continue
+		}
+		var dup *SubRef
+		if e.Duplicate {
+			dup = &e.Source
+		}
+		t := tr.Executors[e.Source.Rollout][e.Source.SubIndex]
+		for _, seq := range t.Sequences {
+			executor = append(executor, b.sample(res.QueryID, RoleExecutor, e.Rollout, &sub, dup, t, seq, e.Reward, e.Advantage))
+		}
+	}
+	return planner, executor, nil
+}
+
+// sample assembles one Sample. Slices are copied so that samples never alias
+// the caller's buffers or each other.
+func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *SubRef, t Trajectory, seq Sequence, reward, adv float64) Sample {
+	if sub != nil {
+		v := *sub
+		sub = &v
+	}
+	if dup != nil {
+		v := *dup
+		dup = &v
+	}
+	return Sample{
+		Run:           b.Run,
+		Step:          b.Step,
+		Role:          role,
+		QueryID:       query,
+		Rollout:       k,
+		SubIndex:      sub,
+		DuplicateOf:   dup,
+		PolicyVersion: t.PolicyVersion,
+		InputIDs:      append([]int(nil), seq.InputIDs...),
+		LossMask:      append([]int(nil), seq.LossMask...),
+		Logprobs:      append([]float64(nil), seq.Logprobs...),
+		Reward:        reward,
+		Advantage:     adv,
+		NumTurns:      t.NumTurns,
+		FinishReason:  t.FinishReason,
+		FormatOK:      t.FormatOK,
+	}
+}
+
+// validate checks every sequence of t.
+func (t Trajectory) validate() error {
+	for s, seq := range t.Sequences {
+		if err := seq.Validate(); err != nil {
+			return fmt.Errorf("sequence %d: %w", s, err)
+		}
+	}
+	return nil
+}
+
+// Validate reports the first way in which s is malformed: no tokens, lengths
+// of ids, mask and logprobs that differ, a mask value other than 0 or 1, a
+// non-finite logprob, or a non-zero logprob where the mask is 0.
+func (s Sequence) Validate() error {
+	n := len(s.InputIDs)
+	if n == 0 {
+		return fmt.Errorf("no tokens")
+	}
+	if len(s.LossMask) != n || len(s.Logprobs) != n {
+		return fmt.Errorf("lengths differ: %d input ids, %d mask values, %d logprobs", n, len(s.LossMask), len(s.Logprobs))
+	}
+	for i, m := range s.LossMask {
+		lp := s.Logprobs[i]
+		switch {
+		case m != 0 && m != 1:
+			return fmt.Errorf("token %d: loss mask %d, want 0 or 1", i, m)
+		case math.IsNaN(lp) || math.IsInf(lp, 0):
+			return fmt.Errorf("token %d: logprob %v is not finite", i, lp)
+		case m == 0 && lp != 0:
+			return fmt.Errorf("token %d: logprob %v where loss mask is 0", i, lp)
+		}
+	}
+	return nil
+}

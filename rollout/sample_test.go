@@ -1,0 +1,123 @@
+package rollout
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestBuildSamplesSplitDuplicateAndPadding(t *testing.T) {
+	in := GroupInput{QueryID: "q7", Rollouts: []RolloutRewards{
+		{Main: 1, Subs: []float64{0.9}},
+		{Main: 0, Subs: []float64{0.1, 0.3}},
+	}}
+	res, err := ProcessGroup(cfg(ModeMGRPO, 2, false), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajectoriesFor(in)
+	// The planner of rollout 0 was split by drift into two sequences.
+	tr.Planner[0].Sequences = append(tr.Planner[0].Sequences, Sequence{
+		InputIDs: []int{7, 8}, LossMask: []int{1, 0}, Logprobs: []float64{-1, 0},
+	})
+	b := SampleBuilder{Run: "run-a", Step: 4}
+	pl, ex, err := b.Build(res, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl) != 3 {
+		t.Fatalf("%d planner samples, want 3", len(pl))
+	}
+	if pl[0].Advantage != pl[1].Advantage || pl[0].Rollout != 0 || pl[1].Rollout != 0 || pl[2].Rollout != 1 {
+		t.Errorf("split planner samples %+v / %+v", pl[0], pl[1])
+	}
+	if pl[0].SubIndex != nil || pl[0].DuplicateOf != nil || pl[0].Role != RolePlanner || pl[0].Run != "run-a" || pl[0].Step != 4 || pl[0].PolicyVersion != 3 {
+		t.Errorf("planner sample %+v", pl[0])
+	}
+	if len(ex) != 4 {
+		t.Fatalf("%d executor samples, want 4", len(ex))
+	}
+	dup := ex[1]
+	if dup.Rollout != 0 || *dup.SubIndex != 1 || dup.DuplicateOf == nil || *dup.DuplicateOf != (SubRef{0, 0}) ||
+		dup.InputIDs[0] != 1000 || dup.Reward != 0.9 || dup.Advantage != ex[0].Advantage {
+		t.Errorf("duplicate sample %+v", dup)
+	}
+	// Samples never alias each other or the input.
+	ex[0].InputIDs[0] = -1
+	if ex[1].InputIDs[0] != 1000 || tr.Executors[0][0].Sequences[0].InputIDs[0] != 1000 {
+		t.Error("samples share token buffers")
+	}
+
+	// A group without executors yields padding samples.
+	pin := GroupInput{QueryID: "p", Rollouts: []RolloutRewards{{Main: 1}, {Main: 0}}}
+	pres, err := ProcessGroup(cfg(ModeMGRPO, 2, false), pin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pex, err := SampleBuilder{Run: "r", PadTokenID: 99, PadPolicyVersion: 5}.Build(pres, trajectoriesFor(pin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pex) != 4 {
+		t.Fatalf("%d padding samples, want 4", len(pex))
+	}
+	for _, s := range pex {
+		if s.FinishReason != FinishReasonPadding || s.FormatOK || s.Advantage != 0 || s.Reward != 0 ||
+			len(s.InputIDs) != 1 || s.InputIDs[0] != 99 || s.LossMask[0] != 0 || s.PolicyVersion != 5 {
+			t.Errorf("padding sample %+v", s)
+		}
+	}
+}
+
+func TestSampleJSONKeys(t *testing.T) {
+	sub := 2
+	s := Sample{Run: "r", Role: RoleExecutor, SubIndex: &sub, DuplicateOf: &SubRef{1, 0}, InputIDs: []int{1}, LossMask: []int{1}, Logprobs: []float64{-0.5}}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"run":"r","step":0,"role":"executor","query_id":"","rollout":0,"sub_index":2,"duplicate_of":{"rollout":1,"sub_index":0},` +
+		`"policy_version":0,"input_ids":[1],"loss_mask":[1],"logprobs":[-0.5],"reward":0,"advantage":0,"num_turns":0,"finish_reason":"","format_ok":false}`
+	if string(raw) != want {
+		t.Fatalf("JSON\n got %s\nwant %s", raw, want)
+	}
+}
+
+func TestBuildSamplesValidation(t *testing.T) {
+	in := GroupInput{QueryID: "q9", Rollouts: []RolloutRewards{{Main: 1, Subs: []float64{1}}, {Main: 0, Subs: []float64{0, 1}}}}
+	res, err := ProcessGroup(cfg(ModeMGRPO, 2, false), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		mutate func(tr *GroupTrajectories)
+		want   string
+	}{
+		{"length mismatch", func(tr *GroupTrajectories) { tr.Executors[1][1].Sequences[0].LossMask = []int{1} },
+			`query "q9" rollout 1 sub 1: sequence 0: lengths differ`},
+		{"logprob under mask 0", func(tr *GroupTrajectories) { tr.Planner[1].Sequences[0].Logprobs[0] = -0.1 },
+			`query "q9" rollout 1 planner: sequence 0: token 0: logprob -0.1 where loss mask is 0`},
+		{"mask value", func(tr *GroupTrajectories) { tr.Planner[0].Sequences[0].LossMask[1] = 2 },
+			`rollout 0 planner: sequence 0: token 1: loss mask 2`},
+		{"nan logprob", func(tr *GroupTrajectories) { tr.Executors[0][0].Sequences[0].Logprobs[2] = math.NaN() },
+			`rollout 0 sub 0: sequence 0: token 2: logprob NaN`},
+		{"empty sequence", func(tr *GroupTrajectories) { tr.Executors[0][0].Sequences[0] = Sequence{} },
+			`rollout 0 sub 0: sequence 0: no tokens`},
+		{"missing executor", func(tr *GroupTrajectories) { tr.Executors[1] = tr.Executors[1][:1] },
+			`rollout 1: 1 executor trajectories, rewards given for 2`},
+		{"missing planner", func(tr *GroupTrajectories) { tr.Planner = tr.Planner[:1] },
+			`1 planner trajectories for 2 rollouts`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tr := trajectoriesFor(in)
+			tt.mutate(&tr)
+			_, _, err := SampleBuilder{Run: "r"}.Build(res, tr)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
