@@ -33,3 +33,11 @@ func loggerOf(c *cli.Context) *slog.Logger {
 	}
 	return slog.Default()
 }
+
+// stderrOf returns the writer for progress lines and diagnostics.
+func stderrOf(c *cli.Context) io.Writer {
+	if w, ok := c.App.Metadata["stderr"].(io.Writer); ok {
+		return w
+	}
+	return io.Discard
+}

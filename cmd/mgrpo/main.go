@@ -62,6 +62,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Errors are printed once, by run.
 		ErrWriter:      io.Discard,
 		ExitErrHandler: func(*cli.Context, error) {},
+		Metadata:       map[string]any{"stderr": stderr},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
@@ -71,9 +72,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			if err != nil {
 				return usageError{err}
 			}
-			c.App.Metadata = map[string]any{"logger": logger}
+			c.App.Metadata["logger"] = logger
 			return nil
 		},
-		Commands: []*cli.Command{simCommand()},
+		Commands: []*cli.Command{simCommand(), toolCommand(), corpusCommand(), evalCommand()},
 	}
 }

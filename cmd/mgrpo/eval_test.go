@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEvalScore(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{"gaia number with unit", []string{"eval", "score", "--benchmark", "gaia", "--prediction", "$1,000", "--answer", "1000"}, 0, "correct\n"},
+		{"gaia wrong", []string{"eval", "score", "--benchmark", "gaia", "--prediction", "Paris", "--answer", "Lyon"}, 0, "incorrect\n"},
+		{"missing answer", []string{"eval", "score", "--prediction", "x"}, 2, ""},
+		{"judge url without model", []string{"eval", "score", "--prediction", "x", "--answer", "x", "--judge-url", "http://127.0.0.1:1"}, 2, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runCLI(t, tt.args...)
+			if code != tt.wantCode || stdout != tt.wantOut && tt.wantOut != "" {
+				t.Errorf("exit %d stdout %q, want %d %q (stderr %s)", code, stdout, tt.wantCode, tt.wantOut, stderr)
+			}
+		})
+	}
+}
+
+func TestEvalScoreFileAndCompare(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "preds.jsonl")
+	os.WriteFile(in, []byte(`{"id":"a","prediction":"42","answer":"42"}`+"\n"+`{"id":"b","prediction":"41","answer":"42"}`+"\n"), 0o644)
+	code, stdout, stderr := runCLI(t, "eval", "score", "--benchmark", "gaia", "--file", in)
+	if code != 0 || !strings.Contains(stdout, `"correct":true`) || !strings.Contains(stdout, `"correct":false`) {
+		t.Fatalf("file mode: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for name, lines := range map[string]string{
+		"a": `{"id":"q1","benchmark":"jsonl","run":0,"correct":false}` + "\n" + `{"id":"q2","benchmark":"jsonl","run":0,"correct":true}` + "\n",
+		"b": `{"id":"q1","benchmark":"jsonl","run":0,"correct":true}` + "\n" + `{"id":"q2","benchmark":"jsonl","run":0,"correct":true}` + "\n",
+	} {
+		os.MkdirAll(filepath.Join(dir, name), 0o755)
+		os.WriteFile(filepath.Join(dir, name, "results.jsonl"), []byte(lines), 0o644)
+	}
+	code, stdout, stderr = runCLI(t, "eval", "compare", filepath.Join(dir, "a"), filepath.Join(dir, "b"))
+	if code != 0 || !strings.Contains(stdout, "q1") {
+		t.Errorf("compare: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, _, stderr = runCLI(t, "eval", "report", filepath.Join(dir, "b"))
+	if code != 0 {
+		t.Errorf("report: exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "b", "report.md")); err != nil {
+		t.Errorf("report.md: %v", err)
+	}
+}

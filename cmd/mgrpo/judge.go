@@ -1,0 +1,43 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/bench/score"
+)
+
+// envJudgeKey names the environment variable holding the judge endpoint's
+// API key; keys never come from flags, so they stay out of shell history
+// and process lists.
+const envJudgeKey = "MGRPO_JUDGE_API_KEY"
+
+// judgeFlags configure an LLM judge on any OpenAI-compatible endpoint.
+func judgeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "judge-url", Usage: "OpenAI-compatible base URL of the judge model (key from " + envJudgeKey + ")"},
+		&cli.StringFlag{Name: "judge-model", Usage: "judge model name"},
+		&cli.StringFlag{Name: "judge-dialect", Value: llm.DialectOpenAI, Usage: "openai, vllm or sglang"},
+	}
+}
+
+// judgeModel builds the judge from the flags; nil when no judge is
+// configured. Giving only one of --judge-url and --judge-model is an error.
+func judgeModel(c *cli.Context) (score.ChatModel, func(), error) {
+	url, model := c.String("judge-url"), c.String("judge-model")
+	if url == "" && model == "" {
+		return nil, func() {}, nil
+	}
+	if url == "" || model == "" {
+		return nil, nil, usagef("--judge-url and --judge-model go together (got url %q, model %q)", url, model)
+	}
+	client, err := llm.New(llm.Config{Role: "judge", Dialect: c.String("judge-dialect"), Model: model, Endpoints: []string{url},
+		APIKey: os.Getenv(envJudgeKey), Logger: loggerOf(c)})
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("judge: %w", err)}
+	}
+	return score.LLMChat{Client: client}, client.Close, nil
+}
