@@ -1,0 +1,282 @@
+package rollout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// DefaultGrace is how long in-flight rollouts may go on after the run's
+// context is cancelled when FarmConfig.Grace is 0.
+const DefaultGrace = 30 * time.Second
+
+// FarmConfig configures a Farm.
+type FarmConfig struct {
+	// Run names the run; it is written into every sample and task id.
+	Run string
+	// Seed is the run seed: rollout seeds (RolloutSeed) and the alignment
+	// (AlignSeed) derive from it.
+	Seed uint64
+	// Steps is the number of steps; each takes the next BatchSize tasks
+	// (wrapping around the task list) and runs GroupSize rollouts of each.
+	Steps, BatchSize, GroupSize int
+	// Mode selects the agents and the emitted samples.
+	Mode Mode
+	// DBar is d̄, fixed or auto (modes with a sub side only).
+	DBar DBarSpec
+	// DropZeroVariance drops zero-variance groups' samples instead of
+	// emitting them with zero advantages.
+	DropZeroVariance bool
+	// Weights are the reward coefficients.
+	Weights RewardWeights
+	// Scorer judges planner answers against gold answers (r_correct).
+	Scorer Scorer
+	// Expert, when set, rates executor reports (r_expert); without it,
+	// ExpertFallback (empty: DefaultExpertFallback) says what r_expert is.
+	Expert         ExpertJudge
+	ExpertFallback ExpertFallback
+	// Concurrency bounds the rollouts in flight across the whole step: a
+	// free slot takes the next rollout of any query, so no group waits on
+	// another group's slow rollout.
+	Concurrency int
+	// Runner carries out rollouts (an *AgentRunner in production).
+	Runner Runner
+	// Sink receives each completed step's files.
+	Sink Sink
+	// PolicyVersion returns the current policy version; it is read once
+	// when a step is scheduled. Nil means version 0.
+	PolicyVersion func() int64
+	// PadTokenID is the token of padding samples (queries in which no
+	// rollout delegated, mode mgrpo).
+	PadTokenID int
+	// Grace is how long in-flight rollouts may finish after the context is
+	// cancelled before they are abandoned; 0 means DefaultGrace.
+	Grace time.Duration
+	// Logger receives the run's log lines (nil: discard).
+	Logger *slog.Logger
+	// OnProgress, when set, is called after every finished rollout, from
+	// one goroutine at a time; it should return quickly.
+	OnProgress func(Progress)
+}
+
+// Validate reports every invalid field of c, each named with how to fix it.
+func (c FarmConfig) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.Run == "" {
+		add("Run: empty; name the run (it is written into every sample)")
+	}
+	if c.Steps < 1 {
+		add("Steps %d: must be at least 1", c.Steps)
+	}
+	if c.BatchSize < 1 {
+		add("BatchSize %d: must be at least 1 (queries per step)", c.BatchSize)
+	}
+	if c.GroupSize < 1 {
+		add("GroupSize %d: must be at least 1 (rollouts per query; the paper uses 8)", c.GroupSize)
+	}
+	mode, err := ParseMode(string(c.Mode))
+	switch {
+	case c.Mode == "":
+		add("Mode: empty; set %s, %s or %s", ModeMGRPO, ModeFrozenSub, ModeSingle)
+	case err != nil:
+		add("Mode: %v", err)
+	}
+	if err == nil && mode.TrainsExecutor() && !c.DBar.Auto && c.DBar.Fixed < 1 {
+		add("DBar %d: mode %s needs d̄ ≥ 1 or auto (ParseDBar)", c.DBar.Fixed, mode)
+	}
+	if err := c.Weights.Validate(); err != nil {
+		add("Weights: %v (DefaultRewardWeights gives the paper's)", err)
+	}
+	if c.Scorer == nil {
+		add("Scorer: nil; set the answer scorer (r_correct), e.g. normalized exact match")
+	}
+	if _, err := ParseExpertFallback(string(c.ExpertFallback)); err != nil {
+		add("ExpertFallback: %v", err)
+	}
+	if c.Concurrency < 1 {
+		add("Concurrency %d: must be at least 1 (rollouts in flight; BatchSize×GroupSize runs a whole step at once)", c.Concurrency)
+	}
+	switch r := c.Runner.(type) {
+	case nil:
+		add("Runner: nil; set an *AgentRunner with the mode's agent")
+	case *AgentRunner:
+		if r == nil {
+			add("Runner: nil *AgentRunner")
+		} else if err == nil && c.Mode != "" {
+			if verr := r.validateFor(mode); verr != nil {
+				errs = append(errs, verr)
+			}
+		}
+	}
+	if c.Sink == nil {
+		add("Sink: nil; set where steps are written, e.g. DirSink{Dir: OUT}")
+	}
+	if c.Grace < 0 {
+		add("Grace %v: must not be negative (0 means %v)", c.Grace, DefaultGrace)
+	}
+	return errors.Join(errs...)
+}
+
+// Farm runs the steps of a run: it schedules each step's rollouts with
+// bounded concurrency, scores them and, once every rollout of the step is
+// in, computes advantages and writes the step through the sink.
+type Farm struct {
+	cfg     FarmConfig
+	tasks   []Task
+	scoring Scoring
+	log     *slog.Logger
+}
+
+// NewFarm validates cfg and the tasks: at least BatchSize tasks (a step
+// never holds one query twice) with distinct, non-empty ids.
+func NewFarm(cfg FarmConfig, tasks []Task) (*Farm, error) {
+	errs := []error{cfg.Validate()}
+	if len(tasks) == 0 {
+		errs = append(errs, errors.New("tasks: none given"))
+	} else if cfg.BatchSize > len(tasks) {
+		errs = append(errs, fmt.Errorf("BatchSize %d: more than the %d tasks; a step would hold a query twice (lower BatchSize or add tasks)", cfg.BatchSize, len(tasks)))
+	}
+	seen := make(map[string]bool, len(tasks))
+	for i, t := range tasks {
+		if t.ID == "" {
+			errs = append(errs, fmt.Errorf("tasks: task %d has an empty id", i))
+		} else if seen[t.ID] {
+			errs = append(errs, fmt.Errorf("tasks: duplicate id %q", t.ID))
+		}
+		seen[t.ID] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("rollout farm: %w", err)
+	}
+	if cfg.ExpertFallback == "" {
+		cfg.ExpertFallback = DefaultExpertFallback
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Farm{
+		cfg:   cfg,
+		tasks: append([]Task(nil), tasks...),
+		scoring: Scoring{Mode: cfg.Mode, Weights: cfg.Weights, Scorer: cfg.Scorer,
+			Expert: cfg.Expert, ExpertFallback: cfg.ExpertFallback},
+		log: log,
+	}, nil
+}
+
+// Run runs the configured steps in order and returns their summaries. When
+// ctx is cancelled, no further rollout starts; in-flight rollouts get the
+// grace period to finish and are then cancelled and abandoned. A step whose
+// rollouts did not all finish writes no files; Run then returns the
+// summaries of the completed steps and an error wrapping the context's
+// cause. Any other error (the sink failing, a malformed trajectory
+// reaching sample building) also stops the run.
+func (f *Farm) Run(ctx context.Context) ([]StepSummary, error) {
+	f.log.Info("rollout run", "run", f.cfg.Run, "mode", f.cfg.Mode, "steps", f.cfg.Steps,
+		"batch_size", f.cfg.BatchSize, "group_size", f.cfg.GroupSize, "dbar", f.cfg.DBar.String(),
+		"concurrency", f.cfg.Concurrency, "tasks", len(f.tasks))
+	if f.cfg.Mode.TrainsExecutor() {
+		if f.cfg.Expert == nil {
+			f.log.Info(f.cfg.ExpertFallback.Describe())
+		} else {
+			f.log.Info("expert judge configured: r_expert is the judge's score")
+		}
+	}
+	var (
+		sums  []StepSummary
+		prevD []int
+	)
+	for step := 1; step <= f.cfg.Steps; step++ {
+		if ctx.Err() != nil {
+			return sums, fmt.Errorf("rollout run interrupted before step %d: %w", step, context.Cause(ctx))
+		}
+		sum, d, err := f.runStep(ctx, step, prevD)
+		if err != nil {
+			return sums, err
+		}
+		sums = append(sums, sum)
+		prevD = d
+	}
+	return sums, nil
+}
+
+// runStep runs, assembles and writes one step; it returns the step's
+// summary and its observed d_k.
+func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (StepSummary, []int, error) {
+	start := time.Now()
+	var version int64
+	if f.cfg.PolicyVersion != nil {
+		version = f.cfg.PolicyVersion()
+	}
+	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version)
+	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version)
+	results, err := f.runUnits(ctx, plan)
+	if err != nil {
+		return StepSummary{}, nil, err
+	}
+	rolloutTime := time.Since(start)
+
+	d := make([]int, len(results))
+	for i := range results {
+		d[i] = len(results[i].Tree.Executors)
+	}
+	dbar, err := f.resolveDBar(step, prevD, d)
+	if err != nil {
+		return StepSummary{}, nil, err
+	}
+	gcfg := GroupConfig{Mode: f.cfg.Mode, DBar: dbar, DropZeroVariance: f.cfg.DropZeroVariance, RunSeed: f.cfg.Seed, Step: step}
+	builder := SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version}
+	asm, err := assembleStep(gcfg, builder, plan, f.cfg.GroupSize, results)
+	if err != nil {
+		return StepSummary{}, nil, err
+	}
+	// The rollouts are all in: a cancellation that arrived during the grace
+	// period must not keep a complete step from being written.
+	if err := f.cfg.Sink.WriteStep(context.WithoutCancel(ctx), step, asm.files); err != nil {
+		return StepSummary{}, nil, fmt.Errorf("rollout step %d: %w", step, err)
+	}
+
+	sum := StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks), Counters: asm.counters,
+		PlannerSamples: len(asm.files.Planner), ExecutorSamples: len(asm.files.Executor)}
+	if f.cfg.Mode.TrainsExecutor() {
+		sum.DBar = dbar
+	}
+	summarize(&sum, results)
+	sum.WallTime = time.Since(start)
+	if s := rolloutTime.Seconds(); s > 0 {
+		sum.RolloutsPerSecond = float64(len(results)) / s
+	}
+	f.log.Info("step done", "step", step, "mean_main_reward", sum.MeanMainReward, "mean_sub_reward", sum.MeanSubReward,
+		"accuracy", sum.Accuracy, "failed_rollouts", sum.FailedRollouts, "planner_samples", sum.PlannerSamples,
+		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_time", sum.WallTime.Round(time.Millisecond),
+		"rollouts_per_second", sum.RolloutsPerSecond)
+	return sum, d, nil
+}
+
+// resolveDBar picks the step's d̄: the fixed value, or with auto the
+// quantile of the previous step's d_k, or of this step's own d_k for the
+// first step (the calibration pass). Modes without a sub side need none.
+func (f *Farm) resolveDBar(step int, prevD, thisD []int) (int, error) {
+	if !f.cfg.Mode.TrainsExecutor() {
+		return 0, nil
+	}
+	observed, source := prevD, "previous step"
+	switch {
+	case !f.cfg.DBar.Auto:
+		source = "fixed"
+	case len(prevD) == 0:
+		observed, source = thisD, "calibration pass (this step)"
+	}
+	dbar, err := f.cfg.DBar.Resolve(observed)
+	if err != nil {
+		return 0, fmt.Errorf("rollout step %d: %w", step, err)
+	}
+	f.log.Info("dbar", "step", step, "dbar", dbar, "source", source, "spec", f.cfg.DBar.String())
+	return dbar, nil
+}

@@ -1,0 +1,281 @@
+package rollout
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mgrpo/mgrpo/agents"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+)
+
+// The benchmarks run the sim servers in a child process (this test binary,
+// running TestSimServerChild), so that the farm's CPU time and peak RSS are
+// measured apart from the simulated world's.
+const simChildEnv = "MGRPO_ROLLOUT_SIM_CHILD"
+
+// TestSimServerChild is not a test: run by a benchmark with simChildEnv set
+// to the sim's TTFT, it serves the sim world, prints "SIM <llm> <web>" and
+// serves until its standard input closes.
+func TestSimServerChild(t *testing.T) {
+	ttft := os.Getenv(simChildEnv)
+	if ttft == "" {
+		t.Skip("only runs as the benchmarks' sim server process")
+	}
+	d, err := time.ParseDuration(ttft)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := simllm.DefaultConfig()
+	cfg.Seed, cfg.TTFT, cfg.Slots = 5, d, 1<<20
+	llmURL, webURL := startSimServers(t, cfg)
+	fmt.Printf("SIM %s %s\n", llmURL, webURL)
+	buf := make([]byte, 1)
+	for {
+		if _, err := os.Stdin.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
+// simChild is a running sim server process.
+type simChild struct {
+	cmd            *exec.Cmd
+	llmURL, webURL string
+}
+
+// startSimChild starts the sim servers in a child process.
+func startSimChild(b *testing.B, ttft time.Duration) *simChild {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSimServerChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), simChildEnv+"="+ttft.String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "SIM" {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return &simChild{cmd: cmd, llmURL: f[1], webURL: f[2]}
+		}
+	}
+	b.Fatalf("sim child exited before announcing its servers: %v", sc.Err())
+	return nil
+}
+
+// cpuTime returns the CPU time (user + system) the child has used so far,
+// from /proc (clock ticks of 10 ms).
+func (c *simChild) cpuTime(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Fields after the parenthesised command name: state is field 3, utime
+	// and stime are fields 14 and 15.
+	rest := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.ParseInt(rest[11], 10, 64)
+	st, _ := strconv.ParseInt(rest[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// selfUsage returns this process's CPU time and peak RSS in bytes.
+func selfUsage(b *testing.B) (time.Duration, int64) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Maxrss * 1024
+}
+
+// timingRunner records each rollout's duration and its ideal latency: the
+// number of model calls on its critical path (planner turns, plus for each
+// planner turn the longest executor it started) times the sim's TTFT.
+type timingRunner struct {
+	inner Runner
+	ttft  time.Duration
+	keep  bool
+
+	mu            sync.Mutex
+	actual, ideal time.Duration
+	n             int
+	trees         []*agents.Rollout
+}
+
+func (r *timingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
+	start := time.Now()
+	tree := r.inner.Run(ctx, task, t)
+	took := time.Since(start)
+	calls := criticalCalls(tree)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.actual += took
+	r.ideal += time.Duration(calls) * r.ttft
+	r.n++
+	if r.keep && len(r.trees) < 64 {
+		r.trees = append(r.trees, tree)
+	}
+	return tree
+}
+
+// criticalCalls counts the model calls on a rollout's critical path.
+func criticalCalls(tree *agents.Rollout) int {
+	n := 0
+	for i := range tree.Planner.Turns {
+		n++
+		longest := 0
+		if i < len(tree.Planner.Steps) {
+			for _, c := range tree.Planner.Steps[i].Calls {
+				if c.Executor >= 0 && c.Executor < len(tree.Executors) && tree.Executors[c.Executor] != nil {
+					longest = max(longest, len(tree.Executors[c.Executor].Turns))
+				}
+			}
+		}
+		n += longest
+	}
+	return n
+}
+
+// meanPromptBytes decodes the prompts of the kept trees' turns with the sim
+// tokenizer and returns their mean size in bytes: the history each call
+// sends.
+func meanPromptBytes(b *testing.B, trees []*agents.Rollout) float64 {
+	tok := simllm.NewTokenizer()
+	var total, n int
+	for _, tree := range trees {
+		for _, tr := range append([]*agents.Trajectory{tree.Planner}, tree.Executors...) {
+			for _, turn := range tr.Turns {
+				s, err := tok.Decode(turn.PromptIDs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += len(s)
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(total) / float64(n)
+}
+
+// benchFarm runs one step of batch×group rollouts with concurrency slots
+// against the sim child and returns the summary.
+func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int) StepSummary {
+	b.Helper()
+	cfg := FarmConfig{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: ModeMGRPO, DBar: DBarSpec{Auto: true},
+		Weights: DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: DirSink{Dir: b.TempDir()}}
+	f, err := NewFarm(cfg, tasks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sums, err := f.Run(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sums[0]
+}
+
+// BenchmarkFarmSimZeroLatency measures, against the zero-latency sim, the
+// farm's rollouts per second and its CPU time per model call (this process,
+// the sim excluded), and the sim's CPU time per call for comparison. Each
+// iteration is one step of 16 queries × 8 rollouts with 64 in flight.
+func BenchmarkFarmSimZeroLatency(b *testing.B) {
+	child := startSimChild(b, 0)
+	const batch, group, concurrency = 16, 8, 64
+	tasks := simTasks(b, batch)
+	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000}), keep: true}
+	var calls, rollouts, failed int
+	var promptTokens int64
+	cpu0, _ := selfUsage(b)
+	sim0 := child.cpuTime(b)
+	start := time.Now()
+	for b.Loop() {
+		sum := benchFarm(b, rr, tasks, batch, group, concurrency)
+		calls += sum.LLMCalls
+		rollouts += sum.Rollouts
+		failed += sum.FailedRollouts
+		promptTokens += sum.PromptTokens
+	}
+	elapsed := time.Since(start)
+	cpu1, rss := selfUsage(b)
+	sim1 := child.cpuTime(b)
+	farmCPU, simCPU := cpu1-cpu0, sim1-sim0
+	b.ReportMetric(float64(rollouts)/elapsed.Seconds(), "rollouts/s")
+	b.ReportMetric(float64(farmCPU.Microseconds())/float64(calls), "farm-cpu-µs/call")
+	b.ReportMetric(float64(simCPU.Microseconds())/float64(calls), "sim-cpu-µs/call")
+	b.ReportMetric(float64(simCPU)/float64(simCPU+farmCPU), "sim-cpu-share")
+	b.ReportMetric(float64(calls)/float64(rollouts), "calls/rollout")
+	b.ReportMetric(meanPromptBytes(b, rr.trees), "history-bytes/call")
+	b.ReportMetric(float64(promptTokens)/float64(calls), "prompt-tokens/call")
+	b.ReportMetric(float64(failed), "failed-rollouts")
+	b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+}
+
+// maxCallsPerRole caps each role's concurrent model calls in the latency
+// benchmark: every call holds a connection, and both this process and the
+// sim's must stay below the usual limit of 20,000 open files.
+const maxCallsPerRole = 7000
+
+// BenchmarkFarmSimLatency measures, against the sim with a 2 s time to
+// first token, the farm's throughput as a fraction of the Little's-law
+// ideal at 1,000 and 10,000 rollouts in flight, with the process's peak
+// RSS. One step of one rollout per slot (the 10,000 case holds a whole step of trees and samples in memory). Two fractions are reported:
+// latency-ideal-fraction is the mean ideal rollout latency (critical-path
+// model calls × TTFT) over the mean measured one, i.e. the throughput
+// C/W of a saturated farm relative to C/W*; step-ideal-fraction is the
+// step's measured throughput over C/W*, which also pays for the step's
+// tail (slots idle while the last rollouts finish). Run each size in its
+// own process so that peak RSS is that size's.
+func BenchmarkFarmSimLatency(b *testing.B) {
+	const ttft = 2 * time.Second
+	for _, concurrency := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
+			child := startSimChild(b, ttft)
+			const group, perSlot = 8, 1
+			batch := concurrency * perSlot / group
+			tasks := simTasks(b, batch)
+			rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
+				simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: min(int64(4*concurrency), maxCallsPerRole)}), ttft: ttft}
+			var sum StepSummary
+			start := time.Now()
+			for b.Loop() {
+				sum = benchFarm(b, rr, tasks, batch, group, concurrency)
+			}
+			elapsed := time.Since(start)
+			_, rss := selfUsage(b)
+			meanIdeal := rr.ideal.Seconds() / float64(rr.n)
+			meanActual := rr.actual.Seconds() / float64(rr.n)
+			idealRate := float64(concurrency) / meanIdeal
+			b.ReportMetric(float64(rr.n)/elapsed.Seconds(), "rollouts/s")
+			b.ReportMetric(idealRate, "ideal-rollouts/s")
+			b.ReportMetric(meanIdeal/meanActual, "latency-ideal-fraction")
+			b.ReportMetric(sum.RolloutsPerSecond/idealRate, "step-ideal-fraction")
+			b.ReportMetric(meanIdeal, "ideal-latency-s")
+			b.ReportMetric(meanActual, "latency-s")
+			b.ReportMetric(float64(sum.FailedRollouts), "failed-rollouts")
+			b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+		})
+	}
+}

@@ -1,0 +1,104 @@
+package rollout
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// Scoring holds what scoring a rollout needs: the mode, the reward weights,
+// the answer scorer and the expert judge (or the fallback used without
+// one).
+type Scoring struct {
+	Mode           Mode
+	Weights        RewardWeights
+	Scorer         Scorer
+	Expert         ExpertJudge
+	ExpertFallback ExpertFallback
+}
+
+// RolloutScores are the rewards of one rollout and the verdicts behind them.
+type RolloutScores struct {
+	// FormatOK is the planner's (single agent's) format validity as the
+	// reward sees it: the agents' verdict, and false for a failed rollout or
+	// a trajectory whose turns form no sequences.
+	FormatOK bool `json:"format_ok"`
+	// Correct is r_correct: the scorer's verdict on the answer, 0 when the
+	// format is invalid (no single answer to judge) or the scorer failed.
+	Correct float64 `json:"correct"`
+	// Verdict is the scorer's full verdict (raw judge output included); nil
+	// when the scorer was not asked or failed.
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// ScoreError records a scorer failure; the rollout then scores as wrong.
+	ScoreError string `json:"score_error,omitempty"`
+	// Main is R_M.
+	Main float64 `json:"main"`
+	// Subs holds one entry per executor trajectory, in delegation order.
+	Subs []SubScore `json:"subs"`
+}
+
+// SubScore is the reward of one executor trajectory.
+type SubScore struct {
+	// FormatOK is the executor's format validity as the reward sees it.
+	FormatOK bool `json:"format_ok"`
+	// Expert is r_expert, from the judge or the run's fallback; 0 when the
+	// judge failed.
+	Expert float64 `json:"expert"`
+	// ExpertRaw is the judge's raw output, kept for inspection.
+	ExpertRaw string `json:"expert_raw,omitempty"`
+	// ExpertError records a judge failure.
+	ExpertError string `json:"expert_error,omitempty"`
+	// Reward is R_S; 0 in modes without a sub side, where executors are
+	// neither judged nor rewarded.
+	Reward float64 `json:"reward"`
+}
+
+// Score fills res.Scores from res.Tree, res.Error and the sequence results
+// (which must already be set). It never fails: a scorer or judge error is
+// recorded in the scores and counts as 0. Executors are judged
+// concurrently.
+func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
+	tree := res.Tree
+	sc := RolloutScores{}
+	p := tree.Planner
+	sc.FormatOK = res.Error == "" && p != nil && p.FormatOK && res.Planner.SequenceError == ""
+	if sc.FormatOK && s.Scorer != nil {
+		v, err := s.Scorer.Score(ctx, t.Question, tree.Answer, t.Answer)
+		if err != nil {
+			sc.ScoreError = fmt.Sprintf("score answer: %v", err)
+		} else {
+			sc.Verdict = &v
+			sc.Correct = unit(v.Correct)
+		}
+	}
+	sc.Main = s.Weights.MainReward(sc.FormatOK, sc.Correct)
+
+	sc.Subs = make([]SubScore, len(tree.Executors))
+	for i, e := range tree.Executors {
+		sc.Subs[i].FormatOK = e != nil && e.FormatOK && i < len(res.Executors) && res.Executors[i].SequenceError == ""
+	}
+	if s.Mode.TrainsExecutor() {
+		var wg sync.WaitGroup
+		for i, e := range tree.Executors {
+			wg.Go(func() {
+				sub := &sc.Subs[i]
+				if !sub.FormatOK {
+					// R_S is 0 whatever the judge says; do not spend a call.
+					return
+				}
+				var task, report string
+				if e != nil {
+					task, report = e.Task, e.Final
+				}
+				score, raw, err := ExpertScore(ctx, s.Expert, s.ExpertFallback, task, report, sub.FormatOK, sc.Correct)
+				sub.Expert, sub.ExpertRaw = score, raw
+				if err != nil {
+					sub.ExpertError = err.Error()
+				}
+				sub.Reward = s.Weights.SubReward(sub.FormatOK, sc.Correct, sub.Expert)
+			})
+		}
+		wg.Wait()
+	}
+	res.Scores = sc
+}

@@ -1,0 +1,126 @@
+package rollout
+
+import (
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/tools"
+	"github.com/mgrpo/mgrpo/tools/search"
+)
+
+// simWorldSeed is the seed of the synthetic web every sim test plays.
+const simWorldSeed = 11
+
+// simTasks returns the first n questions of the sim world as tasks.
+func simTasks(tb testing.TB, n int) []Task {
+	tb.Helper()
+	world, err := web.Generate(web.Config{Seed: simWorldSeed, Questions: n})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tasks := make([]Task, n)
+	for i, q := range world.Questions[:n] {
+		tasks[i] = Task{ID: q.ID, Question: q.Question, Answer: q.Answer}
+	}
+	return tasks
+}
+
+// startSimServers starts the sim web and the sim inference server in this
+// process and returns their base URLs.
+func startSimServers(tb testing.TB, cfg simllm.Config) (llmURL, webURL string) {
+	tb.Helper()
+	world, err := web.Generate(web.Config{Seed: simWorldSeed})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	webSrv := httptest.NewServer(world.Handler())
+	tb.Cleanup(webSrv.Close)
+	srv, err := simllm.NewServer(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	llmSrv := httptest.NewServer(srv.Handler())
+	tb.Cleanup(func() { llmSrv.Close(); srv.Close() })
+	return llmSrv.URL, webSrv.URL
+}
+
+// simRunnerConfig sizes the clients of a sim runner.
+type simRunnerConfig struct {
+	mode Mode
+	// maxInFlight caps each role's concurrent calls (0: the client default).
+	maxInFlight int64
+	// visitBudget caps visit observations in characters (0: the default).
+	visitBudget int
+}
+
+// newSimRunner wires real clients and tools to the sim servers, as the
+// farm runs them, and returns the mode's AgentRunner.
+func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *AgentRunner {
+	tb.Helper()
+	temp := 1.0
+	client := func(role string) *llm.Client {
+		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
+			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp},
+			Pool: llm.PoolConfig{MaxInFlightPerEndpoint: rc.maxInFlight}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(c.Close)
+		return c
+	}
+	u, err := url.Parse(webURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	box, err := tools.NewWebToolbox(tools.WebConfig{
+		Search:      search.Config{Name: "serper", BaseURL: webURL, Getenv: func(string) string { return "sim-key" }},
+		AllowHosts:  []string{u.Host},
+		VisitBudget: rc.visitBudget,
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	execCfg := agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()}
+	if rc.mode == ModeSingle {
+		s, err := agents.NewSingle(execCfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return &AgentRunner{Single: s}
+	}
+	exec, err := agents.NewExecutor(execCfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := agents.NewPlanner(agents.PlannerConfig{Model: client("planner"), Executor: exec,
+		Budget: agents.DefaultPlannerBudget(), Rollout: agents.DefaultRolloutBudget()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &AgentRunner{Planner: p}
+}
+
+// recordingRunner keeps every tree its inner runner returns, by task id.
+type recordingRunner struct {
+	inner Runner
+	mu    sync.Mutex
+	trees map[string]*agents.Rollout
+}
+
+func (r *recordingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
+	tree := r.inner.Run(ctx, task, t)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trees == nil {
+		r.trees = map[string]*agents.Rollout{}
+	}
+	r.trees[task.ID()] = tree
+	return tree
+}
