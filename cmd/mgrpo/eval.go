@@ -13,7 +13,12 @@ import (
 func evalCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "eval",
-		Usage: "score predictions and compare evaluation runs (GAIA, WebWalkerQA, xbench-DeepSearch, JSONL)",
+		Usage: "evaluate agents on GAIA, WebWalkerQA, xbench-DeepSearch or JSONL tasks; score predictions; compare runs",
+		Description: "mgrpo eval --benchmark B --data PATH --runs N --out DIR [agent flags as mgrpo rollout] runs the\n" +
+			"planner (--mode mgrpo) or the single agent (--mode single) on every question and writes results.jsonl,\n" +
+			"summary.json and report.md (with an accuracy chart). An interrupted eval continues when rerun.",
+		Flags:  evalRunFlags(),
+		Action: runEval,
 		Subcommands: []*cli.Command{
 			{
 				Name:  "score",

@@ -56,3 +56,31 @@ func TestEvalScoreFileAndCompare(t *testing.T) {
 		t.Errorf("report.md: %v", err)
 	}
 }
+
+func TestEvalRunOnSimResumes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the planner against the sim world")
+	}
+	dir := t.TempDir()
+	args := []string{"eval", "--sim", "--benchmark", "webwalkerqa", "--scorer", "exact", "--runs", "2", "--limit", "4", "--out", dir}
+	code, stdout, stderr := runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "Avg Pass@1") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if got := readLines(t, filepath.Join(dir, "results.jsonl")); len(got) != 8 {
+		t.Errorf("results.jsonl has %d lines, want 4 questions × 2 runs", len(got))
+	}
+	for _, f := range []string{"summary.json", "report.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	code, stdout, _ = runCLI(t, args...)
+	if code != 0 || !strings.Contains(stdout, "(8 resumed, 0 run now)") {
+		t.Errorf("rerun: exit %d, stdout %q; want everything resumed", code, stdout)
+	}
+	code, _, stderr = runCLI(t, "eval", "--sim", "--out", dir)
+	if code != 2 || !strings.Contains(stderr, "--benchmark") {
+		t.Errorf("missing --benchmark: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -75,6 +75,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			c.App.Metadata["logger"] = logger
 			return nil
 		},
-		Commands: []*cli.Command{simCommand(), toolCommand(), corpusCommand(), evalCommand()},
+		Commands: []*cli.Command{rolloutCommand(), simCommand(), toolCommand(), corpusCommand(), evalCommand()},
 	}
 }

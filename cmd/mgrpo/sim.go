@@ -165,53 +165,76 @@ type namedHandler struct {
 	handler http.Handler
 }
 
-// serve listens on every address first (so a taken port fails before any
-// service starts), prints "name baseURL" lines, serves until ctx ends, then
-// shuts the servers down.
-func serve(ctx context.Context, logger *slog.Logger, out io.Writer, handlers []namedHandler) error {
+// servers is a set of running HTTP services.
+type servers struct {
+	list []*http.Server
+	urls []string // base URLs, in the order of the handlers
+	wg   sync.WaitGroup
+	errc chan error
+}
+
+// startServers listens on every address first (so a taken port fails
+// before any service starts), then serves each handler in the background.
+func startServers(handlers []namedHandler) (*servers, error) {
 	listeners := make([]net.Listener, 0, len(handlers))
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
 	for _, h := range handlers {
 		l, err := net.Listen("tcp", h.addr)
 		if err != nil {
-			return usagef("--%s %s: %w", h.name, h.addr, err)
+			for _, l := range listeners {
+				l.Close()
+			}
+			return nil, usagef("--%s %s: %w", h.name, h.addr, err)
 		}
 		listeners = append(listeners, l)
 	}
-	servers := make([]*http.Server, len(handlers))
-	errc := make(chan error, len(handlers))
-	var wg sync.WaitGroup
+	s := &servers{errc: make(chan error, len(handlers))}
 	for i, h := range handlers {
-		servers[i] = &http.Server{Handler: h.handler, ReadHeaderTimeout: 10 * time.Second}
-		fmt.Fprintf(out, "%s http://%s%s\n", h.name, listeners[i].Addr(), h.suffix)
-		logger.Info("serving", "service", h.name, "addr", listeners[i].Addr().String())
-		wg.Add(1)
-		go func(s *http.Server, l net.Listener) {
-			defer wg.Done()
-			if err := s.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
+		srv := &http.Server{Handler: h.handler, ReadHeaderTimeout: 10 * time.Second}
+		s.list = append(s.list, srv)
+		s.urls = append(s.urls, "http://"+listeners[i].Addr().String())
+		s.wg.Add(1)
+		go func(l net.Listener) {
+			defer s.wg.Done()
+			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.errc <- err
 			}
-		}(servers[i], listeners[i])
+		}(listeners[i])
 	}
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	return s, nil
+}
+
+// stop shuts the servers down, giving requests up to grace to finish;
+// stalled or streaming requests that outlive it are closed. A zero grace
+// closes at once (net/http counts a connection that never sent a request
+// as busy for its first five seconds, so a graceful stop can idle that long
+// for nothing when the caller knows no request is running).
+func (s *servers) stop(grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	for _, s := range servers {
-		// Stalled or streaming requests may outlive the grace period; Close
-		// then ends them.
-		if s.Shutdown(shutdownCtx) != nil {
-			s.Close()
+	for _, srv := range s.list {
+		if grace <= 0 || srv.Shutdown(ctx) != nil {
+			srv.Close()
 		}
 	}
-	wg.Wait()
+	s.wg.Wait()
+}
+
+// serve starts the services, prints "name baseURL" lines, serves until ctx
+// ends or a server fails, then shuts them down.
+func serve(ctx context.Context, logger *slog.Logger, out io.Writer, handlers []namedHandler) error {
+	s, err := startServers(handlers)
+	if err != nil {
+		return err
+	}
+	for i, h := range handlers {
+		fmt.Fprintf(out, "%s %s%s\n", h.name, s.urls[i], h.suffix)
+		logger.Info("serving", "service", h.name, "url", s.urls[i])
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-s.errc:
+	}
+	s.stop(5 * time.Second)
 	logger.Info("stopped")
 	return err
 }

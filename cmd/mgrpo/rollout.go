@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// rolloutCommand runs the rollout farm.
+func rolloutCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "rollout",
+		Usage: "run M-GRPO rollouts: planner + executors on vLLM/SGLang endpoints, rewards, advantages, aligned token-level samples",
+		Description: "Runs STEPS steps of BATCH-SIZE queries × GROUP-SIZE rollouts and writes, per step,\n" +
+			"OUT/step-NNNNNN/{planner,executor,stats,rollouts}.jsonl (and Parquet with --format parquet),\n" +
+			"plus OUT/summary.jsonl. --sim runs everything against the simulated world, offline.\n\n" +
+			"Flags override the YAML file given by --config. Its keys:\n" + strings.Join(configKeys(), "\n"),
+		Flags:  append(agentFlags(), farmFlags()...),
+		Action: runRollout,
+	}
+}
+
+// agentFlags configure the agents, their endpoints and tools; `mgrpo
+// rollout` and `mgrpo eval` share them.
+func agentFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.PathFlag{Name: "config", Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"},
+		&cli.BoolFlag{Name: "sim", Usage: "start the simulated world in-process and point every URL at it"},
+		&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
+		&cli.StringSliceFlag{Name: "planner-url", Usage: "planner base `URL`s (comma-separated or repeated)"},
+		&cli.StringFlag{Name: "planner-model", Usage: "planner model name"},
+		&cli.StringSliceFlag{Name: "executor-url", Usage: "executor base `URL`s"},
+		&cli.StringFlag{Name: "executor-model", Usage: "executor model name"},
+		&cli.StringFlag{Name: "dialect", Usage: "dialect of the planner and executor endpoints: vllm or sglang"},
+		&cli.StringFlag{Name: "search-provider", Usage: "serper, searxng, brave, tavily, retriever or local"},
+		&cli.StringFlag{Name: "search-url", Usage: "search provider base URL override"},
+		&cli.StringSliceFlag{Name: "allow-host", Usage: "host[:port] the visit tool may fetch despite the SSRF guard"},
+		&cli.Uint64Flag{Name: "seed", Usage: "run seed"},
+		&cli.StringFlag{Name: "mode", Usage: "mgrpo, frozen-sub or single"},
+		&cli.IntFlag{Name: "concurrency", Usage: "rollouts in flight"},
+		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base URL (key from the judge's api_key_env, default " + envJudgeKey + ")"},
+		&cli.StringFlag{Name: "judge-model", Usage: "judge model name"},
+	}
+}
+
+// farmFlags are the training-run flags of `mgrpo rollout`.
+func farmFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.PathFlag{Name: "tasks", Usage: "task `FILE` (JSON Lines: id, question, answer, metadata)"},
+		&cli.StringFlag{Name: "run", Usage: "run name (default: the out directory's name)"},
+		&cli.IntFlag{Name: "group-size", Usage: "rollouts per query (K)"},
+		&cli.StringFlag{Name: "dbar", Usage: "aligned executor trajectories per rollout: N or auto"},
+		&cli.IntFlag{Name: "batch-size", Usage: "queries per step (B)"},
+		&cli.IntFlag{Name: "steps", Usage: "number of steps"},
+		&cli.StringFlag{Name: "format", Usage: "jsonl or parquet"},
+		&cli.BoolFlag{Name: "drop-zero-variance", Usage: "drop zero-variance groups instead of zero advantages"},
+		&cli.StringFlag{Name: "expert-fallback", Usage: "r_expert without a judge: format, zero or correct-main"},
+	}
+}
+
+// overlayFlags writes the flags set on the command line over cfg.
+func overlayFlags(c *cli.Context, cfg *runConfig) {
+	str := func(name string, dst *string) {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	num := func(name string, dst *int) {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
+	urls := func(name string, dst *[]string) {
+		if c.IsSet(name) {
+			*dst = nil
+			for _, v := range c.StringSlice(name) {
+				for _, u := range strings.Split(v, ",") {
+					if u = strings.TrimSpace(u); u != "" {
+						*dst = append(*dst, u)
+					}
+				}
+			}
+		}
+	}
+	if c.IsSet("sim") {
+		cfg.Sim = c.Bool("sim")
+	}
+	str("tasks", &cfg.Tasks)
+	str("out", &cfg.Out)
+	str("run", &cfg.Run)
+	urls("planner-url", &cfg.Planner.URLs)
+	str("planner-model", &cfg.Planner.Model)
+	urls("executor-url", &cfg.Executor.URLs)
+	str("executor-model", &cfg.Executor.Model)
+	if c.IsSet("dialect") {
+		cfg.Planner.Dialect, cfg.Executor.Dialect = c.String("dialect"), c.String("dialect")
+	}
+	str("search-provider", &cfg.Search.Provider)
+	str("search-url", &cfg.Search.URL)
+	if c.IsSet("allow-host") {
+		cfg.Search.AllowHosts = append(cfg.Search.AllowHosts, c.StringSlice("allow-host")...)
+	}
+	num("group-size", &cfg.GroupSize)
+	str("dbar", &cfg.DBar)
+	num("batch-size", &cfg.BatchSize)
+	num("steps", &cfg.Steps)
+	if c.IsSet("seed") {
+		cfg.Seed = c.Uint64("seed")
+	}
+	str("mode", &cfg.Mode)
+	num("concurrency", &cfg.Concurrency)
+	str("format", &cfg.Format)
+	if c.IsSet("drop-zero-variance") {
+		cfg.DropZeroVariance = c.Bool("drop-zero-variance")
+	}
+	str("expert-fallback", &cfg.Rewards.ExpertFallback)
+	urls("judge-url", &cfg.Judge.URLs)
+	str("judge-model", &cfg.Judge.Model)
+}
+
+// runRollout is the action of `mgrpo rollout`: configuration, then the
+// world (sim or real endpoints), then the farm.
+func runRollout(c *cli.Context) error {
+	cfg, err := loadRunConfig(c.Path("config"))
+	if err != nil {
+		return usageError{err}
+	}
+	overlayFlags(c, &cfg)
+	if err := cfg.validate(); err != nil {
+		return usageError{fmt.Errorf("rollout configuration:\n%w", err)}
+	}
+	return executeRun(c.Context, cfg, loggerOf(c), c.App.Writer, stderrOf(c))
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRolloutSim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the farm against the sim world")
+	}
+	dir := t.TempDir()
+	args := func(out string) []string {
+		return []string{"rollout", "--sim", "--run", "det", "--out", out, "--steps", "2", "--batch-size", "2", "--group-size", "3", "--seed", "9", "--dbar", "2"}
+	}
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	code, stdout, stderr := runCLI(t, args(a)...)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "r_expert") {
+		t.Errorf("the run did not state what r_expert is:\n%s", stderr)
+	}
+	for _, step := range []string{"step-000001", "step-000002"} {
+		planner := readLines(t, filepath.Join(a, step, "planner.jsonl"))
+		if len(planner) < 2*3 {
+			t.Errorf("%s: %d planner samples, want at least B·K = 6", step, len(planner))
+		}
+		if executor := readLines(t, filepath.Join(a, step, "executor.jsonl")); len(executor) != 2*3*2 {
+			t.Errorf("%s: %d executor samples, want B·K·d̄ = 12", step, len(executor))
+		}
+	}
+	if got := readLines(t, filepath.Join(a, "summary.jsonl")); len(got) != 2 {
+		t.Errorf("summary.jsonl has %d lines, want one per step", len(got))
+	}
+	if code, _, stderr := runCLI(t, args(b)...); code != 0 {
+		t.Fatalf("second run: exit %d: %s", code, stderr)
+	}
+	for _, f := range []string{"planner.jsonl", "executor.jsonl", "stats.jsonl"} {
+		x, _ := os.ReadFile(filepath.Join(a, "step-000002", f))
+		y, _ := os.ReadFile(filepath.Join(b, "step-000002", f))
+		if !bytes.Equal(x, y) {
+			t.Errorf("%s differs between two runs with the same seed", f)
+		}
+	}
+	if code, _, stderr := runCLI(t, args(a)...); code != 2 || !strings.Contains(stderr, "already holds step-000001") {
+		t.Errorf("rerun into a used out dir: exit %d, stderr %q; want 2 and a refusal", code, stderr)
+	}
+}
+
+func TestRolloutBadInputStopsBeforeWork(t *testing.T) {
+	dir := t.TempDir()
+	badYAML := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(badYAML, []byte("steps: 2\ngroup_sise: 8\n"), 0o644)
+	badTasks := filepath.Join(dir, "tasks.jsonl")
+	os.WriteFile(badTasks, []byte(`{"id":"a","question":"q","answer":"x"}`+"\n"+`{"id":"b","question":`+"\n"), 0o644)
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"unknown config key", []string{"rollout", "--sim", "--config", badYAML, "--out", filepath.Join(dir, "o1")}, "group_sise"},
+		{"broken task line", []string{"rollout", "--sim", "--tasks", badTasks, "--out", filepath.Join(dir, "o2")}, "tasks.jsonl:2"},
+		{"no endpoints", []string{"rollout", "--tasks", badTasks, "--out", filepath.Join(dir, "o3")}, "planner: urls and model required"},
+		{"bad mode", []string{"rollout", "--sim", "--mode", "triple", "--out", filepath.Join(dir, "o4")}, "triple"},
+		{"bad dbar", []string{"rollout", "--sim", "--dbar", "many", "--out", filepath.Join(dir, "o5")}, "many"},
+		{"unknown flag", []string{"rollout", "--sim", "--grup-size", "3"}, "grup-size"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code == 0 || !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want a failure naming %q", code, stderr, tt.wantErr)
+			}
+			for _, o := range []string{"o1", "o2", "o3", "o4", "o5"} {
+				if _, err := os.Stat(filepath.Join(dir, o, "step-000001")); err == nil {
+					t.Errorf("%s: a step was written despite the bad input", o)
+				}
+			}
+		})
+	}
+}
+
+func TestRolloutUnreachableEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	os.WriteFile(tasks, []byte(`{"id":"a","question":"q","answer":"x"}`+"\n"), 0o644)
+	code, _, stderr := runCLI(t, "rollout", "--tasks", tasks, "--out", filepath.Join(dir, "out"),
+		"--planner-url", "http://127.0.0.1:1", "--planner-model", "p", "--executor-url", "http://127.0.0.1:1", "--executor-model", "e",
+		"--search-provider", "searxng", "--search-url", "http://127.0.0.1:1")
+	if code == 0 || !strings.Contains(stderr, "unreachable") || !strings.Contains(stderr, "before starting") {
+		t.Errorf("exit %d, stderr %q; want an unreachable-endpoint error before any rollout", code, stderr)
+	}
+}
+
+func TestRolloutHelpListsEveryConfigKey(t *testing.T) {
+	_, stdout, _ := runCLI(t, "rollout", "--help")
+	for _, key := range []string{"group_size", "planner.urls", "executor.temperature", "search.allow_hosts", "rewards.beta3", "budgets.rollout_timeout", "prompts", "judge.api_key_env"} {
+		if !strings.Contains(stdout, key) {
+			t.Errorf("--help does not document %q", key)
+		}
+	}
+}
+
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
