@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
+
+	"github.com/mgrpo/mgrpo/bench"
 )
 
 // jsonRow is a metadata.jsonl line; Level is an integer in some releases and a string in others.
@@ -38,11 +39,11 @@ func readJSONL(path string) ([]record, error) {
 		if err := json.Unmarshal(b, &row); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		level, err := scalar(row.Level)
+		level, err := bench.ScalarText(row.Level)
 		if err != nil {
 			return nil, fmt.Errorf("%s: Level: %w", where, err)
 		}
-		answer, err := scalar(row.Answer)
+		answer, err := bench.ScalarText(row.Answer)
 		if err != nil {
 			return nil, fmt.Errorf("%s: Final answer: %w", where, err)
 		}
@@ -57,25 +58,4 @@ func readJSONL(path string) ([]record, error) {
 		return nil, fmt.Errorf("gaia %s: %w", path, err)
 	}
 	return out, nil
-}
-
-// scalar renders a JSON string or number as text; null or absent is empty.
-func scalar(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return "", fmt.Errorf("want a string or a number, got %s", raw)
-	}
-	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
-		return strconv.FormatInt(i, 10), nil
-	}
-	return n.String(), nil
 }

@@ -42,7 +42,7 @@ func Load(path string, f bench.Filter) ([]bench.Item, error) {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return nil, fmt.Errorf("%s: %w", where, err)
 		}
-		id, err := scalar(r.ID)
+		id, err := bench.ScalarText(r.ID)
 		if err != nil || id == "" {
 			return nil, fmt.Errorf("%s: id must be a non-empty string or number", where)
 		}
@@ -53,7 +53,7 @@ func Load(path string, f bench.Filter) ([]bench.Item, error) {
 		if r.Question == nil || *r.Question == "" {
 			return nil, fmt.Errorf("%s: missing question", where)
 		}
-		answer, err := scalar(r.Answer)
+		answer, err := bench.ScalarText(r.Answer)
 		if err != nil || answer == "" {
 			return nil, fmt.Errorf("%s: answer must be a non-empty string or number", where)
 		}
@@ -81,21 +81,4 @@ func Load(path string, f bench.Filter) ([]bench.Item, error) {
 		return nil, fmt.Errorf("jsonl %s: %w", path, err)
 	}
 	return out, nil
-}
-
-func scalar(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return "", err
-	}
-	return n.String(), nil
 }

@@ -34,6 +34,12 @@ func usagef(format string, args ...any) error {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop; restoring the default
+	// handling lets a second one end the process at once.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr))
 }
 
