@@ -1,13 +1,16 @@
 package llm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -15,6 +18,10 @@ import (
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
+
+// benchLogprob is the logprob of completion token i in the canned answers:
+// like an engine's, it needs 15 to 17 significant digits.
+func benchLogprob(i int) float64 { return -float64(i%97+1) / 7.3 }
 
 // cannedVLLM returns a vLLM answer with prompt ids for a history of
 // historyBytes (about 4 bytes a token) and a 200-token completion.
@@ -28,7 +35,7 @@ func cannedVLLM(historyBytes int) []byte {
 	lps := make([]map[string]any, n)
 	for i := range ids {
 		ids[i] = 2000 + i
-		lps[i] = map[string]any{"token": "tok", "logprob": -0.25, "bytes": []int{116, 111, 107}, "top_logprobs": []any{}}
+		lps[i] = map[string]any{"token": "tok", "logprob": benchLogprob(i), "bytes": []int{116, 111, 107}, "top_logprobs": []any{}}
 	}
 	b, _ := json.Marshal(map[string]any{
 		"id": "x", "object": "chat.completion", "model": "m",
@@ -40,9 +47,50 @@ func cannedVLLM(historyBytes int) []byte {
 	return b
 }
 
-// BenchmarkChat measures the client's CPU and allocations per call for a
-// history of each size against a server that answers a canned body (the
-// server's share is a single Write).
+// cannedSGLang returns an SGLang chat answer (return_prompt_token_ids and
+// return_meta_info) with prompt ids for a history of historyBytes and a
+// 200-token completion.
+func cannedSGLang(historyBytes int) []byte {
+	prompt := make([]int, historyBytes/4)
+	for i := range prompt {
+		prompt[i] = 1000 + i%50000
+	}
+	const n = 200
+	lps := make([]map[string]any, n)
+	out := make([][3]any, n)
+	for i := range n {
+		lps[i] = map[string]any{"token": "tok", "logprob": benchLogprob(i), "bytes": []int{116, 111, 107}, "top_logprobs": []any{}}
+		out[i] = [3]any{benchLogprob(i), 2000 + i, nil}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id": "x", "object": "chat.completion", "created": 1, "model": "m",
+		"choices": []any{map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": strings.Repeat("tok", n), "reasoning_content": nil, "tool_calls": nil},
+			"logprobs": map[string]any{"content": lps}, "finish_reason": "stop", "matched_stop": 151645,
+			"prompt_token_ids": prompt,
+			"meta_info": map[string]any{"id": "x", "finish_reason": map[string]any{"type": "stop", "matched": 151645},
+				"prompt_tokens": len(prompt), "completion_tokens": n, "cached_tokens": 0, "weight_version": "default",
+				"output_token_logprobs": out}}},
+		"usage":    map[string]any{"prompt_tokens": len(prompt), "completion_tokens": n, "total_tokens": len(prompt) + n},
+		"metadata": map[string]any{"weight_version": "default"},
+	})
+	return b
+}
+
+// benchHistory returns a request whose messages hold about size bytes.
+func benchHistory(size int) Request {
+	var msgs []openai.ChatCompletionMessage
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: "system", Content: "sys"})
+	for used := 0; used < size; used += 512 {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: "user", Content: strings.Repeat("w", 480)})
+	}
+	return Request{Messages: msgs, Tools: executorTools(), TrajectoryKey: "k"}
+}
+
+// BenchmarkChat measures a call per history size against a loopback HTTP
+// server that answers a pre-encoded body with a single Write. The figure
+// includes the server's side of the exchange (net/http reading the request
+// and writing the answer) and the loopback syscalls; BenchmarkChatClient
+// leaves those out.
 func BenchmarkChat(b *testing.B) {
 	for _, size := range []int{1 << 10, 8 << 10, 64 << 10} {
 		b.Run(fmt.Sprintf("history=%dKB", size>>10), func(b *testing.B) {
@@ -54,21 +102,101 @@ func BenchmarkChat(b *testing.B) {
 			defer ts.Close()
 			c := mustClient(b, Config{Dialect: DialectVLLM, Endpoints: []string{ts.URL}, CaptureTokens: true})
 			c.dialect.(*vllmDialect).mode.Store(vllmModern)
-			var msgs []openai.ChatCompletionMessage
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: "system", Content: "sys"})
-			for used := 0; used < size; used += 512 {
-				msgs = append(msgs, openai.ChatCompletionMessage{Role: "user", Content: strings.Repeat("w", 480)})
-			}
-			req := Request{Messages: msgs, Tools: executorTools(), TrajectoryKey: "k"}
+			req := benchHistory(size)
 			b.ReportAllocs()
 			b.SetBytes(int64(size))
-			b.ResetTimer()
+			cpu := startCPU(b)
 			for b.Loop() {
 				if _, err := c.Chat(context.Background(), req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			cpu.report(b)
 		})
+	}
+}
+
+// cpuClock measures the process's CPU time (user and system, every thread:
+// the garbage collector's workers included) across a benchmark loop.
+type cpuClock struct{ start time.Duration }
+
+func startCPU(b *testing.B) cpuClock {
+	b.Helper()
+	b.ResetTimer()
+	return cpuClock{start: processCPU(b)}
+}
+
+// report adds the CPU time per iteration as the cpu-ns/op metric. Unlike
+// ns/op (wall time of one goroutine), it counts work done on other cores.
+func (c cpuClock) report(b *testing.B) {
+	b.Helper()
+	if b.N > 0 {
+		b.ReportMetric(float64(processCPU(b)-c.start)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cannedTransport answers every request in memory with a pre-encoded body,
+// after reading the request body as a connection would.
+type cannedTransport struct{ body []byte }
+
+func (t cannedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil {
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+	return &http.Response{
+		StatusCode: http.StatusOK, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": []string{"application/json"}},
+		Body:          io.NopCloser(bytes.NewReader(t.body)),
+		ContentLength: int64(len(t.body)),
+		Request:       r,
+	}, nil
+}
+
+// BenchmarkChatClient measures the client's own CPU time and allocations
+// per call: the transport is an in-memory fake that drains the request and
+// returns a pre-encoded answer, so no server, socket or syscall is timed.
+// What remains is request encoding, routing, the retry layer, reading the
+// body and decoding it into a Turn.
+func BenchmarkChatClient(b *testing.B) {
+	for _, dialect := range []string{DialectVLLM, DialectSGLang} {
+		for _, size := range []int{1 << 10, 8 << 10, 64 << 10} {
+			b.Run(fmt.Sprintf("dialect=%s/history=%dKB", dialect, size>>10), func(b *testing.B) {
+				var body []byte
+				if dialect == DialectVLLM {
+					body = cannedVLLM(size)
+				} else {
+					body = cannedSGLang(size)
+				}
+				c := mustClient(b, Config{Dialect: dialect, Endpoints: []string{"http://fake"}, CaptureTokens: true,
+					HTTPClient: &http.Client{Transport: cannedTransport{body: body}}})
+				switch d := c.dialect.(type) {
+				case *vllmDialect:
+					d.mode.Store(vllmModern)
+				case *sglangDialect:
+					d.mode.Store(sglangChat)
+				}
+				req := benchHistory(size)
+				b.ReportAllocs()
+				b.SetBytes(int64(size))
+				cpu := startCPU(b)
+				for b.Loop() {
+					if _, err := c.Chat(context.Background(), req); err != nil {
+						b.Fatal(err)
+					}
+				}
+				cpu.report(b)
+			})
+		}
 	}
 }
 

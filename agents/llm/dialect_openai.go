@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 )
@@ -18,17 +17,17 @@ func (openaiDialect) chat(ctx context.Context, c *Client, req Request, s Samplin
 	cr := c.chatRequest(req, s)
 	// Hosted APIs reject top_k; it is dropped rather than sent.
 	cr.TopK = nil
-	body, err := json.Marshal(cr)
+	body, err := encodeChatRequest(cr)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 	}
 	var turn *Turn
 	decode := func(b []byte, h http.Header) error {
-		resp, ch, err := DecodeChatResponse(b)
+		r, err := decodeChat(b, false)
 		if err != nil {
 			return err
 		}
-		turn = baseTurn(resp, ch, h)
+		turn = baseTurn(r.resp, r.ch, h)
 		return nil
 	}
 	e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)

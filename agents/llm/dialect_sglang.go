@@ -58,7 +58,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 	zero := 0
 	cr.LogProbs, cr.TopLogProbs = true, &zero
 	cr.ReturnPromptTokenIDs, cr.ReturnMetaInfo = true, true
-	body, err := json.Marshal(cr)
+	body, err := encodeChatRequest(cr)
 	if err != nil {
 		return nil, nil, 0, false, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 	}
@@ -67,10 +67,11 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		fallback bool
 	)
 	decode := func(b []byte, h http.Header) error {
-		resp, ch, err := DecodeChatResponse(b)
+		r, err := decodeChat(b, false)
 		if err != nil {
 			return err
 		}
+		resp, ch := r.resp, r.ch
 		if ch.MetaInfo != nil {
 			if err := sglangAbort(ch.MetaInfo.FinishReason); err != nil {
 				return err
@@ -140,8 +141,8 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	}
 	var turn *Turn
 	decode := func(b []byte, h http.Header) error {
-		var g GenerateResponse
-		if err := json.Unmarshal(b, &g); err != nil {
+		g, err := decodeGenerate(b)
+		if err != nil {
 			return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
 		}
 		if err := sglangAbort(g.MetaInfo.FinishReason); err != nil {

@@ -36,7 +36,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		cr.LogProbs, cr.TopLogProbs = true, &zero
 		cr.ReturnTokenIDs = true
 		cr.ReturnTokensAsTokenIDs = mode == vllmLegacy
-		body, err := json.Marshal(cr)
+		body, err := encodeChatRequest(cr)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 		}
@@ -45,20 +45,13 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			noIDsSeen bool
 		)
 		decode := func(b []byte, h http.Header) error {
-			resp, ch, err := DecodeChatResponse(b)
+			r, err := decodeChat(b, mode == vllmLegacy)
 			if err != nil {
 				return err
 			}
-			t := baseTurn(resp, ch, h)
-			t.PromptIDs, t.CompletionIDs = resp.PromptTokenIDs, ch.TokenIDs
-			var lps []openaiLogProb
-			if ch.LogProbs != nil {
-				lps = ch.LogProbs.Content
-			}
-			t.Logprobs = make([]float64, len(lps))
-			for i := range lps {
-				t.Logprobs[i] = lps[i].LogProb
-			}
+			t := baseTurn(r.resp, r.ch, h)
+			t.PromptIDs, t.CompletionIDs = r.resp.PromptTokenIDs, r.ch.TokenIDs
+			t.Logprobs = r.logprobs
 			noIDs := len(t.PromptIDs) == 0 && len(t.CompletionIDs) == 0
 			switch {
 			case noIDs && mode == vllmUnknown:
@@ -67,7 +60,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 				turn = t
 				return nil
 			case mode == vllmLegacy:
-				ids, err := idsFromLogprobTokens(lps)
+				ids, err := idsFromLogprobTokens(r.tokens)
 				if err != nil {
 					return err
 				}
@@ -119,18 +112,19 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 	}
 }
 
-// idsFromLogprobTokens reads completion ids from logprob tokens written as
+// idsFromLogprobTokens reads completion ids from the tokens of logprob
+// entries written as
 // "token_id:N" (vLLM's return_tokens_as_token_ids).
-func idsFromLogprobTokens(lps []openaiLogProb) ([]int, error) {
-	ids := make([]int, len(lps))
-	for i, lp := range lps {
-		s, ok := strings.CutPrefix(lp.Token, "token_id:")
+func idsFromLogprobTokens(tokens []string) ([]int, error) {
+	ids := make([]int, len(tokens))
+	for i, tok := range tokens {
+		s, ok := strings.CutPrefix(tok, "token_id:")
 		if !ok {
-			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, lp.Token)}
+			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, tok)}
 		}
 		id, err := strconv.Atoi(s)
 		if err != nil || id < 0 {
-			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, lp.Token)}
+			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, tok)}
 		}
 		ids[i] = id
 	}

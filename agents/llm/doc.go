@@ -38,6 +38,18 @@
 // types and add or shadow exactly those fields, instead of re-declaring the
 // whole schema.
 //
+// Decoding those types with encoding/json cost most of a call's CPU: a
+// token-capturing answer is mostly thousands of prompt ids and one logprob
+// object per sampled token. The dialects therefore read responses with a
+// small strict scanner (fastdecode.go) that parses the id arrays and
+// logprob values directly, skips what they never read (bytes, an empty
+// top_logprobs), and gives every other member — message, tool calls, usage
+// — to encoding/json and go-openai as before. On any body it is not sure
+// of it steps aside and encoding/json decodes the whole body, so results
+// and errors are exactly those of DecodeChatResponse; a fuzz test holds
+// the two to that. Requests are encoded to json.Marshal's exact bytes
+// without re-compacting each message (encode.go).
+//
 // # Reliability
 //
 // Each attempt is routed by the Pool (least outstanding requests, a

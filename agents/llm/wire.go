@@ -240,6 +240,3 @@ func rawStopReason(raw json.RawMessage) string {
 	}
 	return string(raw)
 }
-
-// openaiLogProb is go-openai's per-token logprob entry.
-type openaiLogProb = openai.LogProb

@@ -1,0 +1,472 @@
+package llm
+
+import (
+	"encoding/json"
+	"sync"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Fast decoding of the token-heavy responses.
+//
+// A chat completion with token capture is mostly numbers: a prompt_token_ids
+// array of thousands of ids and, per sampled token, a logprobs.content
+// object (token, logprob, bytes, top_logprobs) or an SGLang
+// [logprob, id, text] triple. encoding/json spends most of a call's CPU on
+// those through reflection. The fast decoders here walk the body once with
+// jscan, parse the id arrays and logprob values directly, skip what no
+// dialect reads (bytes, an empty top_logprobs), and hand every other member
+// (message, usage, finish_reason, …) to encoding/json as a small object, so
+// go-openai's own decoding of messages and tool calls still applies.
+//
+// They are conservative: a body they are not sure of — an escape or a
+// non-ASCII byte in a key, a key that matches an owned field only by case
+// folding, a duplicate owned key, a number that is not a plain integer where
+// an id belongs, a non-empty top_logprobs, more than one choice, a finish
+// reason DecodeChatResponse rejects, any JSON error — is decoded again by
+// encoding/json, whose result or error is the answer. The fast path
+// therefore never returns an error of its own and never disagrees with
+// encoding/json on a body it accepts (FuzzFastChat checks this).
+
+// chatResult is what the dialects read from a chat completion: the response
+// and its first choice, with choices[0].logprobs.content taken out as plain
+// values. On the fast path ch.LogProbs.Content is nil.
+type chatResult struct {
+	resp *ChatResponse
+	ch   *ChatChoice
+	// logprobs holds the logprob of each logprobs.content entry; it is never
+	// nil.
+	logprobs []float64
+	// tokens holds the entries' tokens, only when they were asked for.
+	tokens []string
+}
+
+// decodeChat decodes a chat completion body for a dialect, with the
+// results and errors of DecodeChatResponse. wantTokens asks for the
+// logprob entries' tokens (vLLM's legacy "token_id:N" mode).
+func decodeChat(body []byte, wantTokens bool) (*chatResult, error) {
+	if r, ok := fastChat(body, wantTokens); ok {
+		return r, nil
+	}
+	resp, ch, err := DecodeChatResponse(body)
+	if err != nil {
+		return nil, err
+	}
+	r := &chatResult{resp: resp, ch: ch, logprobs: []float64{}}
+	if ch.LogProbs != nil {
+		lps := ch.LogProbs.Content
+		r.logprobs = make([]float64, len(lps))
+		if wantTokens {
+			r.tokens = make([]string, len(lps))
+		}
+		for i := range lps {
+			r.logprobs[i] = lps[i].LogProb
+			if wantTokens {
+				r.tokens[i] = lps[i].Token
+			}
+		}
+	}
+	return r, nil
+}
+
+// decodeGenerate decodes SGLang's native /generate answer, with the results
+// and errors of json.Unmarshal into a GenerateResponse.
+func decodeGenerate(body []byte) (*GenerateResponse, error) {
+	if g, ok := fastGenerate(body); ok {
+		return g, nil
+	}
+	var g GenerateResponse
+	if err := json.Unmarshal(body, &g); err != nil {
+		return nil, err
+	}
+	return &g, nil
+}
+
+// scratch holds a fast decode's reusable buffers.
+type scratch struct {
+	top, choice, meta restObject
+	lps               []float64
+	toks              []string
+	tlps              []TokenLogprob
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// maxScratch is the largest buffer kept for reuse.
+const maxScratch = 1 << 20
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+func putScratch(sc *scratch) {
+	clear(sc.toks)
+	if cap(sc.top.buf) > maxScratch || cap(sc.choice.buf) > maxScratch || cap(sc.meta.buf) > maxScratch ||
+		cap(sc.lps) > maxScratch/8 || cap(sc.tlps) > maxScratch/16 || cap(sc.toks) > maxScratch/16 {
+		return
+	}
+	scratchPool.Put(sc)
+}
+
+// Fields each fast decoder fills itself; a rest key matching one of them
+// by case folding makes it give up.
+var (
+	ownedChatTop    = []string{"prompt_token_ids", "choices"}
+	ownedChatChoice = []string{"token_ids", "prompt_token_ids", "logprobs", "meta_info"}
+	ownedLogprobs   = []string{"content"}
+	ownedLPEntry    = []string{"token", "logprob", "bytes", "top_logprobs"}
+	ownedMetaInfo   = []string{"output_token_logprobs"}
+	ownedGenerate   = []string{"output_ids", "meta_info"}
+)
+
+// members walks an object, calling member with each key to consume its
+// value; member returns false to give up.
+func (s *jscan) members(member func(key []byte) bool) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return true
+	}
+	for {
+		key, ok := s.key()
+		if !ok || !member(key) {
+			return false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+// rest consumes the value of a member the decoder does not own and adds it
+// to r, or gives up when key folds to an owned name.
+func (s *jscan) rest(r *restObject, key []byte, owned []string) bool {
+	if foldsTo(key, owned...) {
+		return false
+	}
+	start := s.i
+	if !s.skip(0) {
+		return false
+	}
+	r.add(key, s.b[start:s.i])
+	return true
+}
+
+// once marks bit in seen and reports whether it was clear: a second
+// occurrence of an owned key makes the decoder give up.
+func once(seen *uint, bit uint) bool {
+	if *seen&bit != 0 {
+		return false
+	}
+	*seen |= bit
+	return true
+}
+
+// fastChat is decodeChat's fast path; ok false means "decode it with
+// encoding/json".
+func fastChat(body []byte, wantTokens bool) (*chatResult, bool) {
+	sc := getScratch()
+	defer putScratch(sc)
+	s := jscan{b: body}
+	resp := new(ChatResponse)
+	r := &chatResult{resp: resp}
+	var (
+		ids  []int
+		seen uint
+	)
+	sc.top.reset()
+	ok := s.members(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "prompt_token_ids":
+			if !once(&seen, 1) {
+				return false
+			}
+			ids, ok = s.ints()
+		case "choices":
+			if !once(&seen, 2) {
+				return false
+			}
+			ok = s.choices(r, sc, wantTokens)
+		default:
+			ok = s.rest(&sc.top, key, ownedChatTop)
+		}
+		return ok
+	})
+	if !ok || !s.end() || r.ch == nil || !sc.top.decode(resp) {
+		return nil, false
+	}
+	resp.PromptTokenIDs = ids
+	switch r.ch.FinishReason {
+	case "abort", "", "null":
+		// DecodeChatResponse's errors, with its messages.
+		return nil, false
+	}
+	return r, true
+}
+
+// choices consumes a one-element choices array into r.
+func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
+	if !s.eat('[') {
+		return false
+	}
+	chs := make([]ChatChoice, 1)
+	ch := &chs[0]
+	var (
+		seen        uint
+		logprobs    *openai.LogProbs
+		hasLogprobs bool
+	)
+	sc.choice.reset()
+	sc.lps, sc.toks = sc.lps[:0], sc.toks[:0]
+	ok := s.members(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "token_ids":
+			if !once(&seen, 1) {
+				return false
+			}
+			ch.TokenIDs, ok = s.ints()
+		case "prompt_token_ids":
+			if !once(&seen, 2) {
+				return false
+			}
+			ch.PromptTokenIDs, ok = s.ints()
+		case "logprobs":
+			if !once(&seen, 4) {
+				return false
+			}
+			if s.null() {
+				return true
+			}
+			hasLogprobs = true
+			logprobs = &openai.LogProbs{}
+			ok = s.logprobs(sc, wantTokens)
+		case "meta_info":
+			if !once(&seen, 8) {
+				return false
+			}
+			ch.MetaInfo, ok = s.metaInfo(sc)
+		default:
+			ok = s.rest(&sc.choice, key, ownedChatChoice)
+		}
+		return ok
+	})
+	// A second choice is left to encoding/json: dialects never ask for one.
+	if !ok || !s.eat(']') || !sc.choice.decode(ch) {
+		return false
+	}
+	ch.LogProbs = logprobs
+	r.logprobs = make([]float64, len(sc.lps))
+	copy(r.logprobs, sc.lps)
+	if wantTokens && hasLogprobs {
+		r.tokens = make([]string, len(sc.toks))
+		copy(r.tokens, sc.toks)
+	}
+	r.resp.Choices, r.ch = chs, ch
+	return true
+}
+
+// logprobs consumes a choice's logprobs object into sc.lps (and sc.toks).
+func (s *jscan) logprobs(sc *scratch, wantTokens bool) bool {
+	var seen uint
+	return s.members(func(key []byte) bool {
+		if string(key) != "content" {
+			if foldsTo(key, ownedLogprobs...) {
+				return false
+			}
+			return s.skip(0)
+		}
+		if !once(&seen, 1) {
+			return false
+		}
+		if s.null() {
+			return true
+		}
+		if !s.eat('[') {
+			return false
+		}
+		if s.eat(']') {
+			return true
+		}
+		for {
+			if !s.logprobEntry(sc, wantTokens) {
+				return false
+			}
+			if s.eat(',') {
+				continue
+			}
+			return s.eat(']')
+		}
+	})
+}
+
+// logprobEntry consumes one {"token", "logprob", "bytes", "top_logprobs"}
+// object. It gives up unless the logprob is there, bytes is null or an
+// array of byte values and top_logprobs is null or empty (the dialects ask
+// for top_logprobs 0).
+func (s *jscan) logprobEntry(sc *scratch, wantTokens bool) bool {
+	var (
+		seen uint
+		lp   float64
+		tok  string
+	)
+	ok := s.members(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "logprob":
+			if !once(&seen, 1) {
+				return false
+			}
+			lp, ok = s.float()
+		case "token":
+			if !once(&seen, 2) {
+				return false
+			}
+			if wantTokens {
+				tok, ok = s.text()
+			} else if ok = s.null(); !ok {
+				_, _, ok = s.str()
+			}
+		case "bytes":
+			if !once(&seen, 4) {
+				return false
+			}
+			ok = s.byteArray()
+		case "top_logprobs":
+			if !once(&seen, 8) {
+				return false
+			}
+			ok = s.emptyArray()
+		default:
+			if foldsTo(key, ownedLPEntry...) {
+				return false
+			}
+			ok = s.skip(0)
+		}
+		return ok
+	})
+	if !ok || seen&1 == 0 {
+		return false
+	}
+	sc.lps = append(sc.lps, lp)
+	if wantTokens {
+		sc.toks = append(sc.toks, tok)
+	}
+	return true
+}
+
+// metaInfo consumes SGLang's meta_info (null is nil).
+func (s *jscan) metaInfo(sc *scratch) (*MetaInfo, bool) {
+	if s.null() {
+		return nil, true
+	}
+	mi := new(MetaInfo)
+	var (
+		seen uint
+		tlps []TokenLogprob
+	)
+	sc.meta.reset()
+	ok := s.members(func(key []byte) bool {
+		if string(key) != "output_token_logprobs" {
+			return s.rest(&sc.meta, key, ownedMetaInfo)
+		}
+		if !once(&seen, 1) {
+			return false
+		}
+		var ok bool
+		tlps, ok = s.tokenLogprobs(sc)
+		return ok
+	})
+	if !ok || !sc.meta.decode(mi) {
+		return nil, false
+	}
+	mi.OutputTokenLogprobs = tlps
+	return mi, true
+}
+
+// tokenLogprobs consumes output_token_logprobs: [[logprob, id, text], …],
+// as TokenLogprob.UnmarshalJSON reads it.
+func (s *jscan) tokenLogprobs(sc *scratch) ([]TokenLogprob, bool) {
+	if s.null() {
+		return nil, true
+	}
+	if !s.eat('[') {
+		return nil, false
+	}
+	if s.eat(']') {
+		return []TokenLogprob{}, true
+	}
+	sc.tlps = sc.tlps[:0]
+	for {
+		if !s.eat('[') {
+			return nil, false
+		}
+		lp, ok := s.float()
+		if !ok || !s.eat(',') {
+			return nil, false
+		}
+		id, ok := s.int()
+		if !ok {
+			return nil, false
+		}
+		for s.eat(',') {
+			if !s.skip(0) {
+				return nil, false
+			}
+		}
+		if !s.eat(']') {
+			return nil, false
+		}
+		sc.tlps = append(sc.tlps, TokenLogprob{Logprob: lp, ID: id})
+		if s.eat(',') {
+			continue
+		}
+		if !s.eat(']') {
+			return nil, false
+		}
+		out := make([]TokenLogprob, len(sc.tlps))
+		copy(out, sc.tlps)
+		return out, true
+	}
+}
+
+// fastGenerate is decodeGenerate's fast path.
+func fastGenerate(body []byte) (*GenerateResponse, bool) {
+	sc := getScratch()
+	defer putScratch(sc)
+	s := jscan{b: body}
+	g := new(GenerateResponse)
+	var (
+		seen uint
+		ids  []int
+		mi   *MetaInfo
+	)
+	sc.top.reset()
+	ok := s.members(func(key []byte) bool {
+		var ok bool
+		switch string(key) {
+		case "output_ids":
+			if !once(&seen, 1) {
+				return false
+			}
+			ids, ok = s.ints()
+		case "meta_info":
+			if !once(&seen, 2) {
+				return false
+			}
+			mi, ok = s.metaInfo(sc)
+		default:
+			ok = s.rest(&sc.top, key, ownedGenerate)
+		}
+		return ok
+	})
+	if !ok || !s.end() || !sc.top.decode(g) {
+		return nil, false
+	}
+	g.OutputIDs = ids
+	if mi != nil {
+		g.MetaInfo = *mi
+	}
+	return g, true
+}

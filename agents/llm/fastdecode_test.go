@@ -1,0 +1,240 @@
+package llm
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// okSGLang is a small SGLang chat answer with prompt ids and meta_info.
+const okSGLang = `{"id":"x","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi","reasoning_content":null,"tool_calls":null},"logprobs":{"content":[{"token":"hi","logprob":-0.5,"bytes":[104,105],"top_logprobs":[]}]},"finish_reason":"stop","matched_stop":2,"prompt_token_ids":[1,2,3],"meta_info":{"id":"x","finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2,"weight_version":"v1","output_token_logprobs":[[-0.5,7,null],[-0.1,2,"<|im_end|>"]]}}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"metadata":{"weight_version":"v1"}}`
+
+// okGenerate is a small SGLang /generate answer.
+const okGenerate = `{"text":"hi","output_ids":[7,2],"meta_info":{"id":"x","finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2,"weight_version":"v1","output_token_logprobs":[[-0.5,7,null],[-0.1,2,null]]}}`
+
+// checkFastChat fails when fastChat accepts body but disagrees with
+// DecodeChatResponse (encoding/json), or accepts what it rejects. It
+// reports whether the fast path accepted the body.
+func checkFastChat(t *testing.T, body []byte) bool {
+	t.Helper()
+	accepted := false
+	for _, wantTokens := range []bool{false, true} {
+		r, ok := fastChat(body, wantTokens)
+		resp, ch, err := DecodeChatResponse(body)
+		if !ok {
+			continue
+		}
+		accepted = true
+		if err != nil {
+			t.Fatalf("fast path accepted a body encoding/json rejects (%v): %q", err, body)
+		}
+		var lps []openai.LogProb
+		if ch.LogProbs != nil {
+			lps = ch.LogProbs.Content
+		}
+		if r.logprobs == nil || len(r.logprobs) != len(lps) {
+			t.Fatalf("fast path has %d logprobs (nil %v), encoding/json %d: %q", len(r.logprobs), r.logprobs == nil, len(lps), body)
+		}
+		for i := range lps {
+			if r.logprobs[i] != lps[i].LogProb {
+				t.Fatalf("logprob %d: fast %v, encoding/json %v", i, r.logprobs[i], lps[i].LogProb)
+			}
+		}
+		if wantTokens {
+			if ch.LogProbs != nil && len(r.tokens) != len(lps) {
+				t.Fatalf("fast path has %d tokens, encoding/json %d", len(r.tokens), len(lps))
+			}
+			for i := range lps {
+				if r.tokens[i] != lps[i].Token {
+					t.Fatalf("token %d: fast %q, encoding/json %q", i, r.tokens[i], lps[i].Token)
+				}
+			}
+		} else if r.tokens != nil {
+			t.Fatal("tokens filled without being asked for")
+		}
+		if r.ch != &r.resp.Choices[0] {
+			t.Fatal("choice is not the response's first choice")
+		}
+		if ch.LogProbs != nil {
+			ch.LogProbs.Content = nil
+		}
+		if !reflect.DeepEqual(r.resp, resp) {
+			got, _ := json.Marshal(r.resp)
+			want, _ := json.Marshal(resp)
+			t.Fatalf("fast path and encoding/json disagree on %q:\nfast %s\njson %s", body, got, want)
+		}
+	}
+	return accepted
+}
+
+// checkFastGenerate is checkFastChat for /generate answers.
+func checkFastGenerate(t *testing.T, body []byte) bool {
+	t.Helper()
+	g, ok := fastGenerate(body)
+	var want GenerateResponse
+	err := json.Unmarshal(body, &want)
+	if !ok {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("fast path accepted a body encoding/json rejects (%v): %q", err, body)
+	}
+	if !reflect.DeepEqual(*g, want) {
+		t.Fatalf("fast path and encoding/json disagree on %q:\nfast %+v\njson %+v", body, *g, want)
+	}
+	return true
+}
+
+// fastCases are bodies around the fast path's edges: accept says whether
+// it must take them (false: it must leave them to encoding/json).
+var fastCases = []struct {
+	name   string
+	body   string
+	accept bool
+}{
+	{"vllm", okVLLM, true},
+	{"sglang", okSGLang, true},
+	{"spaces", strings.ReplaceAll(okVLLM, ",", " ,\n\t"), true},
+	{"escaped token", strings.Replace(okVLLM, `"token":"hi"`, `"token":"h\u0069\n"`, 1), true},
+	{"utf8 token", strings.Replace(okVLLM, `"token":"hi"`, `"token":"héllo"`, 1), true},
+	{"invalid utf8 token", strings.Replace(okVLLM, `"token":"hi"`, "\"token\":\"h\xffi\"", 1), true},
+	{"null token", strings.Replace(okVLLM, `"token":"hi"`, `"token":null`, 1), true},
+	{"no logprobs", strings.Replace(okVLLM, `"logprobs":{"content":[{"token":"hi","logprob":-0.5,"bytes":[104,105],"top_logprobs":[]},{"token":"<|im_end|>","logprob":-0.1,"bytes":[],"top_logprobs":[]}]},`, `"logprobs":null,`, 1), true},
+	{"null content", strings.Replace(okVLLM, `"content":[{"token":"hi","logprob":-0.5,"bytes":[104,105],"top_logprobs":[]},{"token":"<|im_end|>","logprob":-0.1,"bytes":[],"top_logprobs":[]}]`, `"content":null,"refusal":null`, 1), true},
+	{"empty ids", strings.Replace(okVLLM, `"prompt_token_ids":[1,2,3]`, `"prompt_token_ids":[]`, 1), true},
+	{"null ids", strings.Replace(okVLLM, `"prompt_token_ids":[1,2,3]`, `"prompt_token_ids":null`, 1), true},
+	{"negative id", strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[-7,2]`, 1), true},
+	{"exponent logprob", strings.Replace(okVLLM, `"logprob":-0.5`, `"logprob":-5E-1`, 1), true},
+	{"unknown fields", strings.Replace(okVLLM, `"bytes":[104,105]`, `"bytes":[104,105],"x":{"y":[1,true,false,null,"\""]}`, 1), true},
+	{"reasoning", strings.Replace(okVLLM, `"content":"hi"}`, `"content":"hi","reasoning":"because"}`, 1), true},
+	{"tool calls", strings.Replace(okVLLM, `"content":"hi"}`, `"content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"search","arguments":"{\"q\":1}"}}]}`, 1), true},
+	{"rest type error", strings.Replace(okVLLM, `"model":"m"`, `"model":5`, 1), false},
+	{"float id", strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[7.0,2]`, 1), false},
+	{"null id", strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[null,2]`, 1), false},
+	{"huge id", strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[99999999999999999999,2]`, 1), false},
+	{"leading zero", strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[07,2]`, 1), false},
+	{"trailing comma", strings.Replace(okVLLM, `"token_ids":[7,2]`, `"token_ids":[7,2,]`, 1), false},
+	{"string logprob", strings.Replace(okVLLM, `"logprob":-0.5`, `"logprob":"-0.5"`, 1), false},
+	{"huge logprob", strings.Replace(okVLLM, `"logprob":-0.5`, `"logprob":-1e999`, 1), false},
+	{"missing logprob", strings.Replace(okVLLM, `"logprob":-0.5,`, ``, 1), false},
+	{"byte 300", strings.Replace(okVLLM, `"bytes":[104,105]`, `"bytes":[300]`, 1), false},
+	{"base64 bytes", strings.Replace(okVLLM, `"bytes":[104,105]`, `"bytes":"aGk="`, 1), false},
+	{"top logprobs", strings.Replace(okVLLM, `"top_logprobs":[]`, `"top_logprobs":[{"token":"a","logprob":-1}]`, 1), false},
+	{"folded key", strings.Replace(okVLLM, `"prompt_token_ids"`, `"Prompt_Token_IDs"`, 1), false},
+	{"folded entry key", strings.Replace(okVLLM, `"logprob":-0.5`, `"LogProb":-0.5`, 1), false},
+	{"escaped key", strings.Replace(okVLLM, `"prompt_token_ids"`, `"prompt_token_\u0069ds"`, 1), false},
+	{"duplicate ids", strings.Replace(okVLLM, `"prompt_token_ids":[1,2,3]`, `"prompt_token_ids":[1],"prompt_token_ids":[1,2,3]`, 1), false},
+	{"two choices", strings.Replace(okVLLM, `"token_ids":[7,2]}]`, `"token_ids":[7,2]},{"index":1,"finish_reason":"stop"}]`, 1), false},
+	{"no choices", strings.Replace(okVLLM, `"choices":[`, `"x":[`, 1), false},
+	{"abort", strings.Replace(okVLLM, `"finish_reason":"stop"`, `"finish_reason":"abort"`, 1), false},
+	{"no finish", strings.Replace(okVLLM, `"finish_reason":"stop"`, `"finish_reason":null`, 1), false},
+	{"truncated", okVLLM[:len(okVLLM)-40], false},
+	{"trailing garbage", okVLLM + "x", false},
+	{"html", "<html><body>502</body></html>", false},
+	{"sglang short triple", strings.Replace(okSGLang, `[-0.5,7,null]`, `[-0.5]`, 1), false},
+	{"sglang float id", strings.Replace(okSGLang, `[-0.5,7,null]`, `[-0.5,7.5,null]`, 1), false},
+	{"sglang null entry", strings.Replace(okSGLang, `[-0.5,7,null]`, `null`, 1), false},
+	{"sglang two-element triple", strings.Replace(okSGLang, `[-0.5,7,null]`, `[-0.5,7]`, 1), true},
+	{"sglang null meta", strings.Replace(okSGLang, `"meta_info":{"id":"x","finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2,"weight_version":"v1","output_token_logprobs":[[-0.5,7,null],[-0.1,2,"<|im_end|>"]]}`, `"meta_info":null`, 1), true},
+}
+
+func TestFastChatAgrees(t *testing.T) {
+	for _, tc := range fastCases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checkFastChat(t, []byte(tc.body)); got != tc.accept {
+				t.Errorf("fast path taken %v, want %v", got, tc.accept)
+			}
+			// decodeChat's errors are DecodeChatResponse's.
+			_, _, want := DecodeChatResponse([]byte(tc.body))
+			_, got := decodeChat([]byte(tc.body), true)
+			if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
+				t.Errorf("decodeChat error %v, DecodeChatResponse %v", got, want)
+			}
+		})
+	}
+}
+
+func TestFastGenerateAgrees(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		accept     bool
+	}{
+		{"ok", okGenerate, true},
+		{"null meta", `{"text":"hi","output_ids":[7,2],"meta_info":null}`, true},
+		{"string id", strings.Replace(okGenerate, `[7,2]`, `["7",2]`, 1), false},
+		{"bad triple", strings.Replace(okGenerate, `[-0.5,7,null]`, `[null,7,null]`, 1), false},
+		{"truncated", okGenerate[:40], false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := checkFastGenerate(t, []byte(tc.body)); got != tc.accept {
+				t.Errorf("fast path taken %v, want %v", got, tc.accept)
+			}
+		})
+	}
+}
+
+func TestDecodeChatErrorsTyped(t *testing.T) {
+	for _, body := range []string{okVLLM[:60], "<html></html>", `{"choices":[]}`, strings.Replace(okVLLM, `"finish_reason":"stop"`, `"finish_reason":"abort"`, 1)} {
+		_, err := decodeChat([]byte(body), false)
+		var de *DecodeError
+		if !errors.As(err, &de) {
+			t.Errorf("decodeChat(%.40q) error %v, want a *DecodeError", body, err)
+		}
+	}
+}
+
+// FuzzFastChat feeds random and garbled bodies to the fast chat decoder and
+// checks it never disagrees with encoding/json: it either gives up or
+// returns exactly what DecodeChatResponse returns.
+func FuzzFastChat(f *testing.F) {
+	for _, tc := range fastCases {
+		f.Add([]byte(tc.body))
+	}
+	f.Add(cannedVLLM(64))
+	f.Add(cannedSGLang(64))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkFastChat(t, body)
+	})
+}
+
+// FuzzFastGenerate is FuzzFastChat for SGLang's /generate answers.
+func FuzzFastGenerate(f *testing.F) {
+	for _, s := range []string{okGenerate, okGenerate[:50], `{"text":"","output_ids":[],"meta_info":{}}`, `{"meta_info":{"output_token_logprobs":[[1e5,-0,{"a":[]}]]}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		checkFastGenerate(t, body)
+	})
+}
+
+// BenchmarkDecode compares the dialects' decoder with encoding/json on the
+// 8 KB-history answers.
+func BenchmarkDecode(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{{"vllm", cannedVLLM(8 << 10)}, {"sglang", cannedSGLang(8 << 10)}} {
+		b.Run(tc.name+"/fast", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.body)))
+			for b.Loop() {
+				if _, ok := fastChat(tc.body, false); !ok {
+					b.Fatal("fast path refused the body")
+				}
+			}
+		})
+		b.Run(tc.name+"/encoding-json", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(tc.body)))
+			for b.Loop() {
+				if _, _, err := DecodeChatResponse(tc.body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
