@@ -46,7 +46,12 @@ type assembly struct {
 // in task and rollout order whatever order the rollouts finished in.
 func assembleStep(cfg GroupConfig, b SampleBuilder, plan stepPlan, group int, results []RolloutResult) (assembly, error) {
 	var out assembly
-	out.files.Planner, out.files.Executor = []Sample{}, []Sample{}
+	// Typically each rollout yields one planner and d̄ executor samples.
+	out.files.Planner = make([]Sample, 0, len(results))
+	out.files.Executor = make([]Sample, 0, len(results)*max(cfg.DBar, 0))
+	out.files.Rollouts = make([]json.RawMessage, 0, len(results))
+	// The inspection lines come from json.Marshal.
+	out.files.rolloutsCompact = true
 	for q, t := range plan.tasks {
 		rs := results[q*group : (q+1)*group]
 		in := GroupInput{QueryID: t.ID, Rollouts: make([]RolloutRewards, group)}

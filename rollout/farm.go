@@ -231,7 +231,8 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (StepSummary,
 		return StepSummary{}, nil, err
 	}
 	gcfg := GroupConfig{Mode: f.cfg.Mode, DBar: dbar, DropZeroVariance: f.cfg.DropZeroVariance, RunSeed: f.cfg.Seed, Step: step}
-	builder := SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version}
+	// The samples share the results' token slices (see StepFiles).
+	builder := SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version, shareTokens: true}
 	asm, err := assembleStep(gcfg, builder, plan, f.cfg.GroupSize, results)
 	if err != nil {
 		return StepSummary{}, nil, err

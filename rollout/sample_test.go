@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -119,5 +120,42 @@ func TestBuildSamplesValidation(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestBuildSharedTokens(t *testing.T) {
+	in := GroupInput{QueryID: "q", Rollouts: []RolloutRewards{{Main: 1, Subs: []float64{0.9}}, {Main: 0, Subs: []float64{0.1, 0.3}}}}
+	res, err := ProcessGroup(cfg(ModeMGRPO, 2, false), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := trajectoriesFor(in)
+	copied, cex, err := SampleBuilder{Run: "r"}.Build(res, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, sex, err := SampleBuilder{Run: "r", shareTokens: true}.Build(res, tr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got bytes.Buffer
+	if err := writeSamplesJSONL(&want, append(copied, cex...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeSamplesJSONL(&got, append(shared, sex...)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatalf("shared samples encode as\n%s\nwant\n%s", got.Bytes(), want.Bytes())
+	}
+	// The duplicate shares its original's tokens, capped: appending to one
+	// sample's slice never writes into the trajectory's.
+	if &sex[1].InputIDs[0] != &tr.Executors[0][0].Sequences[0].InputIDs[0] {
+		t.Error("duplicate does not share its original's token slice")
+	}
+	for _, s := range sex {
+		if cap(s.InputIDs) != len(s.InputIDs) || cap(s.LossMask) != len(s.LossMask) || cap(s.Logprobs) != len(s.Logprobs) {
+			t.Errorf("shared slices not capped: %+v", s)
+		}
 	}
 }

@@ -28,7 +28,9 @@ const (
 // are never overwritten.
 var ErrStepExists = errors.New("step directory already exists")
 
-// StepFiles is everything written for one step.
+// StepFiles is everything written for one step. The samples a Farm hands
+// to its sink may share token slices with each other (a duplicated
+// executor entry shares its original's); they are read-only.
 type StepFiles struct {
 	Planner  []Sample
 	Executor []Sample
@@ -37,6 +39,12 @@ type StepFiles struct {
 	// written compacted and otherwise as given, so the caller makes them
 	// deterministic.
 	Rollouts []json.RawMessage
+
+	// rolloutsCompact records that every Rollouts entry came from
+	// json.Marshal, which writes valid JSON without insignificant
+	// whitespace, so DirSink need not compact (and re-validate) it again.
+	// The farm sets it; values built elsewhere are compacted.
+	rolloutsCompact bool
 }
 
 // Sink receives the files of finished steps.
@@ -44,7 +52,7 @@ type Sink interface {
 	// WriteStep stores the files of step. It is not idempotent: a step that
 	// was already written is an error wrapping ErrStepExists. A failed call
 	// leaves nothing visible. Implementations need not be safe for
-	// concurrent calls for the same step.
+	// concurrent calls for the same step, and must not modify files.
 	WriteStep(ctx context.Context, step int, files StepFiles) error
 }
 
@@ -99,10 +107,10 @@ func (s DirSink) WriteStep(ctx context.Context, step int, files StepFiles) (err 
 		write func(io.Writer) error
 	}
 	jobs := []job{
-		{PlannerFile, func(w io.Writer) error { return writeJSONL(w, files.Planner) }},
-		{ExecutorFile, func(w io.Writer) error { return writeJSONL(w, files.Executor) }},
+		{PlannerFile, func(w io.Writer) error { return writeSamplesJSONL(w, files.Planner) }},
+		{ExecutorFile, func(w io.Writer) error { return writeSamplesJSONL(w, files.Executor) }},
 		{StatsFile, func(w io.Writer) error { return writeJSONL(w, files.Stats) }},
-		{RolloutsFile, func(w io.Writer) error { return writeRawJSONL(w, files.Rollouts) }},
+		{RolloutsFile, func(w io.Writer) error { return writeRawJSONL(w, files.Rollouts, files.rolloutsCompact) }},
 	}
 	if s.Parquet {
 		jobs = append(jobs,
@@ -192,8 +200,20 @@ func writeJSONL[T any](w io.Writer, rows []T) error {
 	return nil
 }
 
-// writeRawJSONL writes each value compacted on its own line.
-func writeRawJSONL(w io.Writer, rows []json.RawMessage) error {
+// writeRawJSONL writes each value compacted on its own line; values known
+// to be compact already are written as they are.
+func writeRawJSONL(w io.Writer, rows []json.RawMessage, compact bool) error {
+	if compact {
+		for _, r := range rows {
+			if _, err := w.Write(r); err != nil {
+				return err
+			}
+			if _, err := w.Write([]byte{'\n'}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	var buf bytes.Buffer
 	for i, r := range rows {
 		buf.Reset()

@@ -172,3 +172,21 @@ func checkParquetMatchesJSONL(t fataler, dir string) {
 		t.Fatalf("stats differ:\n%+v\n%+v", j, p)
 	}
 }
+
+func TestWriteRawJSONLCompactAsGiven(t *testing.T) {
+	rows := []json.RawMessage{
+		mustJSON(t, map[string]any{"a": []int{1, 2}, "s": "x y\n<&>\u2028", "n": nil}),
+		mustJSON(t, "plain"),
+		mustJSON(t, []any{1.5, true, map[string]string{"k v": " "}}),
+	}
+	var compacted, given bytes.Buffer
+	if err := writeRawJSONL(&compacted, rows, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeRawJSONL(&given, rows, true); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(given.Bytes(), compacted.Bytes()) {
+		t.Fatalf("json.Marshal output written as given:\n%s\ncompacted:\n%s", given.Bytes(), compacted.Bytes())
+	}
+}
