@@ -2,7 +2,6 @@ package agents
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -67,7 +66,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		msgs = append(msgs, t.Message)
 		var step Step
 		if t.ToolCallError != nil {
-			step.FormatError, step.FormatRaw = describeFormatError(t.ToolCallError)
+			step.FormatError, step.FormatRaw = t.ToolCallError.Reason, t.ToolCallError.Raw
 			traj.Steps = append(traj.Steps, step)
 			traj.formatError(fmt.Sprintf("turn %d: %s", turn, step.FormatError))
 			text, err := l.prompts.render(PromptFormatError, map[string]any{"Reason": step.FormatError})
@@ -142,16 +141,6 @@ func (l *loop) nearContextLimit(t *llm.Turn) bool {
 // formatError records a format violation.
 func (t *Trajectory) formatError(msg string) {
 	t.FormatErrors = append(t.FormatErrors, msg)
-}
-
-// describeFormatError returns the reason and raw text of a tool-call parse
-// failure.
-func describeFormatError(err error) (reason, raw string) {
-	var fe *llm.FormatError
-	if errors.As(err, &fe) {
-		return fe.Reason, fe.Raw
-	}
-	return err.Error(), ""
 }
 
 // stripReasoning removes a leading <think>…</think> block (present when the

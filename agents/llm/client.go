@@ -216,7 +216,7 @@ func finishTurn(t *Turn) {
 		res, err := ParseHermes(t.Message.Content)
 		t.ToolCalls = res.Calls
 		if err != nil {
-			t.ToolCallError = err
+			t.ToolCallError = asFormatError(err)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func nativeTurn(text string) *Turn {
 	res, err := ParseHermes(content)
 	t.ToolCalls = res.Calls
 	if err != nil {
-		t.ToolCallError = err
+		t.ToolCallError = asFormatError(err)
 	}
 	if err == nil && res.Canonical && len(res.Calls) > 0 {
 		t.Message.Content = res.Head

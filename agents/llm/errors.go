@@ -112,11 +112,20 @@ func (e *GiveUpError) Unwrap() error { return e.Err }
 type FormatError struct {
 	// Index is the 0-based position of the bad block among the message's
 	// <tool_call> blocks, or -1 when the message itself is unparseable.
-	Index int
+	Index int `json:"index"`
 	// Raw is the text of the bad block (or the whole content).
-	Raw string
+	Raw string `json:"raw"`
 	// Reason says what is wrong, in words the model can act on.
-	Reason string
+	Reason string `json:"reason"`
+}
+
+// asFormatError returns err as a *FormatError, wrapping any other error.
+func asFormatError(err error) *FormatError {
+	var fe *FormatError
+	if errors.As(err, &fe) {
+		return fe
+	}
+	return &FormatError{Index: -1, Reason: err.Error()}
 }
 
 func (e *FormatError) Error() string {

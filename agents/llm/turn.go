@@ -69,40 +69,41 @@ type Request struct {
 }
 
 // Turn is the record of one successful call: the assistant message and the
-// exact tokens the engine saw and sampled.
+// exact tokens the engine saw and sampled. It round-trips through JSON, so
+// turns can travel between processes.
 type Turn struct {
 	// Message is the assistant message as the server returned it (content,
 	// reasoning_content, tool_calls). Replay it verbatim in the next request.
-	Message openai.ChatCompletionMessage
+	Message openai.ChatCompletionMessage `json:"message"`
 	// ToolCalls are the calls of the message: the server-parsed tool_calls,
 	// or those parsed client-side from Hermes blocks in the content.
-	ToolCalls []openai.ToolCall
-	// ToolCallError is a *FormatError when a Hermes block in the content was
+	ToolCalls []openai.ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallError is set when a Hermes block in the content was
 	// malformed; the agent loop reports it to the model.
-	ToolCallError error
+	ToolCallError *FormatError `json:"tool_call_error,omitempty"`
 
 	// PromptIDs are the token ids of the rendered prompt.
-	PromptIDs []int
+	PromptIDs []int `json:"prompt_ids,omitempty"`
 	// CompletionIDs are the sampled token ids, ending with the EOS id when
 	// the model stopped on it.
-	CompletionIDs []int
+	CompletionIDs []int `json:"completion_ids,omitempty"`
 	// Logprobs holds the sampler's logprob of each completion id.
-	Logprobs []float64
+	Logprobs []float64 `json:"logprobs,omitempty"`
 
 	// FinishReason is "stop", "length" or "tool_calls".
-	FinishReason string
+	FinishReason string `json:"finish_reason"`
 	// StopReason is the matched stop string or token id, "" at EOS.
-	StopReason string
-	Usage      openai.Usage
+	StopReason string       `json:"stop_reason,omitempty"`
+	Usage      openai.Usage `json:"usage"`
 	// WeightVersion is the weight version that served the call, when the
 	// server reports one.
-	WeightVersion string
+	WeightVersion string `json:"weight_version,omitempty"`
 
 	// Endpoint is the base URL that served the call, credentials redacted.
-	Endpoint string
-	Latency  time.Duration
+	Endpoint string        `json:"endpoint,omitempty"`
+	Latency  time.Duration `json:"latency,omitempty"`
 	// Attempts counts HTTP attempts, 1 when the first succeeded.
-	Attempts int
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // HasTokens reports whether the turn carries token data.

@@ -1,0 +1,34 @@
+package llm
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// TestTurnJSONRoundTrip checks that a turn survives JSON, as it must to
+// travel from a worker to the process that assembles a step.
+func TestTurnJSONRoundTrip(t *testing.T) {
+	want := &Turn{
+		Message:       openai.ChatCompletionMessage{Role: "assistant", Content: `<tool_call>{"name": "search"`},
+		ToolCalls:     []openai.ToolCall{{ID: "c1", Type: "function", Function: openai.FunctionCall{Name: "visit", Arguments: `{"url":["http://x"]}`}}},
+		ToolCallError: &FormatError{Index: 1, Raw: `<tool_call>{"name": "search"`, Reason: "unclosed <tool_call> block"},
+		PromptIDs:     []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-0.5, -0.25},
+		FinishReason: "stop", Usage: openai.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5},
+		WeightVersion: "step-3", Endpoint: "http://127.0.0.1:1", Latency: 1500 * time.Millisecond, Attempts: 2,
+	}
+	b, err := json.Marshal(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Turn
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("unmarshal %s: %v", b, err)
+	}
+	if diff := cmp.Diff(want, &got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
