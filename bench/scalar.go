@@ -21,7 +21,7 @@ func ScalarText(raw json.RawMessage) (string, error) {
 	}
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err != nil {
-		return "", fmt.Errorf("want a string or a number, got %s", raw)
+		return "", fmt.Errorf("want a string or a number, got %.40s", raw)
 	}
 	return n.String(), nil
 }

@@ -103,7 +103,7 @@ func parseRow(raw []byte) (bench.Item, error) {
 		return top[key]
 	}
 	str := func(key string) (string, error) {
-		s, err := scalar(field(key))
+		s, err := bench.ScalarText(field(key))
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", key, err)
 		}
@@ -154,24 +154,6 @@ func lowerKeys(raw []byte) (map[string]json.RawMessage, error) {
 		out[strings.ToLower(k)] = v
 	}
 	return out, nil
-}
-
-// scalar renders a JSON string or number as text; null or absent is empty.
-func scalar(raw json.RawMessage) (string, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return "", nil
-	}
-	if raw[0] == '"' {
-		var s string
-		err := json.Unmarshal(raw, &s)
-		return s, err
-	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil {
-		return "", fmt.Errorf("want a string or a number, got %.40s", raw)
-	}
-	return n.String(), nil
 }
 
 // dedupeIDs suffixes repeated ids (a question published twice) with -2, -3, … in file order.
