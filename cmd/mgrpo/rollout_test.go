@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/web"
 )
 
 func TestRolloutSim(t *testing.T) {
@@ -112,4 +117,63 @@ func readLines(t *testing.T, path string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+// TestRolloutAgainstServers runs the farm the way a user does against their
+// own servers: separate inference and search endpoints given by flags.
+func TestRolloutAgainstServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the farm against sim servers")
+	}
+	world, err := web.Generate(web.Config{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	webSrv := httptest.NewServer(world.Handler())
+	defer webSrv.Close()
+	cfg := simllm.DefaultConfig()
+	cfg.Dialect = simllm.DialectSGLang
+	srv, err := simllm.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llmSrv := httptest.NewServer(srv.Handler())
+	defer func() { llmSrv.Close(); srv.Close() }()
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	f, _ := os.Create(tasks)
+	web.WriteTasks(f, world.Questions[:3], "jsonl")
+	f.Close()
+	u, _ := url.Parse(webSrv.URL)
+	for _, mode := range []string{"mgrpo", "frozen-sub", "single"} {
+		out := filepath.Join(dir, mode)
+		code, stdout, stderr := runCLI(t, "rollout", "--tasks", tasks, "--out", out, "--mode", mode,
+			"--planner-url", llmSrv.URL+"/v1", "--planner-model", "sim-qwen3", "--executor-url", llmSrv.URL, "--executor-model", "sim-qwen3",
+			"--dialect", "sglang", "--search-provider", "searxng", "--search-url", webSrv.URL, "--allow-host", u.Host,
+			"--batch-size", "3", "--group-size", "2", "--dbar", "2", "--format", "parquet")
+		if code != 0 {
+			t.Fatalf("mode %s: exit %d\nstdout %s\nstderr %s", mode, code, stdout, stderr)
+		}
+		step := filepath.Join(out, "step-000001")
+		if got := len(readLines(t, filepath.Join(step, "planner.jsonl"))); got < 6 {
+			t.Errorf("mode %s: %d planner samples, want at least 6", mode, got)
+		}
+		_, err := os.Stat(filepath.Join(step, "executor.jsonl"))
+		executor := err == nil && strings.TrimSpace(mustRead(t, filepath.Join(step, "executor.jsonl"))) != ""
+		if want := mode == "mgrpo"; executor != want {
+			t.Errorf("mode %s: executor samples present = %v, want %v", mode, executor, want)
+		}
+		if _, err := os.Stat(filepath.Join(step, "planner.parquet")); err != nil {
+			t.Errorf("mode %s: --format parquet wrote no planner.parquet: %v", mode, err)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
