@@ -141,6 +141,9 @@ func defaultHTTPClient(pc PoolConfig) *http.Client {
 	t.MaxIdleConns = int(min(pc.MaxInFlight, 1<<16))
 	t.MaxIdleConnsPerHost = int(min(pc.MaxInFlightPerEndpoint, 1<<16))
 	t.IdleConnTimeout = 90 * time.Second
+	// Answers carry every prompt token id (tens of KB for long
+	// histories); larger buffers read them in a few syscalls, not dozens.
+	t.ReadBufferSize, t.WriteBufferSize = 64<<10, 32<<10
 	return &http.Client{Transport: t}
 }
 
