@@ -39,7 +39,7 @@ func agentFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Usage: "run seed"},
 		&cli.StringFlag{Name: "mode", Usage: "mgrpo, frozen-sub or single"},
 		&cli.IntFlag{Name: "concurrency", Usage: "rollouts in flight"},
-		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base URL (key from the judge's api_key_env, default " + envJudgeKey + ")"},
+		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base URL (key from the judge's api_key_env, default " + envJudgeKey + "); with --sim, \"sim\" uses the simulated model as judge"},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model name"},
 	}
 }

@@ -36,7 +36,7 @@ type runConfig struct {
 	Planner  endpointConfig `yaml:"planner" doc:"planner model endpoints"`
 	Executor endpointConfig `yaml:"executor" doc:"executor model endpoints (single mode: the single agent's)"`
 	Reasoner endpointConfig `yaml:"reasoner" doc:"optional reasoning model behind the planner's reason tool"`
-	Judge    endpointConfig `yaml:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert"`
+	Judge    endpointConfig `yaml:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
 	Search  searchConfig  `yaml:"search" doc:"executor web tools"`
 	Rewards rewardsConfig `yaml:"rewards" doc:"reward coefficients"`
@@ -166,7 +166,9 @@ func (c runConfig) validate() error {
 			}
 		}
 	}
-	if (len(c.Judge.URLs) == 0) != (c.Judge.Model == "") {
+	if c.simJudge() && !c.Sim {
+		errs = append(errs, errors.New("judge: --judge-url sim needs --sim"))
+	} else if !c.simJudge() && (len(c.Judge.URLs) == 0) != (c.Judge.Model == "") {
 		errs = append(errs, errors.New("judge: give both urls and model (--judge-url, --judge-model), or neither"))
 	}
 	if (len(c.Reasoner.URLs) == 0) != (c.Reasoner.Model == "") {
@@ -181,6 +183,12 @@ func (c runConfig) validate() error {
 		errs = append(errs, fmt.Errorf("concurrency %d: must be at least 1", c.Concurrency))
 	}
 	return errors.Join(errs...)
+}
+
+// simJudge reports whether the judge is the simulated world's model
+// (--judge-url sim), which plays the project's judge prompts offline.
+func (c runConfig) simJudge() bool {
+	return len(c.Judge.URLs) == 1 && c.Judge.URLs[0] == "sim"
 }
 
 // configKeys lists every key of the configuration with its doc, for

@@ -177,3 +177,23 @@ func mustRead(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+func TestRolloutSimJudge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the farm against the sim world")
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	code, _, stderr := runCLI(t, "rollout", "--sim", "--judge-url", "sim", "--out", out, "--batch-size", "2", "--group-size", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "r_expert: the judge's rating") {
+		t.Errorf("the run did not say r_expert comes from the judge:\n%s", stderr)
+	}
+	if rollouts := mustRead(t, filepath.Join(out, "step-000001", "rollouts.jsonl")); !strings.Contains(rollouts, `Score: `) {
+		t.Errorf("rollouts.jsonl keeps no raw expert judge output")
+	}
+	if code, _, stderr := runCLI(t, "rollout", "--judge-url", "sim", "--tasks", "x.jsonl", "--out", out+"2"); code != 2 || !strings.Contains(stderr, "needs --sim") {
+		t.Errorf("--judge-url sim without --sim: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -31,6 +31,12 @@ func openWorld(cfg *runConfig, logger *slog.Logger) (*simWorld, func(string) str
 			e.Model = "sim-qwen3"
 		}
 	}
+	if cfg.simJudge() {
+		cfg.Judge.URLs, cfg.Judge.Dialect = []string{world.llmURL}, "openai"
+		if cfg.Judge.Model == "" {
+			cfg.Judge.Model = "sim-qwen3"
+		}
+	}
 	cfg.Search.Provider, cfg.Search.URL = "serper", world.webURL
 	cfg.Search.AllowHosts = append(cfg.Search.AllowHosts, world.webHost)
 	logger.Info("simulated world started", "llm", world.llmURL, "web", world.webURL)

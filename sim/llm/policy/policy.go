@@ -49,7 +49,10 @@ func (p *Policy) act(req Request) (out Output) {
 		t.canVisit = offers(req.Tools, ToolVisit)
 		out = t.execute()
 	default:
-		out = t.answerOnly()
+		var ok bool
+		if out, ok = t.judge(); !ok {
+			out = t.answerOnly()
+		}
 	}
 	if p.skills.NoReasoning {
 		out.Reasoning = ""
