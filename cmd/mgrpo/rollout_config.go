@@ -52,7 +52,11 @@ type endpointConfig struct {
 	Dialect     string   `yaml:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
 	Temperature *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
 	TopP        *float64 `yaml:"top_p" doc:"nucleus sampling"`
+	TopK        *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
+	Stop        []string `yaml:"stop" doc:"stop strings"`
 	MaxTokens   int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's)"`
+	// ChatTemplateKwargs is passed to the server's chat template.
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"chat template arguments, e.g. {enable_thinking: false}"`
 	// APIKeyEnv names the environment variable holding the endpoint's key;
 	// keys themselves never go in files or flags.
 	APIKeyEnv string `yaml:"api_key_env" doc:"environment variable holding the API key"`

@@ -197,3 +197,39 @@ func TestRolloutSimJudge(t *testing.T) {
 		t.Errorf("--judge-url sim without --sim: exit %d, stderr %q", code, stderr)
 	}
 }
+
+func TestLoadRunConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "run.yaml")
+	os.WriteFile(path, []byte(`steps: 3
+grace: 10s
+planner:
+  urls: [http://a:8000, http://b:8000]
+  temperature: 0
+  top_k: 20
+  chat_template_kwargs: {enable_thinking: false}
+budgets:
+  rollout_timeout: 5m
+prompts:
+  executor_user: "Task: {{.Task}}"
+`), 0o644)
+	cfg, err := loadRunConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Steps != 3 || cfg.Grace.Seconds() != 10 || cfg.Budgets.RolloutTimeout.Minutes() != 5 {
+		t.Errorf("steps %d grace %v rollout_timeout %v", cfg.Steps, cfg.Grace, cfg.Budgets.RolloutTimeout)
+	}
+	if len(cfg.Planner.URLs) != 2 || cfg.Planner.Temperature == nil || *cfg.Planner.Temperature != 0 || cfg.Planner.TopK == nil || *cfg.Planner.TopK != 20 {
+		t.Errorf("planner = %+v", cfg.Planner)
+	}
+	if v, ok := cfg.Planner.ChatTemplateKwargs["enable_thinking"].(bool); !ok || v {
+		t.Errorf("chat_template_kwargs = %v", cfg.Planner.ChatTemplateKwargs)
+	}
+	if cfg.GroupSize != defaultRunConfig().GroupSize || cfg.Prompts["executor_user"] != "Task: {{.Task}}" {
+		t.Errorf("defaults or prompts lost: group_size %d prompts %v", cfg.GroupSize, cfg.Prompts)
+	}
+	os.WriteFile(path, []byte("grace: soon\n"), 0o644)
+	if _, err := loadRunConfig(path); err == nil || !strings.Contains(err.Error(), "soon") {
+		t.Errorf("bad duration: err = %v", err)
+	}
+}

@@ -93,7 +93,8 @@ func buildAgents(ctx context.Context, cfg runConfig, single, capture bool, geten
 		}
 	}()
 	client := func(role string, e endpointConfig, capture bool) (*llm.Client, error) {
-		s := llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, MaxTokens: e.MaxTokens}
+		s := llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, Stop: e.Stop, MaxTokens: e.MaxTokens,
+			ChatTemplateKwargs: e.ChatTemplateKwargs}
 		key := ""
 		if e.APIKeyEnv != "" {
 			key = os.Getenv(e.APIKeyEnv)
