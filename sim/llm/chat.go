@@ -133,7 +133,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
-	ids := s.tok.Encode(prompt)
+	ids := s.pc.Encode(prompt)
 	requested := req.MaxCompletionTokens
 	if requested == nil {
 		requested = req.MaxTokens

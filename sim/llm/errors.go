@@ -108,7 +108,22 @@ func writeNativeError(w http.ResponseWriter, err error) {
 
 // marshalJSON encodes v like the Python servers do: '<', '>' and '&' stay
 // literal (Go would write \u003c), so <think> and <tool_call> read as sent.
+// Types with a hand-written encoder (jsonAppender) use it; the output is the
+// same as encoding/json's.
 func marshalJSON(v any) ([]byte, error) {
+	if a, ok := v.(jsonAppender); ok {
+		e := jsonEnc{b: make([]byte, 0, 8192)}
+		a.appendJSON(&e)
+		if e.err != nil {
+			return nil, e.err
+		}
+		return e.b, nil
+	}
+	return marshalReflect(v)
+}
+
+// marshalReflect is marshalJSON through encoding/json.
+func marshalReflect(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

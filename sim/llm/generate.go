@@ -2,7 +2,6 @@ package llm
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"hash/fnv"
 	"math"
@@ -69,14 +68,21 @@ func newMix(tag string) *mix {
 	return &mix{h: f.Sum64()}
 }
 
+// fnvPrime is the 64-bit FNV prime.
+const fnvPrime = 1099511628211
+
 func (m *mix) add(v uint64) *mix {
-	var b [8]byte
-	binary.LittleEndian.PutUint64(b[:], v)
-	for _, c := range b {
-		m.h ^= uint64(c)
-		m.h *= 1099511628211
-	}
+	m.h = fnvAdd(m.h, v)
 	return m
+}
+
+// fnvAdd folds the eight little-endian bytes of v into the FNV-1a state h.
+func fnvAdd(h, v uint64) uint64 {
+	for shift := 0; shift < 64; shift += 8 {
+		h ^= (v >> shift) & 0xff
+		h *= fnvPrime
+	}
+	return h
 }
 
 func (m *mix) ints(ids []int) *mix {
@@ -98,10 +104,25 @@ func (m *mix) sum() uint64 {
 	return x
 }
 
-// rngFor returns the sampling RNG of one choice. At temperature 0 it depends
-// on the prompt only, so greedy output is independent of every seed.
-func (s *Server) rngFor(g *genRequest, choice int) *rand.Rand {
-	m := newMix("sample").ints(g.promptIDs)
+// promptMixes returns the states of newMix("sample").ints(ids) and
+// newMix("prompt").ints(ids) in one pass over the prompt: the two FNV chains
+// are independent, so interleaving them lets the CPU overlap their
+// multiplications (a long prompt is thousands of ids).
+func promptMixes(ids []int) (sample, prompt mix) {
+	a, b := newMix("sample").h, newMix("prompt").h
+	a, b = fnvAdd(a, uint64(len(ids))), fnvAdd(b, uint64(len(ids)))
+	for _, id := range ids {
+		v := uint64(id)
+		a, b = fnvAdd(a, v), fnvAdd(b, v)
+	}
+	return mix{h: a}, mix{h: b}
+}
+
+// rngFor returns the sampling RNG of one choice from the prompt's "sample"
+// mix (see promptMixes). At temperature 0 it depends on the prompt only, so
+// greedy output is independent of every seed.
+func (s *Server) rngFor(g *genRequest, sample mix, choice int) *rand.Rand {
+	m := &sample
 	if g.temperature > 0 {
 		m.add(s.cfg.Seed).add(uint64(choice))
 		if g.seed != nil {
@@ -118,8 +139,10 @@ func (s *Server) rngFor(g *genRequest, choice int) *rand.Rand {
 func (s *Server) generate(g *genRequest) ([]genChoice, error) {
 	eos := s.tok.SpecialID(IMEnd)
 	out := make([]genChoice, 0, g.n)
+	sample, prompt := promptMixes(g.promptIDs)
+	ph := prompt.sum()
 	for i := 0; i < g.n; i++ {
-		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature, Rand: s.rngFor(g, i)})
+		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature, Rand: s.rngFor(g, sample, i)})
 		if g.noThinking {
 			act.Reasoning = ""
 		}
@@ -130,7 +153,7 @@ func (s *Server) generate(g *genRequest) ([]genChoice, error) {
 		}
 		c.index = i
 		if g.logprobs {
-			c.lps = s.logprobsFor(g, c.ids, act.ChoiceProb)
+			c.lps = s.logprobsFor(g, ph, c.ids, act.ChoiceProb)
 		}
 		out = append(out, c)
 	}
@@ -182,11 +205,10 @@ func (s *Server) cut(full []int, g *genRequest) (genChoice, error) {
 }
 
 // logprobsFor synthesises logprobs for ids: the first token carries the log of
-// the policy's choice probability, the rest small negative values from a
-// hash of the prompt, the position and the token, so the same sequence always
-// gets the same logprobs.
-func (s *Server) logprobsFor(g *genRequest, ids []int, choiceProb float64) []tokenLogprob {
-	ph := newMix("prompt").ints(g.promptIDs).sum()
+// the policy's choice probability, the rest small negative values from ph, the
+// hash newMix("prompt").ints(promptIDs).sum(), the position and the token, so
+// the same sequence always gets the same logprobs.
+func (s *Server) logprobsFor(g *genRequest, ph uint64, ids []int, choiceProb float64) []tokenLogprob {
 	vocab := s.tok.VocabSize()
 	out := make([]tokenLogprob, len(ids))
 	for i, id := range ids {

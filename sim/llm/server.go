@@ -21,6 +21,7 @@ import (
 type Server struct {
 	cfg  Config
 	tok  *Tokenizer
+	pc   *promptCache // chat prompts' ids, turn by turn
 	pol  *policy.Policy
 	eng  *engine
 	stat *stats
@@ -57,6 +58,7 @@ func NewServer(cfg Config) (*Server, error) {
 		version:  cfg.WeightVersion,
 		closed:   make(chan struct{}),
 	}
+	s.pc = newPromptCache(s.tok)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }

@@ -231,29 +231,14 @@ func (c *conversation) reportFacts() []evidence {
 }
 
 // toolFacts returns the facts an executor has read: page facts from visit
-// results and snippet facts from search results. Snippets are cut with
-// ellipses, and a sentence cut short still looks like a fact ending at the
-// ellipsis's first dot ("The founder of X is Ida ..."); such facts are kept
-// but marked cut, for a sloppy reader to fall for.
-func (c *conversation) toolFacts() []evidence {
+// results and snippet facts from search results, parsed through fc (see
+// parseToolText for the cut ones).
+func (c *conversation) toolFacts(fc *factCache) []evidence {
 	var out []evidence
 	for _, r := range c.results {
-		if r.name != ToolSearch {
-			for _, f := range web.ParseFacts(r.text) {
-				out = append(out, evidence{fact: f, fresh: r.fresh})
-			}
-			continue
-		}
-		whole := web.ParseFacts(ellipsis.ReplaceAllString(r.text, "\n"))
-		for _, f := range web.ParseFacts(r.text) {
-			cut := true
-			for _, w := range whole {
-				if w == f {
-					cut = false
-					break
-				}
-			}
-			out = append(out, evidence{fact: f, snippet: true, cut: cut, fresh: r.fresh})
+		snippet := r.name == ToolSearch
+		for _, p := range fc.facts(r.text, snippet) {
+			out = append(out, evidence{fact: p.fact, snippet: snippet, cut: p.cut, fresh: r.fresh})
 		}
 	}
 	return out

@@ -20,7 +20,7 @@ func (t turn) execute() Output {
 		}
 	}
 	s := t.skills()
-	facts := t.conv.toolFacts()
+	facts := t.conv.toolFacts(t.p.facts)
 	r := resolver{ch: t.ch, skills: s, conv: t.conv}
 	if freshSnippetFor(chain, facts, false) {
 		r.useSnippet = t.ch.flip(s.SnippetShortcut)

@@ -7,15 +7,17 @@ import (
 )
 
 // Policy is the scripted model. Its skills are fixed at New; Act keeps no
-// state between calls, so a Policy is safe for concurrent use.
+// state between calls (only a cache of parsed tool results, which never
+// changes an answer), so a Policy is safe for concurrent use.
 type Policy struct {
 	skills Skills
+	facts  *factCache // parsed tool results; a cache, not state
 }
 
 // New returns a policy with skills s. Values outside the ranges Validate
 // checks are clamped into them (call Validate first to reject them instead).
 func New(s Skills) *Policy {
-	return &Policy{skills: s.clamped()}
+	return &Policy{skills: s.clamped(), facts: newFactCache()}
 }
 
 // Skills returns the policy's skills, as clamped by New.

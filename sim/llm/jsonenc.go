@@ -1,0 +1,254 @@
+package llm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// jsonAppender is a response type with a hand-written encoder. The chat
+// responses carry thousands of token ids and per-token logprob objects, and
+// encoding/json's reflection over them cost about half of a request's CPU.
+// appendJSON must write exactly what marshalJSON's encoding/json path writes
+// for the same value (jsonenc_test.go checks this on random values).
+type jsonAppender interface {
+	appendJSON(e *jsonEnc)
+}
+
+// jsonEnc appends JSON to b the way encoding/json does with SetEscapeHTML
+// (false). The first error (a NaN or infinite float, or a fallback value
+// encoding/json rejects) sticks in err.
+type jsonEnc struct {
+	b   []byte
+	err error
+}
+
+func (e *jsonEnc) raw(s string) { e.b = append(e.b, s...) }
+
+// key writes a member name (a constant without characters to escape)
+// followed by a colon; sep is "," except before the first member.
+func (e *jsonEnc) key(sep, name string) {
+	e.b = append(e.b, sep...)
+	e.b = append(e.b, '"')
+	e.b = append(e.b, name...)
+	e.b = append(e.b, '"', ':')
+}
+
+func (e *jsonEnc) int(v int)     { e.b = strconv.AppendInt(e.b, int64(v), 10) }
+func (e *jsonEnc) int64(v int64) { e.b = strconv.AppendInt(e.b, v, 10) }
+
+func (e *jsonEnc) bool(v bool) { e.b = strconv.AppendBool(e.b, v) }
+
+// ints writes a list of integers; nil is null, as encoding/json writes it.
+func (e *jsonEnc) ints(v []int) {
+	if v == nil {
+		e.raw("null")
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, x := range v {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.b = strconv.AppendInt(e.b, int64(x), 10)
+	}
+	e.b = append(e.b, ']')
+}
+
+// float writes f like encoding/json's float64 encoder: the shortest
+// representation, in exponent form below 1e-6 and from 1e21 on, with the
+// exponent's leading zero dropped (1e-07 becomes 1e-7).
+func (e *jsonEnc) float(f float64) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		if e.err == nil {
+			e.err = fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
+		}
+		e.raw("null")
+		return
+	}
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	e.b = strconv.AppendFloat(e.b, f, format, -1, 64)
+	if format == 'e' {
+		n := len(e.b)
+		if n >= 4 && e.b[n-4] == 'e' && e.b[n-3] == '-' && e.b[n-2] == '0' {
+			e.b[n-2] = e.b[n-1]
+			e.b = e.b[:n-1]
+		}
+	}
+}
+
+// jsonSafe marks the ASCII bytes a JSON string holds unescaped.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// str writes s as a JSON string with encoding/json's escapes (HTML
+// characters left literal): short escapes for \b \f \n \r \t, \u00XX for the
+// other control characters, \ufffd for each invalid UTF-8 byte, and \u2028,
+// \u2029 escaped.
+func (e *jsonEnc) str(s string) {
+	b := append(e.b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	e.b = append(b, '"')
+}
+
+// strPtr writes *p, or null for a nil pointer.
+func (e *jsonEnc) strPtr(p *string) {
+	if p == nil {
+		e.raw("null")
+		return
+	}
+	e.str(*p)
+}
+
+// anyPtr writes *p, or null for a nil pointer.
+func (e *jsonEnc) anyPtr(p *any) {
+	if p == nil {
+		e.raw("null")
+		return
+	}
+	e.any(*p)
+}
+
+// any writes the dynamic values the response types hold; anything else goes
+// through encoding/json.
+func (e *jsonEnc) any(v any) {
+	switch v := v.(type) {
+	case nil:
+		e.raw("null")
+	case string:
+		e.str(v)
+	case int:
+		e.int(v)
+	case int64:
+		e.int64(v)
+	case float64:
+		e.float(v)
+	case bool:
+		e.bool(v)
+	case []int:
+		e.ints(v)
+	case [3]any:
+		e.triple(v)
+	case jsonAppender:
+		v.appendJSON(e)
+	default:
+		b, err := marshalReflect(v)
+		if err != nil {
+			if e.err == nil {
+				e.err = err
+			}
+			e.raw("null")
+			return
+		}
+		e.b = append(e.b, b...)
+	}
+}
+
+// triple writes a [logprob, id, text] entry of SGLang's logprob lists.
+func (e *jsonEnc) triple(t [3]any) {
+	e.b = append(e.b, '[')
+	e.any(t[0])
+	e.b = append(e.b, ',')
+	e.any(t[1])
+	e.b = append(e.b, ',')
+	e.any(t[2])
+	e.b = append(e.b, ']')
+}
+
+// triples writes a list of triples; nil is null.
+func (e *jsonEnc) triples(ts [][3]any) {
+	if ts == nil {
+		e.raw("null")
+		return
+	}
+	e.b = append(e.b, '[')
+	for i, t := range ts {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.triple(t)
+	}
+	e.b = append(e.b, ']')
+}
+
+// stringMap writes m with its keys sorted, as encoding/json does; nil is
+// null.
+func (e *jsonEnc) stringMap(m map[string]string) {
+	if m == nil {
+		e.raw("null")
+		return
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	e.b = append(e.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			e.b = append(e.b, ',')
+		}
+		e.str(k)
+		e.b = append(e.b, ':')
+		e.str(m[k])
+	}
+	e.b = append(e.b, '}')
+}

@@ -1,0 +1,380 @@
+package llm
+
+// Hand-written encoders of the chat response types, members in the order of
+// their struct tags. See jsonAppender.
+
+var (
+	_ jsonAppender = vllmChatResponse{}
+	_ jsonAppender = sglangChatResponse{}
+	_ jsonAppender = sglangFinishReason{}
+)
+
+func (r vllmChatResponse) appendJSON(e *jsonEnc) {
+	e.key("{", "id")
+	e.str(r.ID)
+	e.key(",", "object")
+	e.str(r.Object)
+	e.key(",", "created")
+	e.int64(r.Created)
+	e.key(",", "model")
+	e.str(r.Model)
+	e.key(",", "choices")
+	if r.Choices == nil {
+		e.raw("null")
+	} else {
+		e.b = append(e.b, '[')
+		for i := range r.Choices {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			r.Choices[i].appendJSON(e)
+		}
+		e.b = append(e.b, ']')
+	}
+	e.key(",", "service_tier")
+	e.strPtr(r.ServiceTier)
+	e.key(",", "system_fingerprint")
+	e.strPtr(r.SystemFingerprint)
+	e.key(",", "usage")
+	u := r.Usage
+	e.key("{", "prompt_tokens")
+	e.int(u.PromptTokens)
+	e.key(",", "total_tokens")
+	e.int(u.TotalTokens)
+	e.key(",", "completion_tokens")
+	e.int(u.CompletionTokens)
+	e.key(",", "prompt_tokens_details")
+	e.anyPtr(u.PromptTokensDetails)
+	e.b = append(e.b, '}')
+	e.key(",", "prompt_logprobs")
+	e.anyPtr(r.PromptLogprobs)
+	e.key(",", "prompt_token_ids")
+	e.ints(r.PromptTokenIDs)
+	e.key(",", "kv_transfer_params")
+	e.anyPtr(r.KVTransferParams)
+	e.b = append(e.b, '}')
+}
+
+func (c *vllmChatChoice) appendJSON(e *jsonEnc) {
+	e.key("{", "index")
+	e.int(c.Index)
+	e.key(",", "message")
+	m := &c.Message
+	e.key("{", "role")
+	e.str(m.Role)
+	e.key(",", "content")
+	e.strPtr(m.Content)
+	e.key(",", "refusal")
+	e.strPtr(m.Refusal)
+	e.key(",", "annotations")
+	e.anyPtr(m.Annotations)
+	e.key(",", "audio")
+	e.anyPtr(m.Audio)
+	e.key(",", "function_call")
+	e.anyPtr(m.FunctionCall)
+	e.key(",", "tool_calls")
+	if m.ToolCalls == nil {
+		e.raw("null")
+	} else {
+		e.b = append(e.b, '[')
+		for i, tc := range m.ToolCalls {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.key("{", "id")
+			e.str(tc.ID)
+			e.key(",", "type")
+			e.str(tc.Type)
+			e.key(",", "function")
+			tc.Function.appendJSON(e)
+			e.b = append(e.b, '}')
+		}
+		e.b = append(e.b, ']')
+	}
+	e.key(",", "reasoning")
+	e.strPtr(m.Reasoning)
+	e.key(",", "reasoning_content")
+	e.strPtr(m.ReasoningContent)
+	e.b = append(e.b, '}')
+	e.key(",", "logprobs")
+	if c.Logprobs == nil {
+		e.raw("null")
+	} else {
+		c.Logprobs.appendJSON(e)
+	}
+	e.key(",", "finish_reason")
+	e.str(c.FinishReason)
+	e.key(",", "stop_reason")
+	e.any(c.StopReason)
+	e.key(",", "token_ids")
+	e.ints(c.TokenIDs)
+	e.b = append(e.b, '}')
+}
+
+func (f vllmFunctionCall) appendJSON(e *jsonEnc) {
+	e.key("{", "name")
+	e.str(f.Name)
+	e.key(",", "arguments")
+	e.str(f.Arguments)
+	e.b = append(e.b, '}')
+}
+
+func (l *vllmLogprobs) appendJSON(e *jsonEnc) {
+	e.key("{", "content")
+	if l.Content == nil {
+		e.raw("null")
+	} else {
+		e.b = append(e.b, '[')
+		for i := range l.Content {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			lp := &l.Content[i]
+			e.key("{", "token")
+			e.str(lp.Token)
+			e.key(",", "logprob")
+			e.float(lp.Logprob)
+			e.key(",", "bytes")
+			e.ints(lp.Bytes)
+			e.key(",", "top_logprobs")
+			if lp.TopLogprobs == nil {
+				e.raw("null")
+			} else {
+				e.b = append(e.b, '[')
+				for k, t := range lp.TopLogprobs {
+					if k > 0 {
+						e.b = append(e.b, ',')
+					}
+					e.key("{", "token")
+					e.str(t.Token)
+					e.key(",", "logprob")
+					e.float(t.Logprob)
+					e.key(",", "bytes")
+					e.ints(t.Bytes)
+					e.b = append(e.b, '}')
+				}
+				e.b = append(e.b, ']')
+			}
+			e.b = append(e.b, '}')
+		}
+		e.b = append(e.b, ']')
+	}
+	e.b = append(e.b, '}')
+}
+
+func (r sglangChatResponse) appendJSON(e *jsonEnc) {
+	e.key("{", "id")
+	e.str(r.ID)
+	e.key(",", "object")
+	e.str(r.Object)
+	e.key(",", "created")
+	e.int64(r.Created)
+	e.key(",", "model")
+	e.str(r.Model)
+	e.key(",", "choices")
+	if r.Choices == nil {
+		e.raw("null")
+	} else {
+		e.b = append(e.b, '[')
+		for i := range r.Choices {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			r.Choices[i].appendJSON(e)
+		}
+		e.b = append(e.b, ']')
+	}
+	e.key(",", "usage")
+	u := r.Usage
+	e.key("{", "prompt_tokens")
+	e.int(u.PromptTokens)
+	e.key(",", "total_tokens")
+	e.int(u.TotalTokens)
+	e.key(",", "completion_tokens")
+	e.int(u.CompletionTokens)
+	e.key(",", "prompt_tokens_details")
+	e.anyPtr(u.PromptTokensDetails)
+	e.key(",", "reasoning_tokens")
+	e.int(u.ReasoningTokens)
+	e.b = append(e.b, '}')
+	e.key(",", "metadata")
+	e.stringMap(r.Metadata)
+	e.b = append(e.b, '}')
+}
+
+func (c *sglangChatChoice) appendJSON(e *jsonEnc) {
+	e.key("{", "index")
+	e.int(c.Index)
+	e.key(",", "message")
+	m := &c.Message
+	e.key("{", "role")
+	e.str(m.Role)
+	e.key(",", "content")
+	e.strPtr(m.Content)
+	e.key(",", "reasoning_content")
+	e.strPtr(m.ReasoningContent)
+	e.key(",", "tool_calls")
+	if m.ToolCalls == nil {
+		e.raw("null")
+	} else {
+		e.b = append(e.b, '[')
+		for i, tc := range m.ToolCalls {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			e.key("{", "id")
+			e.str(tc.ID)
+			e.key(",", "index")
+			e.int(tc.Index)
+			e.key(",", "type")
+			e.str(tc.Type)
+			e.key(",", "function")
+			tc.Function.appendJSON(e)
+			e.b = append(e.b, '}')
+		}
+		e.b = append(e.b, ']')
+	}
+	e.b = append(e.b, '}')
+	e.key(",", "logprobs")
+	if c.Logprobs == nil {
+		e.raw("null")
+	} else {
+		c.Logprobs.appendJSON(e)
+	}
+	e.key(",", "finish_reason")
+	e.str(c.FinishReason)
+	e.key(",", "matched_stop")
+	e.any(c.MatchedStop)
+	if len(c.PromptTokenIDs) > 0 {
+		e.key(",", "prompt_token_ids")
+		e.ints(c.PromptTokenIDs)
+	}
+	if len(c.TokenIDs) > 0 {
+		e.key(",", "token_ids")
+		e.ints(c.TokenIDs)
+	}
+	if c.MetaInfo != nil {
+		e.key(",", "meta_info")
+		c.MetaInfo.appendJSON(e)
+	}
+	e.b = append(e.b, '}')
+}
+
+func (l *sglangLogprobs) appendJSON(e *jsonEnc) {
+	e.key("{", "content")
+	if l.Content == nil {
+		e.raw("null")
+	} else {
+		e.b = append(e.b, '[')
+		for i := range l.Content {
+			if i > 0 {
+				e.b = append(e.b, ',')
+			}
+			lp := &l.Content[i]
+			e.key("{", "token")
+			e.str(lp.Token)
+			e.key(",", "bytes")
+			e.ints(lp.Bytes)
+			e.key(",", "logprob")
+			e.float(lp.Logprob)
+			e.key(",", "top_logprobs")
+			if lp.TopLogprobs == nil {
+				e.raw("null")
+			} else {
+				e.b = append(e.b, '[')
+				for k, t := range lp.TopLogprobs {
+					if k > 0 {
+						e.b = append(e.b, ',')
+					}
+					e.key("{", "token")
+					e.str(t.Token)
+					e.key(",", "bytes")
+					e.ints(t.Bytes)
+					e.key(",", "logprob")
+					e.float(t.Logprob)
+					e.b = append(e.b, '}')
+				}
+				e.b = append(e.b, ']')
+			}
+			e.b = append(e.b, '}')
+		}
+		e.b = append(e.b, ']')
+	}
+	e.b = append(e.b, '}')
+}
+
+func (m *sglangMeta) appendJSON(e *jsonEnc) {
+	e.key("{", "id")
+	e.str(m.ID)
+	e.key(",", "finish_reason")
+	e.any(m.FinishReason)
+	e.key(",", "prompt_tokens")
+	e.int(m.PromptTokens)
+	e.key(",", "weight_version")
+	e.str(m.WeightVersion)
+	e.key(",", "total_retractions")
+	e.int(m.TotalRetractions)
+	if m.InputTokenLogprobs != nil {
+		e.key(",", "input_token_logprobs")
+		e.triples(*m.InputTokenLogprobs)
+	}
+	if m.OutputTokenLogprobs != nil {
+		e.key(",", "output_token_logprobs")
+		e.triples(*m.OutputTokenLogprobs)
+	}
+	if m.InputTopLogprobs != nil {
+		e.key(",", "input_top_logprobs")
+		if *m.InputTopLogprobs == nil {
+			e.raw("null")
+		} else {
+			e.b = append(e.b, '[')
+			for i, v := range *m.InputTopLogprobs {
+				if i > 0 {
+					e.b = append(e.b, ',')
+				}
+				e.any(v)
+			}
+			e.b = append(e.b, ']')
+		}
+	}
+	if m.OutputTopLogprobs != nil {
+		e.key(",", "output_top_logprobs")
+		if *m.OutputTopLogprobs == nil {
+			e.raw("null")
+		} else {
+			e.b = append(e.b, '[')
+			for i, ts := range *m.OutputTopLogprobs {
+				if i > 0 {
+					e.b = append(e.b, ',')
+				}
+				e.triples(ts)
+			}
+			e.b = append(e.b, ']')
+		}
+	}
+	e.key(",", "completion_tokens")
+	e.int(m.CompletionTokens)
+	e.key(",", "cached_tokens")
+	e.int(m.CachedTokens)
+	e.key(",", "e2e_latency")
+	e.float(m.E2ELatency)
+	e.b = append(e.b, '}')
+}
+
+func (f sglangFinishReason) appendJSON(e *jsonEnc) {
+	e.key("{", "type")
+	e.str(f.Type)
+	if f.Matched != nil {
+		e.key(",", "matched")
+		e.any(f.Matched)
+	}
+	if f.Length != 0 {
+		e.key(",", "length")
+		e.int(f.Length)
+	}
+	if f.Message != "" {
+		e.key(",", "message")
+		e.str(f.Message)
+	}
+	e.b = append(e.b, '}')
+}
