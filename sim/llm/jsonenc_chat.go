@@ -119,48 +119,7 @@ func (f vllmFunctionCall) appendJSON(e *jsonEnc) {
 	e.b = append(e.b, '}')
 }
 
-func (l *vllmLogprobs) appendJSON(e *jsonEnc) {
-	e.key("{", "content")
-	if l.Content == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i := range l.Content {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			lp := &l.Content[i]
-			e.key("{", "token")
-			e.str(lp.Token)
-			e.key(",", "logprob")
-			e.float(lp.Logprob)
-			e.key(",", "bytes")
-			e.ints(lp.Bytes)
-			e.key(",", "top_logprobs")
-			if lp.TopLogprobs == nil {
-				e.raw("null")
-			} else {
-				e.b = append(e.b, '[')
-				for k, t := range lp.TopLogprobs {
-					if k > 0 {
-						e.b = append(e.b, ',')
-					}
-					e.key("{", "token")
-					e.str(t.Token)
-					e.key(",", "logprob")
-					e.float(t.Logprob)
-					e.key(",", "bytes")
-					e.ints(t.Bytes)
-					e.b = append(e.b, '}')
-				}
-				e.b = append(e.b, ']')
-			}
-			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
-	}
-	e.b = append(e.b, '}')
-}
+func (l *vllmLogprobs) appendJSON(e *jsonEnc) { appendLogprobContent(e, l.Content, false) }
 
 func (r sglangChatResponse) appendJSON(e *jsonEnc) {
 	e.key("{", "id")
@@ -260,38 +219,50 @@ func (c *sglangChatChoice) appendJSON(e *jsonEnc) {
 	e.b = append(e.b, '}')
 }
 
-func (l *sglangLogprobs) appendJSON(e *jsonEnc) {
+func (l *sglangLogprobs) appendJSON(e *jsonEnc) { appendLogprobContent(e, l.Content, true) }
+
+// logprob is one token's logprob as both dialects carry it.
+type logprob interface {
+	parts() (token string, logprob float64, bytes []int)
+}
+
+// logprobEntry is a logprob with its top alternatives.
+type logprobEntry[T logprob] interface {
+	logprob
+	top() []T
+}
+
+func (t vllmTopLogprob) parts() (string, float64, []int)     { return t.Token, t.Logprob, t.Bytes }
+func (t sglangTopLogprob) parts() (string, float64, []int)   { return t.Token, t.Logprob, t.Bytes }
+func (t vllmLogprobEntry) parts() (string, float64, []int)   { return t.Token, t.Logprob, t.Bytes }
+func (t sglangLogprobEntry) parts() (string, float64, []int) { return t.Token, t.Logprob, t.Bytes }
+func (t vllmLogprobEntry) top() []vllmTopLogprob             { return t.TopLogprobs }
+func (t sglangLogprobEntry) top() []sglangTopLogprob         { return t.TopLogprobs }
+
+// appendLogprobContent writes {"content": [...]} with each entry's fields in
+// its dialect's order: vLLM writes token, logprob, bytes; SGLang token,
+// bytes, logprob (bytesFirst).
+func appendLogprobContent[E logprobEntry[T], T logprob](e *jsonEnc, content []E, bytesFirst bool) {
 	e.key("{", "content")
-	if l.Content == nil {
+	if content == nil {
 		e.raw("null")
 	} else {
 		e.b = append(e.b, '[')
-		for i := range l.Content {
+		for i := range content {
 			if i > 0 {
 				e.b = append(e.b, ',')
 			}
-			lp := &l.Content[i]
-			e.key("{", "token")
-			e.str(lp.Token)
-			e.key(",", "bytes")
-			e.ints(lp.Bytes)
-			e.key(",", "logprob")
-			e.float(lp.Logprob)
+			appendLogprobFields(e, content[i], bytesFirst)
 			e.key(",", "top_logprobs")
-			if lp.TopLogprobs == nil {
+			if top := content[i].top(); top == nil {
 				e.raw("null")
 			} else {
 				e.b = append(e.b, '[')
-				for k, t := range lp.TopLogprobs {
+				for k := range top {
 					if k > 0 {
 						e.b = append(e.b, ',')
 					}
-					e.key("{", "token")
-					e.str(t.Token)
-					e.key(",", "bytes")
-					e.ints(t.Bytes)
-					e.key(",", "logprob")
-					e.float(t.Logprob)
+					appendLogprobFields(e, top[k], bytesFirst)
 					e.b = append(e.b, '}')
 				}
 				e.b = append(e.b, ']')
@@ -301,6 +272,24 @@ func (l *sglangLogprobs) appendJSON(e *jsonEnc) {
 		e.b = append(e.b, ']')
 	}
 	e.b = append(e.b, '}')
+}
+
+// appendLogprobFields opens an object and writes token, logprob and bytes
+// in the dialect's order; the caller closes it.
+func appendLogprobFields[L logprob](e *jsonEnc, lp L, bytesFirst bool) {
+	token, value, raw := lp.parts()
+	e.key("{", "token")
+	e.str(token)
+	if bytesFirst {
+		e.key(",", "bytes")
+		e.ints(raw)
+	}
+	e.key(",", "logprob")
+	e.float(value)
+	if !bytesFirst {
+		e.key(",", "bytes")
+		e.ints(raw)
+	}
 }
 
 func (m *sglangMeta) appendJSON(e *jsonEnc) {
