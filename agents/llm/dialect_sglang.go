@@ -44,9 +44,7 @@ func (d *sglangDialect) chat(ctx context.Context, c *Client, req Request, s Samp
 	}
 	turn, e, n, err := d.native(ctx, c, req, s)
 	total += n
-	if ge, ok := err.(*GiveUpError); ok {
-		ge.Attempts = total
-	}
+	setAttempts(err, total)
 	return turn, e, total, err
 }
 
@@ -182,9 +180,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	e, n, err := c.post(ctx, req.TrajectoryKey, te, "/generate", body, decode)
 	n += tn
 	if err != nil {
-		if ge, ok := err.(*GiveUpError); ok {
-			ge.Attempts = n
-		}
+		setAttempts(err, n)
 		return nil, e, n, err
 	}
 	return turn, e, n, nil

@@ -81,9 +81,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
 		total += n
 		if err != nil {
-			if ge, ok := err.(*GiveUpError); ok {
-				ge.Attempts = total
-			}
+			setAttempts(err, total)
 			return nil, e, total, err
 		}
 		if noIDsSeen {

@@ -107,6 +107,15 @@ func (e *GiveUpError) Error() string {
 
 func (e *GiveUpError) Unwrap() error { return e.Err }
 
+// setAttempts makes a give-up count every HTTP attempt of a call whose
+// dialect made several requests (a tokenize call, a fallback route).
+func setAttempts(err error, attempts int) {
+	var ge *GiveUpError
+	if errors.As(err, &ge) {
+		ge.Attempts = attempts
+	}
+}
+
 // FormatError is a tool call the model wrote that could not be parsed. The
 // agent loop reports it back to the model; Raw keeps the offending text.
 type FormatError struct {
