@@ -27,6 +27,7 @@ type callState struct {
 	pin    *endpoint // route every attempt here while it is in rotation
 	avoid  int
 	last   *endpoint
+	epoch  uint64 // last's failure epoch when the attempt started
 	status int
 	tries  int
 	// decode turns a 200 body into the call's result; its error decides a
@@ -64,7 +65,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	} else {
 		e = t.pool.pick(st.key, st.avoid)
 	}
-	st.last, st.status = e, 0
+	st.last, st.status, st.epoch = e, 0, t.pool.epoch(e)
 	st.tries++
 	if err := e.sem.Acquire(req.Context(), 1); err != nil {
 		e.outstanding.Add(-1)
@@ -190,7 +191,7 @@ func (c *Client) handleResponse(resp *http.Response) error {
 		}
 		return err
 	}
-	c.pool.report(e, true)
+	c.pool.reportAttempt(e, true, st.epoch)
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -70,6 +71,10 @@ type endpoint struct {
 	// Guarded by Pool.mu.
 	failures int
 	ejected  bool
+	// failEpoch counts the endpoint's failures ever; an attempt notes it
+	// when it starts, so a success that began before a later failure does
+	// not clear that failure.
+	failEpoch uint64
 }
 
 // EndpointStatus is a snapshot of one endpoint, for tests and dashboards.
@@ -184,8 +189,11 @@ func (p *Pool) pick(key string, avoid int) *endpoint {
 		chosen = p.leastLoaded(func(*endpoint) bool { return true })
 	}
 	if key != "" {
+		// A trajectory moves home when its endpoint is ejected or has just
+		// failed it (avoid): otherwise its next call would go back to the
+		// failing endpoint and, once that is ejected, move a second time.
 		i, ok := p.sticky[key]
-		if !ok || p.eps[i].ejected {
+		if !ok || p.eps[i].ejected || i == avoid {
 			if !ok && len(p.sticky) >= p.cfg.StickyCapacity {
 				for k := range p.sticky {
 					delete(p.sticky, k)
@@ -219,12 +227,33 @@ func (p *Pool) leastLoaded(ok func(*endpoint) bool) *endpoint {
 	return best
 }
 
-// report records an attempt's outcome: success re-admits and resets the
-// failure count; failure counts toward ejection.
+// report records an attempt's outcome, treating the attempt as current: a
+// success re-admits and resets the failure count; a failure counts toward
+// ejection. Successes of attempts that may predate a failure go through
+// reportAttempt.
 func (p *Pool) report(e *endpoint, ok bool) {
+	p.reportAttempt(e, ok, math.MaxUint64)
+}
+
+// epoch returns e's failure epoch, to pass to reportAttempt when the
+// attempt ends.
+func (p *Pool) epoch(e *endpoint) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return e.failEpoch
+}
+
+// reportAttempt is report for an attempt that started at failure epoch
+// start. A success only resets the failure count and re-admits the endpoint
+// when no failure was recorded after the attempt started: an answer that was
+// on its way when the server died says nothing about the server now.
+func (p *Pool) reportAttempt(e *endpoint, ok bool, start uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if ok {
+		if start < e.failEpoch {
+			return
+		}
 		if e.ejected {
 			p.log.Info("llm endpoint re-admitted after a successful call", "role", p.role, "endpoint", e.display)
 		}
@@ -232,6 +261,7 @@ func (p *Pool) report(e *endpoint, ok bool) {
 		return
 	}
 	e.failures++
+	e.failEpoch++
 	if !e.ejected && e.failures >= p.cfg.EjectAfter {
 		e.ejected = true
 		p.met.ejected(p.role, e.display)

@@ -128,9 +128,25 @@ func TestPoolLeastOutstanding(t *testing.T) {
 	if got := p.pick("k", -1); got == first {
 		t.Fatalf("ejected endpoint still picked")
 	}
+	// An answer whose attempt began before the failures says nothing
+	// about the endpoint now; one that began after them re-admits it.
+	stale := p.epoch(first) - 1
+	p.reportAttempt(first, true, stale)
+	if st := p.Status()[first.idx]; !st.Ejected {
+		t.Errorf("a success that predates the failures re-admitted: %+v", st)
+	}
 	p.report(first, true)
 	if st := p.Status()[first.idx]; st.Ejected || st.Failures != 0 {
 		t.Errorf("success did not re-admit: %+v", st)
+	}
+	// A trajectory whose endpoint just failed it moves home for good.
+	p.report(first, false)
+	moved := p.pick("k", first.idx)
+	if moved == first {
+		t.Fatalf("pick returned the endpoint to avoid")
+	}
+	if again := p.pick("k", -1); again != moved {
+		t.Errorf("after failing over to %d the key went to %d", moved.idx, again.idx)
 	}
 }
 
