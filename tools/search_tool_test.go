@@ -170,3 +170,41 @@ func TestSearchFailuresAreObservations(t *testing.T) {
 		t.Errorf("cancelled call: %+v", o.Meta)
 	}
 }
+
+// TestSearchCacheHitsShareDecodedResults checks that a cache hit in the
+// in-memory LRU returns the decoded results attached to the entry (no JSON
+// decode), and that entries another process stored as bytes are decoded
+// once and then served decoded.
+func TestSearchCacheHitsShareDecodedResults(t *testing.T) {
+	srv := httptest.NewServer(&countingSerper{})
+	defer srv.Close()
+	lru := cache.NewLRU(100, time.Hour)
+	tool, err := NewSearch(SearchConfig{Provider: serperProvider(t, srv.URL), Cache: lru})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, hit, err := tool.searchOne(ctx, "alpha")
+	if err != nil || hit {
+		t.Fatalf("first search: hit=%v err=%v", hit, err)
+	}
+	second, hit, err := tool.searchOne(ctx, "alpha")
+	if err != nil || !hit {
+		t.Fatalf("second search: hit=%v err=%v", hit, err)
+	}
+	if len(first) != 1 || &first[0] != &second[0] {
+		t.Fatalf("hit did not share the decoded results: %v vs %v", first, second)
+	}
+
+	// Bytes stored by someone else (another process sharing a store).
+	key := cache.Key("search", "serper", cache.Normalize("beta"), "10")
+	_ = lru.Set(ctx, key, []byte(`[{"title":"B","link":"https://b.example/","snippet":"s"}]`), 0)
+	a, hit, err := tool.searchOne(ctx, "beta")
+	if err != nil || !hit || len(a) != 1 || a[0].Title != "B" {
+		t.Fatalf("byte entry: %v hit=%v err=%v", a, hit, err)
+	}
+	b, _, _ := tool.searchOne(ctx, "beta")
+	if &a[0] != &b[0] {
+		t.Fatal("a decoded byte entry was not kept for the next hit")
+	}
+}

@@ -88,3 +88,54 @@ func TestKeyAndNormalize(t *testing.T) {
 		t.Error("distinct calls share a key")
 	}
 }
+
+func TestLRUDecodedValues(t *testing.T) {
+	ctx := context.Background()
+	c := NewLRU(2, time.Minute)
+	now := time.Unix(1000, 0)
+	c.now = func() time.Time { return now }
+
+	if _, ok := c.GetDecoded(ctx, "a"); ok {
+		t.Fatal("decoded value of an absent key")
+	}
+	v1 := []byte(`"one"`)
+	_ = c.Set(ctx, "a", v1, 0)
+	if _, ok := c.GetDecoded(ctx, "a"); ok {
+		t.Fatal("decoded value before one was attached")
+	}
+	c.AttachDecoded("a", v1, "one")
+	if got, ok := c.GetDecoded(ctx, "a"); !ok || got != "one" {
+		t.Fatalf("GetDecoded = %v, %v; want one, true", got, ok)
+	}
+
+	// A Set with new bytes drops the old decoded value, and a late attach
+	// carrying the old bytes (a reader that decoded before the Set) is
+	// ignored, even when the contents are equal.
+	v2 := []byte(`"two"`)
+	_ = c.Set(ctx, "a", v2, 0)
+	if _, ok := c.GetDecoded(ctx, "a"); ok {
+		t.Fatal("decoded value survived a Set")
+	}
+	c.AttachDecoded("a", v1, "one")
+	c.AttachDecoded("a", []byte(`"two"`), "stale copy")
+	if _, ok := c.GetDecoded(ctx, "a"); ok {
+		t.Fatal("attach with bytes the entry does not hold was accepted")
+	}
+	c.AttachDecoded("a", v2, "two")
+	if got, _ := c.GetDecoded(ctx, "a"); got != "two" {
+		t.Fatalf("GetDecoded = %v, want two", got)
+	}
+	c.AttachDecoded("absent", v2, "x")
+	if _, ok := c.GetDecoded(ctx, "absent"); ok {
+		t.Fatal("attach created an entry")
+	}
+
+	// Expiry and eviction take the decoded value with the entry.
+	now = now.Add(2 * time.Minute)
+	if _, ok := c.GetDecoded(ctx, "a"); ok {
+		t.Fatal("decoded value of an expired entry")
+	}
+	if c.Len() != 0 {
+		t.Fatalf("expired entry kept: Len = %d", c.Len())
+	}
+}
