@@ -1,6 +1,7 @@
 package search
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -63,5 +64,17 @@ func FuzzErrorMessages(f *testing.F) {
 		_ = braveMessage(body)
 		_ = tavilyMessage(body)
 		_ = retrieverMessage(body)
+	})
+}
+
+// FuzzOneLine checks the one-line fast path against the general rule.
+func FuzzOneLine(f *testing.F) {
+	for _, s := range []string{"", " ", "a", "a b", " a", "a ", "a  b", "a\tb", "é b", "a\u00a0b", "x\u2028y", "ok fine."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
+			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
+		}
 	})
 }
