@@ -13,6 +13,8 @@ import (
 const (
 	streamWorld     = 0x5eb_0001
 	streamQuestions = 0x5eb_0002
+	// streamBackground draws Config.BackgroundSentences' fillers.
+	streamBackground = 0x5eb_0003
 )
 
 // ErrConfig is wrapped by every error Generate returns for a bad Config.
@@ -21,7 +23,7 @@ var ErrConfig = errors.New("invalid sim web config")
 // Generate builds the world cfg describes. It is deterministic: the same
 // Config yields an identical World, page for page and question for question.
 func Generate(cfg Config) (*World, error) {
-	if cfg.Sites < 0 || cfg.Questions < 0 || cfg.EntitiesPerKind < 0 {
+	if cfg.Sites < 0 || cfg.Questions < 0 || cfg.EntitiesPerKind < 0 || cfg.BackgroundSentences < 0 {
 		return nil, fmt.Errorf("generate: negative count in %+v: %w", cfg, ErrConfig)
 	}
 	if cfg.Sites == 0 {
@@ -35,7 +37,7 @@ func Generate(cfg Config) (*World, error) {
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), streamWorld))
 	names := newNamer(rng)
-	w := &World{seed: cfg.Seed, byName: make(map[string]*entity)}
+	w := &World{seed: cfg.Seed, byName: make(map[string]*entity), background: cfg.BackgroundSentences}
 	w.sites = makeSites(names, cfg.Sites)
 	real := w.makeEntities(names, cfg.EntitiesPerKind)
 	w.makeDistractors(names, real)

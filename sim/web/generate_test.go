@@ -136,3 +136,32 @@ func TestNamesFollowGrammar(t *testing.T) {
 		t.Errorf("world has no distractors")
 	}
 }
+
+// TestGenerateBackgroundKeepsWorld checks that background sentences only
+// lengthen pages: the questions and page paths are the same, and every page
+// states exactly the facts it stated before.
+func TestGenerateBackgroundKeepsWorld(t *testing.T) {
+	plain := MustGenerate(t, Config{Seed: 5, Questions: 40})
+	long := MustGenerate(t, Config{Seed: 5, Questions: 40, BackgroundSentences: 20})
+	if !reflect.DeepEqual(plain.Questions, long.Questions) {
+		t.Fatal("background sentences changed the questions")
+	}
+	if !reflect.DeepEqual(plain.Paths(), long.Paths()) {
+		t.Fatal("background sentences changed the pages")
+	}
+	var before, after int
+	for _, p := range plain.Paths() {
+		a, _ := plain.PageText(p)
+		b, _ := long.PageText(p)
+		before, after = before+len(a), after+len(b)
+		if !reflect.DeepEqual(ParseFacts(a), ParseFacts(b)) {
+			t.Errorf("page %s states other facts with background sentences", p)
+		}
+	}
+	if after < before+before/4 {
+		t.Errorf("pages grew from %d to only %d bytes", before, after)
+	}
+	if _, err := Generate(Config{BackgroundSentences: -1}); err == nil {
+		t.Error("negative BackgroundSentences accepted")
+	}
+}

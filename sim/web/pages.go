@@ -57,8 +57,9 @@ func (w *World) renderPages(rng *rand.Rand) {
 			}
 		}
 	}
+	bg := rand.New(rand.NewPCG(uint64(w.seed), streamBackground))
 	for _, e := range w.entities {
-		put(w.entityPage(rng, e))
+		put(w.entityPage(rng, bg, e))
 	}
 	w.paths = make([]string, 0, len(w.pages))
 	for p := range w.pages {
@@ -139,7 +140,9 @@ func groupPage(s *site, sec *section, g *group, ads [2]string) *page {
 // naming its near-duplicates, an infobox, and one prose paragraph per fact
 // with the fact sentence between filler sentences; an inline advertisement
 // interrupts the prose.
-func (w *World) entityPage(rng *rand.Rand, e *entity) *page {
+// With w.background > 0, a background paragraph of fillers drawn from bg
+// closes the page.
+func (w *World) entityPage(rng, bg *rand.Rand, e *entity) *page {
 	s := e.site
 	sec := sectionOf(s, e.kind)
 	crumbs := []anchor{{sec.path, sec.title}}
@@ -202,6 +205,14 @@ func (w *World) entityPage(rng *rand.Rand, e *entity) *page {
 					b.para("ad-copy", w.ads(rng, s)[0])
 				})
 			}
+		}
+		if w.background > 0 {
+			b.block("h2", "", func() { b.text("Background") })
+			sentences := make([]string, w.background)
+			for i := range sentences {
+				sentences[i] = strings.ReplaceAll(fillers[bg.IntN(len(fillers))], "{N}", e.name)
+			}
+			b.para("background", strings.Join(sentences, " "))
 		}
 	})
 }

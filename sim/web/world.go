@@ -18,6 +18,11 @@ type Config struct {
 	// each kind; 0 means 6 per site, at least 40. Raise it when asking for
 	// thousands of questions.
 	EntitiesPerKind int
+	// BackgroundSentences adds a "Background" paragraph of that many filler
+	// sentences to every entity page, for longer pages (and so longer
+	// agent histories) in benchmarks. It draws from its own random stream,
+	// so the rest of the world is the same as without it; 0 adds nothing.
+	BackgroundSentences int
 }
 
 // Defaults applied to zero fields of Config.
@@ -73,6 +78,8 @@ type World struct {
 	pages    map[string]*page
 	paths    []string // sorted page paths
 	index    *bm25Index
+	// background is Config.BackgroundSentences.
+	background int
 }
 
 // kind is the type of an entity.
