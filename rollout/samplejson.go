@@ -19,9 +19,10 @@ import (
 // so that the error is the same.
 func writeSamplesJSONL(w io.Writer, rows []Sample) error {
 	var buf []byte
+	tokens := newSharedTokens(rows)
 	for i := range rows {
 		var ok bool
-		buf, ok = appendSampleJSON(buf[:0], &rows[i])
+		buf, ok = appendSampleJSONShared(buf[:0], &rows[i], tokens)
 		if !ok {
 			if _, err := json.Marshal(&rows[i]); err != nil {
 				return fmt.Errorf("line %d: %w", i+1, err)
@@ -42,6 +43,12 @@ func writeSamplesJSONL(w io.Writer, rows []Sample) error {
 // formats float64. It returns false, with dst in an unspecified state, when
 // s holds a NaN or an infinity, which encoding/json rejects.
 func appendSampleJSON(dst []byte, s *Sample) ([]byte, bool) {
+	return appendSampleJSONShared(dst, s, nil)
+}
+
+// appendSampleJSONShared is appendSampleJSON taking the token arrays' JSON
+// from shared when s's token slices are shared with another sample.
+func appendSampleJSONShared(dst []byte, s *Sample, shared *sharedTokens) ([]byte, bool) {
 	var ok bool
 	dst = append(dst, `{"run":`...)
 	dst = appendJSONString(dst, s.Run)
@@ -71,24 +78,8 @@ func appendSampleJSON(dst []byte, s *Sample) ([]byte, bool) {
 	}
 	dst = append(dst, `,"policy_version":`...)
 	dst = strconv.AppendInt(dst, s.PolicyVersion, 10)
-	dst = append(dst, `,"input_ids":`...)
-	dst = appendJSONInts(dst, s.InputIDs)
-	dst = append(dst, `,"loss_mask":`...)
-	dst = appendJSONInts(dst, s.LossMask)
-	dst = append(dst, `,"logprobs":`...)
-	if s.Logprobs == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, '[')
-		for i, f := range s.Logprobs {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, ok = appendJSONFloat(dst, f); !ok {
-				return dst, false
-			}
-		}
-		dst = append(dst, ']')
+	if dst, ok = shared.appendTokens(dst, s); !ok {
+		return dst, false
 	}
 	dst = append(dst, `,"reward":`...)
 	if dst, ok = appendJSONFloat(dst, s.Reward); !ok {
@@ -107,26 +98,67 @@ func appendSampleJSON(dst []byte, s *Sample) ([]byte, bool) {
 	return append(dst, '}'), true
 }
 
+// appendTokenArrays appends the input_ids, loss_mask and logprobs members,
+// with their leading comma. It returns false for a non-finite logprob.
+func appendTokenArrays(dst []byte, s *Sample) ([]byte, bool) {
+	var ok bool
+	dst = append(dst, `,"input_ids":`...)
+	dst = appendJSONInts(dst, s.InputIDs)
+	dst = append(dst, `,"loss_mask":`...)
+	dst = appendJSONInts(dst, s.LossMask)
+	dst = append(dst, `,"logprobs":`...)
+	if s.Logprobs == nil {
+		return append(dst, "null"...), true
+	}
+	// Room for the masked tokens' "0," without growing; sampled tokens'
+	// logprobs grow it as needed.
+	dst = slices.Grow(dst, 2+2*len(s.Logprobs))
+	dst = append(dst, '[')
+	for i, f := range s.Logprobs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if math.Float64bits(f) == 0 { // +0: a masked token
+			dst = append(dst, '0')
+			continue
+		}
+		if dst, ok = appendJSONFloat(dst, f); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, ']'), true
+}
+
 // appendJSONInts appends an int slice as encoding/json does: null when nil.
+// The digits are written straight into room reserved once for the whole
+// array: this loop writes most of a step file's bytes.
 func appendJSONInts(dst []byte, v []int) []byte {
 	if v == nil {
 		return append(dst, "null"...)
 	}
-	// Room for every value at its longest ("-9223372036854775808,"), so
-	// that the digits can be written in place.
+	// Room for every value at its longest ("-9223372036854775808,").
+	l := len(dst)
 	dst = slices.Grow(dst, 2+21*len(v))
-	dst = append(dst, '[')
+	b := dst[l : l+2+21*len(v)]
+	b[0] = '['
+	pos := 1
 	for i, n := range v {
 		if i > 0 {
-			dst = append(dst, ',')
+			b[pos] = ','
+			pos++
 		}
-		if uint(n) < 1e8 {
-			dst = appendSmallUint(dst, uint32(n))
-		} else {
-			dst = strconv.AppendInt(dst, int64(n), 10)
+		switch {
+		case uint(n) < 10:
+			b[pos] = byte('0' + n)
+			pos++
+		case uint(n) < 1e8:
+			pos += putSmallUint(b[pos:], uint32(n))
+		default:
+			pos += len(strconv.AppendInt(b[pos:pos], int64(n), 10))
 		}
 	}
-	return append(dst, ']')
+	b[pos] = ']'
+	return dst[:l+pos+1]
 }
 
 // appendJSONFloat appends f as encoding/json encodes a float64: the
@@ -214,18 +246,6 @@ func appendJSONStringSlow(dst []byte, s string) []byte {
 	return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
 }
 
-// digitPairs holds "00" to "99".
-const digitPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
-
 // appendJSONUint appends u in decimal, as strconv.AppendUint does.
 func appendJSONUint(dst []byte, u uint64) []byte {
 	if u < 1e8 {
@@ -234,42 +254,50 @@ func appendJSONUint(dst []byte, u uint64) []byte {
 	return strconv.AppendUint(dst, u, 10)
 }
 
-// appendSmallUint appends u < 10⁸ in decimal, writing the digits in place
-// two at a time: token ids are below 10⁸ and loss mask values one digit,
-// and strconv's general path cost more than the rest of the encoding.
+// appendSmallUint appends u < 10⁸ in decimal.
 func appendSmallUint(dst []byte, u uint32) []byte {
-	if u < 10 {
-		return append(dst, byte('0'+u))
-	}
-	n := 8
-	switch {
-	case u < 100:
-		n = 2
-	case u < 1000:
-		n = 3
-	case u < 10000:
-		n = 4
-	case u < 100000:
-		n = 5
-	case u < 1000000:
-		n = 6
-	case u < 10000000:
-		n = 7
-	}
 	l := len(dst)
-	dst = slices.Grow(dst, n)[:l+n]
-	b := dst[l:]
-	i := n
-	for u >= 100 {
-		r := u % 100
-		u /= 100
-		i -= 2
-		b[i], b[i+1] = digitPairs[2*r], digitPairs[2*r+1]
-	}
-	if u >= 10 {
-		b[0], b[1] = digitPairs[2*u], digitPairs[2*u+1]
-	} else {
-		b[0] = byte('0' + u)
-	}
-	return dst
+	dst = slices.Grow(dst, 8)
+	n := putSmallUint(dst[l:l+8], u)
+	return dst[:l+n]
 }
+
+// putSmallUint writes u < 10⁸ in decimal at the start of b, which has room
+// for 8 bytes, and returns the number of digits: token ids are below 10⁸,
+// and strconv's general path cost more than the rest of the encoding. The
+// digits come four at a time from a table.
+func putSmallUint(b []byte, u uint32) int {
+	b = b[:8]
+	if u < 10000 {
+		d := &digitQuads[u]
+		n := quadLen(u)
+		copy(b, d[4-n:])
+		return n
+	}
+	hi, lo := u/10000, u%10000
+	n := quadLen(hi)
+	copy(b, digitQuads[hi][4-n:])
+	copy(b[n:], digitQuads[lo][:])
+	return n + 4
+}
+
+// quadLen returns the number of digits of u < 10⁴ (1 for 0).
+func quadLen(u uint32) int {
+	switch {
+	case u < 10:
+		return 1
+	case u < 100:
+		return 2
+	case u < 1000:
+		return 3
+	}
+	return 4
+}
+
+// digitQuads[u] is u < 10⁴ in four digits, zero-padded.
+var digitQuads = func() (t [10000][4]byte) {
+	for u := range t {
+		t[u] = [4]byte{byte('0' + u/1000), byte('0' + u/100%10), byte('0' + u/10%10), byte('0' + u%10)}
+	}
+	return t
+}()

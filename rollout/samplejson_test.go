@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -273,5 +275,70 @@ func BenchmarkWriteSamplesJSONL(b *testing.B) {
 			}
 			b.SetBytes(int64(buf.Len()))
 		})
+	}
+}
+
+// TestWriteSamplesJSONLSharedTokens checks the encoding of samples that
+// share token slices (alignment duplicates): byte-identical to
+// encoding/json whatever the number and order of holders, and a non-finite
+// logprob in a shared set fails on its first holder's line.
+func TestWriteSamplesJSONLSharedTokens(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var base []Sample
+	for range 6 {
+		base = append(base, randomSample(rng, true))
+	}
+	var rows []Sample
+	// Holders: 1, 2, 3 and 4 copies, interleaved, with other fields changed.
+	for round := range 4 {
+		for i := range base {
+			if round <= i%4 {
+				s := base[i]
+				s.Rollout, s.Advantage = round, float64(round)/3
+				rows = append(rows, s)
+			}
+		}
+	}
+	if st := newSharedTokens(rows); st == nil || len(st.counts) < 4 {
+		t.Fatal("test data holds too few shared token slices")
+	}
+	var got, want bytes.Buffer
+	if err := writeSamplesJSONL(&got, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeJSONL(&want, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want.Bytes()) {
+		t.Fatal("writeSamplesJSONL and writeJSONL differ on shared token slices")
+	}
+
+	bad := base[1]
+	bad.Logprobs = slices.Clone(bad.Logprobs)
+	bad.Logprobs[len(bad.Logprobs)-1] = math.Inf(-1)
+	rows = []Sample{base[0], bad, bad}
+	werr := writeJSONL(&want, rows)
+	gerr := writeSamplesJSONL(&got, rows)
+	if werr == nil || gerr == nil || gerr.Error() != werr.Error() || !strings.HasPrefix(gerr.Error(), "line 2: ") {
+		t.Fatalf("shared -Inf: writeSamplesJSONL error %v, writeJSONL error %v", gerr, werr)
+	}
+}
+
+func TestAppendSmallUint(t *testing.T) {
+	check := func(u uint32) {
+		if got, want := string(appendSmallUint([]byte("x"), u)), "x"+strconv.FormatUint(uint64(u), 10); got != want {
+			t.Fatalf("appendSmallUint(%d) = %q, want %q", u, got, want)
+		}
+	}
+	for p := uint32(1); p <= 1e8; p *= 10 {
+		for _, u := range []uint32{p - 1, p, p + 1} {
+			if u < 1e8 {
+				check(u)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 100000 {
+		check(rng.Uint32N(1e8))
 	}
 }
