@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,12 +18,18 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+	"github.com/mgrpo/mgrpo/sim/web"
 )
 
 // The benchmarks run the sim servers in a child process (this test binary,
 // running TestSimServerChild), so that the farm's CPU time and peak RSS are
 // measured apart from the simulated world's.
 const simChildEnv = "MGRPO_ROLLOUT_SIM_CHILD"
+
+// simChildProfileEnv names a file for the sim child's CPU profile, to see
+// where the simulated world spends its share of a benchmark.
+const simChildProfileEnv = "MGRPO_ROLLOUT_SIM_CPUPROFILE"
 
 // TestSimServerChild is not a test: run by a benchmark with simChildEnv set
 // to the sim's TTFT, it serves the sim world, prints "SIM <llm> <web>" and
@@ -36,7 +45,18 @@ func TestSimServerChild(t *testing.T) {
 	}
 	cfg := simllm.DefaultConfig()
 	cfg.Seed, cfg.TTFT, cfg.Slots = 5, d, 1<<20
-	llmURL, webURL := startSimServers(t, cfg)
+	cfg.Skills = benchSkills()
+	llmURL, webURL := startSimWorld(t, cfg, web.Config{Seed: simWorldSeed, BackgroundSentences: benchBackgroundSentences})
+	if path := os.Getenv(simChildProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	fmt.Printf("SIM %s %s\n", llmURL, webURL)
 	buf := make([]byte, 1)
 	for {
@@ -44,6 +64,22 @@ func TestSimServerChild(t *testing.T) {
 			return
 		}
 	}
+}
+
+// benchBackgroundSentences lengthens the sim's entity pages so that,
+// with benchSkills, the mean history a model call sends is about 8 KB, as
+// the farm's performance goal states it (the default sim world's pages are
+// short: its histories average about 5 KB).
+const benchBackgroundSentences = 70
+
+// benchSkills is the sim policy the benchmarks play: the default model
+// made more thorough (more queries per search, more pages per visit, fewer
+// answers taken from snippets), so that the mean history a model call
+// sends is about 8 KB, as the farm's performance goal states it.
+func benchSkills() policy.Skills {
+	s := policy.DefaultSkills()
+	s.MaxQueries, s.VisitTwo, s.SnippetShortcut = 3, 0.5, 0.2
+	return s
 }
 
 // simChild is a running sim server process.
@@ -180,9 +216,28 @@ func meanPromptBytes(b *testing.B, trees []*agents.Rollout) float64 {
 	return float64(total) / float64(n)
 }
 
+// dirBytes returns the total size of the files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		info, err := d.Info()
+		if err == nil {
+			n += info.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
 // benchFarm runs one step of batch×group rollouts with concurrency slots
 // against the sim child and returns the summary.
-func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int) StepSummary {
+func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) StepSummary {
 	b.Helper()
 	cfg := FarmConfig{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: ModeMGRPO, DBar: DBarSpec{Auto: true},
 		Weights: DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: DirSink{Dir: b.TempDir()}}
@@ -193,6 +248,11 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	sums, err := f.Run(context.Background())
 	if err != nil {
 		b.Fatal(err)
+	}
+	dir := cfg.Sink.(DirSink).Dir
+	b.ReportMetric(float64(dirBytes(b, dir))/float64(sums[0].LLMCalls)/1024, "file-KB/call")
+	if !keepFiles {
+		os.RemoveAll(dir)
 	}
 	return sums[0]
 }
@@ -205,14 +265,14 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	child := startSimChild(b, 0)
 	const batch, group, concurrency = 16, 8, 64
 	tasks := simTasks(b, batch)
-	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000}), keep: true}
+	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 0}), keep: true}
 	var calls, rollouts, failed int
 	var promptTokens int64
 	cpu0, _ := selfUsage(b)
 	sim0 := child.cpuTime(b)
 	start := time.Now()
 	for b.Loop() {
-		sum := benchFarm(b, rr, tasks, batch, group, concurrency)
+		sum := benchFarm(b, rr, tasks, batch, group, concurrency, false)
 		calls += sum.LLMCalls
 		rollouts += sum.Rollouts
 		failed += sum.FailedRollouts
@@ -233,21 +293,22 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 }
 
-// maxCallsPerRole caps each role's concurrent model calls in the latency
-// benchmark: every call holds a connection, and both this process and the
-// sim's must stay below the usual limit of 20,000 open files.
-const maxCallsPerRole = 7000
-
 // BenchmarkFarmSimLatency measures, against the sim with a 2 s time to
 // first token, the farm's throughput as a fraction of the Little's-law
 // ideal at 1,000 and 10,000 rollouts in flight, with the process's peak
-// RSS. One step of one rollout per slot (the 10,000 case holds a whole step of trees and samples in memory). Two fractions are reported:
+// RSS. One step of one rollout per slot (the 10,000 case holds a whole
+// step of trees and samples in memory). Two fractions are reported:
 // latency-ideal-fraction is the mean ideal rollout latency (critical-path
 // model calls × TTFT) over the mean measured one, i.e. the throughput
 // C/W of a saturated farm relative to C/W*; step-ideal-fraction is the
 // step's measured throughput over C/W*, which also pays for the step's
 // tail (slots idle while the last rollouts finish). Run each size in its
-// own process so that peak RSS is that size's.
+// own process so that peak RSS is that size's. The model clients speak
+// unencrypted HTTP/2 to the sim: with one HTTP/1.1 connection per call in
+// flight, 10,000 rollouts (more calls than that, with parallel
+// delegations) need more descriptors than this machine allows two
+// processes (20,000); HTTP/2 multiplexes them over a few connections. Tool
+// calls to the sim web stay on HTTP/1.1.
 func BenchmarkFarmSimLatency(b *testing.B) {
 	const ttft = 2 * time.Second
 	for _, concurrency := range []int{1000, 10000} {
@@ -257,11 +318,11 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 			batch := concurrency * perSlot / group
 			tasks := simTasks(b, batch)
 			rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
-				simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: min(int64(4*concurrency), maxCallsPerRole)}), ttft: ttft}
+				simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: int64(4 * concurrency), h2c: true}), ttft: ttft}
 			var sum StepSummary
 			start := time.Now()
 			for b.Loop() {
-				sum = benchFarm(b, rr, tasks, batch, group, concurrency)
+				sum = benchFarm(b, rr, tasks, batch, group, concurrency, true)
 			}
 			elapsed := time.Since(start)
 			_, rss := selfUsage(b)

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"sync"
@@ -36,7 +37,13 @@ func simTasks(tb testing.TB, n int) []Task {
 // process and returns their base URLs.
 func startSimServers(tb testing.TB, cfg simllm.Config) (llmURL, webURL string) {
 	tb.Helper()
-	world, err := web.Generate(web.Config{Seed: simWorldSeed})
+	return startSimWorld(tb, cfg, web.Config{Seed: simWorldSeed})
+}
+
+// startSimWorld is startSimServers with the web's configuration.
+func startSimWorld(tb testing.TB, cfg simllm.Config, webCfg web.Config) (llmURL, webURL string) {
+	tb.Helper()
+	world, err := web.Generate(webCfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -46,7 +53,14 @@ func startSimServers(tb testing.TB, cfg simllm.Config) (llmURL, webURL string) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	llmSrv := httptest.NewServer(srv.Handler())
+	// HTTP/1.1 and unencrypted HTTP/2 (for clients with prior knowledge,
+	// see simRunnerConfig.h2c), with room for any number of streams.
+	llmSrv := httptest.NewUnstartedServer(srv.Handler())
+	llmSrv.Config.Protocols = new(http.Protocols)
+	llmSrv.Config.Protocols.SetHTTP1(true)
+	llmSrv.Config.Protocols.SetUnencryptedHTTP2(true)
+	llmSrv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 20}
+	llmSrv.Start()
 	tb.Cleanup(func() { llmSrv.Close(); srv.Close() })
 	return llmSrv.URL, webSrv.URL
 }
@@ -58,6 +72,9 @@ type simRunnerConfig struct {
 	maxInFlight int64
 	// visitBudget caps visit observations in characters (0: the default).
 	visitBudget int
+	// h2c makes the model clients speak unencrypted HTTP/2 (prior
+	// knowledge), multiplexing every call over a few connections.
+	h2c bool
 }
 
 // newSimRunner wires real clients and tools to the sim servers, as the
@@ -66,8 +83,16 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 	tb.Helper()
 	temp := 1.0
 	client := func(role string) *llm.Client {
+		var hc *http.Client
+		if rc.h2c {
+			tr := http.DefaultTransport.(*http.Transport).Clone()
+			tr.Protocols = new(http.Protocols)
+			tr.Protocols.SetUnencryptedHTTP2(true)
+			tb.Cleanup(tr.CloseIdleConnections)
+			hc = &http.Client{Transport: tr}
+		}
 		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
-			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp},
+			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp}, HTTPClient: hc,
 			Pool: llm.PoolConfig{MaxInFlightPerEndpoint: rc.maxInFlight}})
 		if err != nil {
 			tb.Fatal(err)
