@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Sequence is one training sequence assembled from consecutive turns of a
@@ -69,7 +70,12 @@ func Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
 		}
 		seqs = append(seqs, Sequence{FirstTurn: i, NumTurns: 1})
 		cur = &seqs[len(seqs)-1]
+		// Sized for the whole trajectory: without drift, the last turn's
+		// prompt and completion are exactly the merged sequence.
 		size := len(t.PromptIDs) + len(t.CompletionIDs)
+		if last := turns[len(turns)-1]; last != nil {
+			size = max(size, len(last.PromptIDs)+len(last.CompletionIDs))
+		}
 		cur.InputIDs = make([]int, 0, size)
 		cur.LossMask = make([]uint8, 0, size)
 		cur.Logprobs = make([]float64, 0, size)
@@ -88,12 +94,14 @@ func appendSpan(s *Sequence, ids []int, lps []float64) {
 		m = 1
 		s.Logprobs = append(s.Logprobs, lps...)
 	} else {
-		for range ids {
-			s.Logprobs = append(s.Logprobs, 0)
-		}
+		n := len(s.Logprobs)
+		s.Logprobs = slices.Grow(s.Logprobs, len(ids))[:n+len(ids)]
+		clear(s.Logprobs[n:])
 	}
-	for range ids {
-		s.LossMask = append(s.LossMask, m)
+	n := len(s.LossMask)
+	s.LossMask = slices.Grow(s.LossMask, len(ids))[:n+len(ids)]
+	for i := n; i < len(s.LossMask); i++ {
+		s.LossMask[i] = m
 	}
 }
 
