@@ -64,6 +64,8 @@ type Client struct {
 	http     *retryablehttp.Client
 	log      *slog.Logger
 	met      *Metrics
+	// tools caches the encoding of the tool lists the client sends.
+	tools toolsCache
 }
 
 // dialect is one server family's way of making a call and capturing its

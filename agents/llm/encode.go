@@ -9,11 +9,8 @@ import (
 )
 
 // plainMessage is openai.ChatCompletionMessage with the JSON tags its
-// MarshalJSON uses for a message without MultiContent. Converting to it
-// (the compiler checks the field lists match) encodes a message to the same
-// bytes without the Marshaler round trip: encoding/json re-scans and
-// compacts every Marshaler's output, which was a third of a call's CPU with
-// an 8 KB history.
+// MarshalJSON uses for a message without MultiContent: the layout
+// appendMessages writes.
 type plainMessage struct {
 	Role             string                   `json:"role"`
 	Content          string                   `json:"content,omitempty"`
@@ -26,9 +23,33 @@ type plainMessage struct {
 	ToolCallID       string                   `json:"tool_call_id,omitempty"`
 }
 
-// encodeChatRequest returns json.Marshal(cr), byte for byte, faster.
-func encodeChatRequest(cr ChatRequest) ([]byte, error) {
-	if b, ok := fastChatRequest(cr); ok {
+// The conversions fail to compile when go-openai adds a field the
+// hand-written encoder in encode_message.go would miss.
+var (
+	_ = plainMessage(openai.ChatCompletionMessage{})
+	_ = plainToolCall(openai.ToolCall{})
+	_ = plainFunctionCall(openai.FunctionCall{})
+)
+
+// plainToolCall and plainFunctionCall are the field lists
+// appendToolCall and appendFunctionCall write.
+type (
+	plainToolCall struct {
+		Index    *int
+		ID       string
+		Type     openai.ToolType
+		Function openai.FunctionCall
+	}
+	plainFunctionCall struct {
+		Name      string
+		Arguments string
+	}
+)
+
+// encodeChatRequest returns json.Marshal(cr), byte for byte, faster. tools,
+// when not nil, caches the encoding of cr.Tools.
+func encodeChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, error) {
+	if b, ok := fastChatRequest(cr, tools); ok {
 		return b, nil
 	}
 	return json.Marshal(cr)
@@ -38,9 +59,9 @@ func encodeChatRequest(cr ChatRequest) ([]byte, error) {
 // itself is a fresh slice: the HTTP transport may still read it after the
 // call returns.
 type reqScratch struct {
-	buf   bytes.Buffer
-	enc   *json.Encoder
-	plain []plainMessage
+	buf  bytes.Buffer
+	enc  *json.Encoder
+	msgs []byte
 }
 
 var reqScratchPool = sync.Pool{New: func() any {
@@ -49,61 +70,91 @@ var reqScratchPool = sync.Pool{New: func() any {
 	return sc
 }}
 
-// fastChatRequest is encodeChatRequest's fast path. The request is encoded
-// without its messages, which encoding/json writes as
-// {"model":…,"messages":null,…}, and the messages, encoded as
-// plainMessages, are put in place of the null. Anything else — no messages,
-// a message with multi-part content (or both content kinds, an error), an
-// encoding error, a layout other than model then messages — is left to
-// json.Marshal (ok false).
-func fastChatRequest(cr ChatRequest) ([]byte, bool) {
+// toolsStandIn takes the place of a cached tool list when the rest of a
+// request is encoded: it keeps the tools member where encoding/json puts
+// it, and its value is replaced by the cached bytes.
+var toolsStandIn = []openai.Tool{{Type: "function"}}
+
+// fastChatRequest is encodeChatRequest's fast path. encoding/json encodes
+// the request without its messages (as null) and with a stand-in for a
+// cached tool list; the messages, written by appendMessages, and the cached
+// tools then replace those two values. Anything else — no messages, a
+// message with multi-part content (or both content kinds, an error), an
+// encoding error — is left to json.Marshal (ok false).
+func fastChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, bool) {
 	msgs := cr.Messages
 	if msgs == nil {
 		return nil, false
 	}
 	sc := reqScratchPool.Get().(*reqScratch)
 	defer func() {
-		clear(sc.plain)
-		if sc.buf.Cap() <= maxScratch && cap(sc.plain) <= 4096 {
+		if sc.buf.Cap() <= maxScratch && cap(sc.msgs) <= maxScratch {
 			reqScratchPool.Put(sc)
 		}
 	}()
-	sc.buf.Reset()
-	sc.plain = sc.plain[:0]
-	if sc.plain == nil {
-		// A fresh scratch slice is nil, which would encode an empty
-		// message list as null instead of [].
-		sc.plain = []plainMessage{}
+	var ok bool
+	if sc.msgs, ok = appendMessages(sc.msgs[:0], msgs); !ok {
+		return nil, false
 	}
-	for i := range msgs {
-		if msgs[i].MultiContent != nil && (len(msgs[i].MultiContent) > 0 || msgs[i].Content != "") {
-			return nil, false
+	var toolsJSON []byte
+	if tools != nil {
+		if toolsJSON, ok = tools.encode(cr.Tools); ok {
+			cr.Tools = toolsStandIn
 		}
-		sc.plain = append(sc.plain, plainMessage(msgs[i]))
 	}
-	// Encoder.Encode writes what json.Marshal returns, and a newline.
 	cr.Messages = nil
+	sc.buf.Reset()
+	// Encoder.Encode writes what json.Marshal returns, and a newline.
 	if sc.enc.Encode(cr) != nil {
 		return nil, false
 	}
-	headLen := sc.buf.Len() - 1
-	if sc.enc.Encode(sc.plain) != nil {
+	head := sc.buf.Bytes()
+	head = head[:len(head)-1]
+	// Find the two values among the top-level members: the head is small,
+	// and its member order is encoding/json's, not assumed here.
+	msgsAt, toolsAt := span{with: sc.msgs}, span{with: toolsJSON}
+	s := jscan{b: head}
+	if !s.members(func(key []byte) bool {
+		s.ws()
+		start := s.i
+		if !s.skip(0) {
+			return false
+		}
+		switch string(key) {
+		case "messages":
+			msgsAt.start, msgsAt.end = start, s.i
+		case "tools":
+			toolsAt.start, toolsAt.end = start, s.i
+		}
+		return true
+	}) || msgsAt.end == 0 || toolsJSON != nil && toolsAt.end == 0 {
 		return nil, false
 	}
-	b := sc.buf.Bytes()
-	head, arr := b[:headLen], b[headLen+1:len(b)-1]
-	const modelKey, messagesNull = `{"model":`, `,"messages":null`
-	if !bytes.HasPrefix(head, []byte(modelKey)) {
-		return nil, false
+	repl := []span{msgsAt}
+	if toolsJSON != nil {
+		repl = append(repl, toolsAt)
+		if toolsAt.start < msgsAt.start {
+			repl[0], repl[1] = toolsAt, msgsAt
+		}
 	}
-	s := jscan{b: head, i: len(modelKey)}
-	if _, _, ok := s.str(); !ok || !bytes.HasPrefix(head[s.i:], []byte(messagesNull)) {
-		return nil, false
+	return splice(head, repl, len(sc.msgs)+len(toolsJSON)), true
+}
+
+// span is a value in a request's head and what replaces it.
+type span struct {
+	start, end int
+	with       []byte
+}
+
+// splice returns a fresh copy of head with the spans, in order, replaced;
+// extra is the room the replacements need.
+func splice(head []byte, spans []span, extra int) []byte {
+	out := make([]byte, 0, len(head)+extra)
+	last := 0
+	for _, r := range spans {
+		out = append(out, head[last:r.start]...)
+		out = append(out, r.with...)
+		last = r.end
 	}
-	at := s.i + len(messagesNull) - len("null")
-	out := make([]byte, 0, len(head)-len("null")+len(arr))
-	out = append(out, head[:at]...)
-	out = append(out, arr...)
-	out = append(out, head[at+len("null"):]...)
-	return out, true
+	return append(out, head[last:]...)
 }

@@ -8,19 +8,22 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 )
 
-// checkChatRequest fails unless encodeChatRequest gives json.Marshal's
-// bytes and error, and reports whether the fast path took cr.
-func checkChatRequest(t *testing.T, cr ChatRequest) bool {
+// checkChatRequest fails unless encodeChatRequest, with and without the
+// tools cache tc (used twice, to hit it), gives json.Marshal's bytes and
+// error, and reports whether the fast path took cr.
+func checkChatRequest(t *testing.T, cr ChatRequest, tc *toolsCache) bool {
 	t.Helper()
 	want, werr := json.Marshal(cr)
-	got, gerr := encodeChatRequest(cr)
-	if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
-		t.Fatalf("error %v, json.Marshal %v", gerr, werr)
+	for _, cache := range []*toolsCache{nil, tc, tc} {
+		got, gerr := encodeChatRequest(cr, cache)
+		if (gerr == nil) != (werr == nil) || gerr != nil && gerr.Error() != werr.Error() {
+			t.Fatalf("error %v, json.Marshal %v", gerr, werr)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("encodeChatRequest:\n%s\njson.Marshal:\n%s", got, want)
+		}
 	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("encodeChatRequest:\n%s\njson.Marshal:\n%s", got, want)
-	}
-	_, ok := fastChatRequest(cr)
+	_, ok := fastChatRequest(cr, tc)
 	return ok
 }
 
@@ -51,25 +54,93 @@ func TestEncodeChatRequest(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cr := c.chatRequest(Request{Messages: tc.msgs, Tools: executorTools()}, s)
 			cr.LogProbs, cr.TopLogProbs, cr.ReturnTokenIDs = true, ptr(0), true
-			if got := checkChatRequest(t, cr); got != tc.fast {
+			if got := checkChatRequest(t, cr, new(toolsCache)); got != tc.fast {
 				t.Errorf("fast path taken %v, want %v", got, tc.fast)
 			}
 		})
 	}
 }
 
+// TestToolsCacheFollowsEdits checks that a cached tool list edited in
+// place, or swapped for one the cache cannot hold, is encoded afresh.
+func TestToolsCacheFollowsEdits(t *testing.T) {
+	tc := new(toolsCache)
+	tools := executorTools()
+	cr := ChatRequest{ChatCompletionRequest: openai.ChatCompletionRequest{Model: "m", Messages: userMsg("hi"), Tools: tools}}
+	cr.Temperature = ptr(0.0)
+	for _, edit := range []struct {
+		name string
+		do   func()
+	}{
+		{"cached", func() {}},
+		{"description", func() { tools[0].Function.Description = "Search <the> web." }},
+		{"parameters in place", func() { tools[1].Function.Parameters.(json.RawMessage)[2] = 'T' }},
+		{"strict", func() { tools[1].Function.Strict = true }},
+		{"nil parameters", func() { tools[0].Function.Parameters = nil }},
+		{"nil raw parameters", func() { tools[0].Function.Parameters = json.RawMessage(nil) }},
+		{"map parameters", func() { tools[0].Function.Parameters = map[string]any{"type": "object"} }},
+		{"tool parameters", func() { tools[1].Parameters = map[string]any{"x": 1} }},
+		{"no function", func() { tools[1] = openai.Tool{Type: "web_search"} }},
+		{"empty raw parameters", func() { tools[0].Function.Parameters = json.RawMessage{} }},
+	} {
+		t.Run(edit.name, func(t *testing.T) {
+			edit.do()
+			checkChatRequest(t, cr, tc)
+		})
+	}
+	if got := len(*tc.entries.Load()); got > maxToolsEntries {
+		t.Errorf("cache holds %d entries, want at most %d", got, maxToolsEntries)
+	}
+}
+
 // FuzzEncodeChatRequest checks encodeChatRequest against json.Marshal on
-// random message texts.
+// random message texts, tool calls and tool definitions.
 func FuzzEncodeChatRequest(f *testing.F) {
-	f.Add("m", "hi", "", "")
-	f.Add("", "<&>\u2028", "\xff", "c")
-	f.Fuzz(func(t *testing.T, model, content, reasoning, name string) {
+	f.Add("m", "hi", "", "", "", `{"type":"object"}`, 0)
+	f.Add("", "<&>\u2028", "\xff", "c", "d\n", `{ "a" : [1, 2] }`, 3)
+	f.Add("x", "a\x00b\u2029\U0001F600", "\xe2\x82", "", "", `{`, -1)
+	f.Fuzz(func(t *testing.T, model, content, reasoning, name, desc, params string, index int) {
+		idx := &index
+		if index < 0 {
+			idx = nil
+		}
 		cr := ChatRequest{ChatCompletionRequest: openai.ChatCompletionRequest{Model: model, Messages: []openai.ChatCompletionMessage{
 			{Role: "user", Content: content, Name: name},
-			{Role: "assistant", ReasoningContent: reasoning, ToolCalls: []openai.ToolCall{{ID: name, Function: openai.FunctionCall{Name: name, Arguments: content}}}},
-		}}}
-		if !checkChatRequest(t, cr) {
+			{Role: "assistant", ReasoningContent: reasoning, FunctionCall: &openai.FunctionCall{Arguments: name},
+				ToolCalls: []openai.ToolCall{{Index: idx, ID: name, Function: openai.FunctionCall{Name: name, Arguments: content}}, {Type: openai.ToolTypeFunction}}},
+			{Role: "tool", Content: reasoning, ToolCallID: desc, Refusal: params},
+		}, Tools: []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{Name: name, Description: desc, Parameters: json.RawMessage(params)}}},
+			ChatTemplateKwargs: map[string]any{"k": content}, Stop: []string{desc}}}
+		if !checkChatRequest(t, cr, new(toolsCache)) && json.Valid([]byte(params)) {
 			t.Fatal("fast path refused a plain request")
+		}
+	})
+}
+
+// FuzzJSONString checks appendQuoted against json.Marshal and
+// appendUnquoted against json.Unmarshal.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "plain text", "<a href=\"x\">&amp;</a>\n\t\r\b\f\x00\x1f", "\u2028\u2029é😀\xff\xe2\x82", `\ud83d\ude00 \ud800 \udc00\u0041 \/`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendQuoted(nil, s); !bytes.Equal(got, want) {
+			t.Fatalf("appendQuoted(%q) = %s, json.Marshal %s", s, got, want)
+		}
+		// s as the inside of a JSON string literal, when jscan takes it.
+		lit := []byte(`"` + s + `"`)
+		sc := jscan{b: lit}
+		raw, _, ok := sc.str()
+		if !ok || sc.i != len(lit) {
+			return
+		}
+		var dec string
+		if err := json.Unmarshal(lit, &dec); err != nil {
+			t.Fatalf("jscan accepted %q, json.Unmarshal: %v", lit, err)
+		}
+		if got := string(appendUnquoted(nil, raw)); got != dec {
+			t.Fatalf("appendUnquoted(%q) = %q, json.Unmarshal %q", raw, got, dec)
 		}
 	})
 }

@@ -109,12 +109,15 @@ func putScratch(sc *scratch) {
 // Fields each fast decoder fills itself; a rest key matching one of them
 // by case folding makes it give up.
 var (
-	ownedChatTop    = []string{"prompt_token_ids", "choices"}
-	ownedChatChoice = []string{"token_ids", "prompt_token_ids", "logprobs", "meta_info"}
-	ownedLogprobs   = []string{"content"}
-	ownedLPEntry    = []string{"token", "logprob", "bytes", "top_logprobs"}
-	ownedMetaInfo   = []string{"output_token_logprobs"}
-	ownedGenerate   = []string{"output_ids", "meta_info"}
+	ownedChatTop = []string{"prompt_token_ids", "choices", "id", "object", "created", "model", "usage",
+		"system_fingerprint", "service_tier", "metadata"}
+	ownedChatChoice = []string{"token_ids", "prompt_token_ids", "logprobs", "meta_info", "index", "message",
+		"finish_reason", "stop_reason", "matched_stop"}
+	ownedLogprobs = []string{"content"}
+	ownedLPEntry  = []string{"token", "logprob", "bytes", "top_logprobs"}
+	ownedMetaInfo = []string{"output_token_logprobs", "id", "finish_reason", "prompt_tokens", "completion_tokens",
+		"cached_tokens", "weight_version"}
+	ownedGenerate = []string{"output_ids", "meta_info", "text"}
 )
 
 // members walks an object, calling member with each key to consume its
@@ -188,8 +191,31 @@ func fastChat(body []byte, wantTokens bool) (*chatResult, bool) {
 				return false
 			}
 			ok = s.choices(r, sc, wantTokens)
+		case "id":
+			ok = once(&seen, 4) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.ID) })
+		case "object":
+			ok = once(&seen, 8) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.Object) })
+		case "created":
+			ok = once(&seen, 16) && s.orRest(&sc.top, key, func() bool {
+				var v int
+				if !s.intTo(&v) {
+					return false
+				}
+				resp.Created = int64(v)
+				return true
+			})
+		case "model":
+			ok = once(&seen, 32) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.Model) })
+		case "usage":
+			ok = once(&seen, 64) && s.orRest(&sc.top, key, func() bool { return s.usage(&resp.Usage) })
+		case "system_fingerprint":
+			ok = once(&seen, 128) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.SystemFingerprint) })
+		case "service_tier":
+			ok = once(&seen, 256) && s.orRest(&sc.top, key, func() bool { return s.textTo((*string)(&resp.ServiceTier)) })
+		case "metadata":
+			ok = once(&seen, 512) && s.orRest(&sc.top, key, func() bool { return s.metadata(&resp.Metadata) })
 		default:
-			ok = s.rest(&sc.top, key, ownedChatTop)
+			ok = s.other(&sc.top, key, ownedChatTop, chatTopFields)
 		}
 		return ok
 	})
@@ -247,8 +273,18 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 				return false
 			}
 			ch.MetaInfo, ok = s.metaInfo(sc)
+		case "index":
+			ok = once(&seen, 16) && s.orRest(&sc.choice, key, func() bool { return s.intTo(&ch.Index) })
+		case "message":
+			ok = once(&seen, 32) && s.orRest(&sc.choice, key, func() bool { return s.message(&ch.Message) })
+		case "finish_reason":
+			ok = once(&seen, 64) && s.orRest(&sc.choice, key, func() bool { return s.textTo((*string)(&ch.FinishReason)) })
+		case "stop_reason":
+			ok = once(&seen, 128) && s.rawTo(&ch.StopReason)
+		case "matched_stop":
+			ok = once(&seen, 256) && s.rawTo(&ch.MatchedStop)
 		default:
-			ok = s.rest(&sc.choice, key, ownedChatChoice)
+			ok = s.other(&sc.choice, key, ownedChatChoice, chatChoiceFields)
 		}
 		return ok
 	})
@@ -290,7 +326,7 @@ func (s *jscan) logprobs(sc *scratch, wantTokens bool) bool {
 			return true
 		}
 		for {
-			if !s.logprobEntry(sc, wantTokens) {
+			if !s.quickEntry(sc, wantTokens) && !s.logprobEntry(sc, wantTokens) {
 				return false
 			}
 			if s.eat(',') {
@@ -368,15 +404,28 @@ func (s *jscan) metaInfo(sc *scratch) (*MetaInfo, bool) {
 	)
 	sc.meta.reset()
 	ok := s.members(func(key []byte) bool {
-		if string(key) != "output_token_logprobs" {
-			return s.rest(&sc.meta, key, ownedMetaInfo)
+		switch string(key) {
+		case "output_token_logprobs":
+			if !once(&seen, 1) {
+				return false
+			}
+			var ok bool
+			tlps, ok = s.tokenLogprobs(sc)
+			return ok
+		case "id":
+			return once(&seen, 2) && s.orRest(&sc.meta, key, func() bool { return s.textTo(&mi.ID) })
+		case "finish_reason":
+			return once(&seen, 4) && s.rawTo(&mi.FinishReason)
+		case "prompt_tokens":
+			return once(&seen, 8) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.PromptTokens) })
+		case "completion_tokens":
+			return once(&seen, 16) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.CompletionTokens) })
+		case "cached_tokens":
+			return once(&seen, 32) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.CachedTokens) })
+		case "weight_version":
+			return once(&seen, 64) && s.orRest(&sc.meta, key, func() bool { return s.textTo(&mi.WeightVersion) })
 		}
-		if !once(&seen, 1) {
-			return false
-		}
-		var ok bool
-		tlps, ok = s.tokenLogprobs(sc)
-		return ok
+		return s.other(&sc.meta, key, ownedMetaInfo, metaInfoFields)
 	})
 	if !ok || !sc.meta.decode(mi) {
 		return nil, false
@@ -456,8 +505,10 @@ func fastGenerate(body []byte) (*GenerateResponse, bool) {
 				return false
 			}
 			mi, ok = s.metaInfo(sc)
+		case "text":
+			ok = once(&seen, 4) && s.orRest(&sc.top, key, func() bool { return s.textTo(&g.Text) })
 		default:
-			ok = s.rest(&sc.top, key, ownedGenerate)
+			ok = s.other(&sc.top, key, ownedGenerate, generateFields)
 		}
 		return ok
 	})

@@ -139,6 +139,29 @@ var fastCases = []struct {
 	{"sglang float id", strings.Replace(okSGLang, `[-0.5,7,null]`, `[-0.5,7.5,null]`, 1), false},
 	{"sglang null entry", strings.Replace(okSGLang, `[-0.5,7,null]`, `null`, 1), false},
 	{"sglang two-element triple", strings.Replace(okSGLang, `[-0.5,7,null]`, `[-0.5,7]`, 1), true},
+	{"message fields", strings.Replace(okVLLM, `"content":"hi"}`, `"content":"a\nb\u00e9\ud83d\ude00\ud800x\\\"\/","reasoning_content":"r","refusal":null,"name":"n","tool_call_id":"t","annotations":[],"audio":null,"function_call":{"name":"f","arguments":"{}"},"tool_calls":[{"id":"c","index":1,"type":"function","function":{"name":"s","arguments":"{\"q\":[1]}"}},{"type":"function","index":null,"function":null}]}`, 1), true},
+	{"invalid utf8 content", strings.Replace(okVLLM, `"content":"hi"`, "\"content\":\"h\xffi\xe2\x82\"", 1), true},
+	{"lone low surrogate", strings.Replace(okVLLM, `"content":"hi"`, `"content":"\udc00\ud800\u0041"`, 1), true},
+	{"empty tool calls", strings.Replace(okVLLM, `"content":"hi"}`, `"content":null,"tool_calls":[]}`, 1), true},
+	{"multi content", strings.Replace(okVLLM, `"content":"hi"`, `"content":[{"type":"text","text":"hi"}]`, 1), true},
+	{"folded message key", strings.Replace(okVLLM, `"content":"hi"`, `"Content":"hi"`, 1), true},
+	{"MultiContent key", strings.Replace(okVLLM, `"content":"hi"`, `"content":"hi","MultiContent":[]`, 1), true},
+	{"null message", strings.Replace(okVLLM, `"message":{"role":"assistant","content":"hi"}`, `"message":null`, 1), true},
+	{"numeric role", strings.Replace(okVLLM, `"role":"assistant"`, `"role":1`, 1), false},
+	{"duplicate content", strings.Replace(okVLLM, `"content":"hi"`, `"content":"a","content":"hi"`, 1), true},
+	{"top fields", strings.Replace(okVLLM, `"model":"m"`, `"model":"m","created":17,"system_fingerprint":null,"service_tier":"auto","metadata":{"weight_version":"w","x":1},"prompt_filter_results":[],"prompt_logprobs":null,"kv_transfer_params":null`, 1), true},
+	{"null metadata", strings.Replace(okVLLM, `"model":"m"`, `"model":"m","metadata":null`, 1), true},
+	{"usage details", strings.Replace(okVLLM, `"total_tokens":5}`, `"total_tokens":5,"prompt_tokens_details":{"cached_tokens":2},"completion_tokens_details":null,"reasoning_tokens":0}`, 1), true},
+	{"null usage", strings.Replace(okVLLM, `"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}`, `"usage":null`, 1), true},
+	{"float created", strings.Replace(okVLLM, `"model":"m"`, `"model":"m","created":1.5`, 1), false},
+	{"folded top key", strings.Replace(okVLLM, `"model":"m"`, `"Model":"m"`, 1), false},
+	{"stop reason", strings.Replace(okVLLM, `"stop_reason":null`, `"stop_reason": [ 1 , "x" ] ,"matched_stop":"</s>","content_filter_results":{}`, 1), true},
+	{"reordered entry", strings.Replace(okVLLM, `{"token":"hi","logprob":-0.5,"bytes":[104,105],"top_logprobs":[]}`, `{"bytes":[104,105],"top_logprobs":[],"logprob":-0.5,"token":"hi","x":0}`, 1), true},
+	{"spaced entry", strings.Replace(okVLLM, `{"token":"hi","logprob":-0.5,"bytes":[104,105],"top_logprobs":[]}`, `{"token":"hi", "logprob":-0.5,"bytes":[ 104,105],"top_logprobs":null}`, 1), true},
+	{"leading zero byte", strings.Replace(okVLLM, `"bytes":[104,105]`, `"bytes":[0,01]`, 1), false},
+	{"duplicate logprob", strings.Replace(okVLLM, `"logprob":-0.5`, `"logprob":-0.5,"logprob":-0.5`, 1), false},
+	{"spaced ids", strings.Replace(okVLLM, `"prompt_token_ids":[1,2,3]`, `"prompt_token_ids":[ 1 ,22, 333,-4,0,12345678,123456789,5]`, 1), true},
+	{"sglang meta fields", strings.Replace(okSGLang, `"id":"x","finish_reason"`, `"id":"y","cached_tokens":4,"e2e_latency":0.5,"finish_reason"`, 1), true},
 	{"sglang null meta", strings.Replace(okSGLang, `"meta_info":{"id":"x","finish_reason":{"type":"stop","matched":2},"prompt_tokens":3,"completion_tokens":2,"weight_version":"v1","output_token_logprobs":[[-0.5,7,null],[-0.1,2,"<|im_end|>"]]}`, `"meta_info":null`, 1), true},
 }
 
@@ -234,6 +257,36 @@ func BenchmarkDecode(b *testing.B) {
 				if _, _, err := DecodeChatResponse(tc.body); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// TestFastMessageTaken checks that the message decoder itself takes the
+// usual shapes and refuses the rest, which the agreement tests cannot tell
+// from a fallback to encoding/json.
+func TestFastMessageTaken(t *testing.T) {
+	for _, tc := range []struct {
+		name, msg string
+		take      bool
+	}{
+		{"vllm", `{"role":"assistant","content":"a\nb","refusal":null,"annotations":null,"audio":null,"function_call":null,"tool_calls":[],"reasoning":"r","reasoning_content":null}`, true},
+		{"tool call", `{"role":"assistant","content":null,"tool_calls":[{"id":"c","index":0,"type":"function","function":{"name":"s","arguments":"{\"q\":1}"}}]}`, true},
+		{"multi content", `{"role":"user","content":[]}`, false},
+		{"folded", `{"ROLE":"user"}`, false},
+		{"number", `{"role":"user","name":1}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want ChatMessage
+			err := json.Unmarshal([]byte(tc.msg), &want)
+			var got ChatMessage
+			s := jscan{b: []byte(tc.msg)}
+			ok := s.message(&got) && s.end()
+			if ok != tc.take {
+				t.Fatalf("message taken %v, want %v", ok, tc.take)
+			}
+			if ok && (err != nil || !reflect.DeepEqual(got, want)) {
+				t.Fatalf("message %+v, encoding/json %+v (%v)", got, want, err)
 			}
 		})
 	}

@@ -16,6 +16,8 @@ import (
 type jscan struct {
 	b []byte
 	i int
+	// tmp is text's buffer for decoding escaped strings.
+	tmp []byte
 }
 
 // maxScanDepth bounds the nesting skip follows; deeper values are left to
@@ -152,21 +154,15 @@ func (s *jscan) text() (string, bool) {
 	if s.null() {
 		return "", true
 	}
-	start := s.i
 	raw, special, ok := s.str()
 	if !ok {
 		return "", false
 	}
-	if !special || utf8.Valid(raw) && bytes.IndexByte(raw, '\\') < 0 {
+	if !special {
 		return string(raw), true
 	}
-	// Escapes or invalid UTF-8: let the standard decoder handle this one
-	// string.
-	var out string
-	if json.Unmarshal(s.b[start:s.i], &out) != nil {
-		return "", false
-	}
-	return out, true
+	s.tmp = appendUnquoted(s.tmp[:0], raw)
+	return string(s.tmp), true
 }
 
 // number consumes a JSON number and returns its text and whether it is an
@@ -260,59 +256,6 @@ func (s *jscan) float() (float64, bool) {
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
 	return f, err == nil
-}
-
-// ints consumes an array of integers (or null, which is nil). Like
-// encoding/json it returns an empty, non-nil slice for [].
-func (s *jscan) ints() ([]int, bool) {
-	if s.null() {
-		return nil, true
-	}
-	if !s.eat('[') {
-		return nil, false
-	}
-	if s.eat(']') {
-		return []int{}, true
-	}
-	// Size the slice once: an array of integers ends at the first ']'.
-	n := 1
-	if end := bytes.IndexByte(s.b[s.i:], ']'); end >= 0 {
-		n += bytes.Count(s.b[s.i:s.i+end], []byte{','})
-	}
-	out := make([]int, 0, n)
-	// The hot loop of a response: keep the position in a register and
-	// handle "digits," without calls; anything unusual goes through int.
-	b, i := s.b, s.i
-	for {
-		start := i
-		v := 0
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			v = v*10 + int(b[i]-'0')
-			i++
-		}
-		if d := i - start; d == 0 || d > 18 || d > 1 && b[start] == '0' || i >= len(b) || b[i] != ',' && b[i] != ']' {
-			// A sign, whitespace, a long number or an error.
-			s.i = start
-			var ok bool
-			if v, ok = s.int(); !ok {
-				return nil, false
-			}
-			s.ws()
-			i = s.i
-			if i >= len(b) || b[i] != ',' && b[i] != ']' {
-				return nil, false
-			}
-		}
-		out = append(out, v)
-		i++
-		if b[i-1] == ']' {
-			s.i = i
-			return out, true
-		}
-		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
-			i++
-		}
-	}
 }
 
 // byteArray validates a value encoding/json would decode into a []byte
