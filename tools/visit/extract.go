@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	readability "codeberg.org/readeck/go-readability/v2"
 	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
 	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
 	"golang.org/x/net/html"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
 // ExtractHTML returns the title and the main content of an HTML page as
@@ -23,7 +27,7 @@ func ExtractHTML(body []byte, pageURL *url.URL) (title, markdown string, err err
 	if pageURL != nil {
 		opts = append(opts, converter.WithDomain(pageURL.Scheme+"://"+pageURL.Host))
 	}
-	art, perr := p.Parse(bytes.NewReader(body), pageURL)
+	art, perr := readable(&p, body, pageURL)
 	if perr == nil && art.Node != nil {
 		md, cerr := htmltomarkdown.ConvertNode(art.Node, opts...)
 		if cerr == nil && len(bytes.TrimSpace(md)) > 0 {
@@ -41,6 +45,24 @@ func ExtractHTML(body []byte, pageURL *url.URL) (title, markdown string, err err
 		return title, "", fmt.Errorf("convert html: %w", err)
 	}
 	return title, tidy(string(md)), nil
+}
+
+// readable runs readability on body. Valid UTF-8 (what the fetcher hands
+// over for nearly every page) is parsed directly, with the same Unicode
+// normalization readability applies; only other bytes go through
+// readability's own charset detection, which costs more than the rest of
+// the extraction and can mistake UTF-8 for a legacy charset.
+func readable(p *readability.Parser, body []byte, pageURL *url.URL) (readability.Article, error) {
+	if !utf8.Valid(body) {
+		return p.Parse(bytes.NewReader(body), pageURL)
+	}
+	softHyphen := runes.Remove(runes.Predicate(func(r rune) bool { return r == '\u00AD' }))
+	normalized := transform.NewReader(bytes.NewReader(body), transform.Chain(norm.NFD, softHyphen, norm.NFC))
+	doc, err := html.Parse(normalized)
+	if err != nil {
+		return readability.Article{}, fmt.Errorf("parse html: %w", err)
+	}
+	return p.ParseAndMutate(doc, pageURL)
 }
 
 func findTitle(n *html.Node) string {
