@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
@@ -32,19 +33,20 @@ const simChildEnv = "MGRPO_ROLLOUT_SIM_CHILD"
 const simChildProfileEnv = "MGRPO_ROLLOUT_SIM_CPUPROFILE"
 
 // TestSimServerChild is not a test: run by a benchmark with simChildEnv set
-// to the sim's TTFT, it serves the sim world, prints "SIM <llm> <web>" and
-// serves until its standard input closes.
+// to the sim's latency model (see simLatency.String), it serves the sim
+// world, prints "SIM <llm> <web>" and serves until its standard input
+// closes.
 func TestSimServerChild(t *testing.T) {
-	ttft := os.Getenv(simChildEnv)
-	if ttft == "" {
+	spec := os.Getenv(simChildEnv)
+	if spec == "" {
 		t.Skip("only runs as the benchmarks' sim server process")
 	}
-	d, err := time.ParseDuration(ttft)
+	lat, err := parseSimLatency(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := simllm.DefaultConfig()
-	cfg.Seed, cfg.TTFT, cfg.Slots = 5, d, 1<<20
+	cfg.Seed, cfg.TTFT, cfg.PerToken, cfg.Slots = 5, lat.ttft, lat.perToken, 1<<20
 	cfg.Skills = benchSkills()
 	llmURL, webURL := startSimWorld(t, cfg, web.Config{Seed: simWorldSeed, BackgroundSentences: benchBackgroundSentences})
 	if path := os.Getenv(simChildProfileEnv); path != "" {
@@ -88,12 +90,38 @@ type simChild struct {
 	llmURL, webURL string
 }
 
+// simLatency is the sim's latency model: a call that generates n tokens
+// answers after ttft + (n-1)·perToken, as a real server's decode time
+// grows with the output.
+type simLatency struct {
+	ttft, perToken time.Duration
+}
+
+func (l simLatency) String() string { return l.ttft.String() + "+" + l.perToken.String() + "/token" }
+
+func parseSimLatency(s string) (simLatency, error) {
+	first, rest, ok := strings.Cut(strings.TrimSuffix(s, "/token"), "+")
+	if !ok {
+		return simLatency{}, fmt.Errorf("latency model %q: want TTFT+PERTOKEN/token", s)
+	}
+	ttft, err := time.ParseDuration(first)
+	if err != nil {
+		return simLatency{}, err
+	}
+	per, err := time.ParseDuration(rest)
+	return simLatency{ttft, per}, err
+}
+
+// of returns the modeled latency of a call that generated n tokens.
+func (l simLatency) of(n int) time.Duration {
+	return l.ttft + time.Duration(max(n-1, 0))*l.perToken
+}
+
 // startSimChild starts the sim servers in a child process.
-func startSimChild(b *testing.B, ttft time.Duration) *simChild {
+func startSimChild(b *testing.B, lat simLatency) *simChild {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestSimServerChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), simChildEnv+"="+ttft.String())
-	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), simChildEnv+"="+lat.String())
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -145,16 +173,19 @@ func selfUsage(b *testing.B) (time.Duration, int64) {
 }
 
 // timingRunner records each rollout's duration and its ideal latency: the
-// number of model calls on its critical path (planner turns, plus for each
-// planner turn the longest executor it started) times the sim's TTFT.
+// sim's modeled latency (see simLatency) summed along the rollout's
+// critical path (each planner turn, plus for each planner turn the slowest
+// executor it started).
 type timingRunner struct {
 	inner Runner
-	ttft  time.Duration
+	lat   simLatency
 	keep  bool
 
 	mu            sync.Mutex
 	actual, ideal time.Duration
 	n             int
+	calls         int
+	callLatency   time.Duration
 	trees         []*agents.Rollout
 }
 
@@ -162,11 +193,20 @@ func (r *timingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agent
 	start := time.Now()
 	tree := r.inner.Run(ctx, task, t)
 	took := time.Since(start)
-	calls := criticalCalls(tree)
+	ideal := criticalLatency(tree, r.lat)
+	calls, callLatency := 0, time.Duration(0)
+	for _, tr := range append([]*agents.Trajectory{tree.Planner}, tree.Executors...) {
+		if tr != nil {
+			calls += len(tr.Turns)
+			callLatency += trajectoryLatency(tr, r.lat)
+		}
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.actual += took
-	r.ideal += time.Duration(calls) * r.ttft
+	r.ideal += ideal
+	r.calls += calls
+	r.callLatency += callLatency
 	r.n++
 	if r.keep && len(r.trees) < 64 {
 		r.trees = append(r.trees, tree)
@@ -174,22 +214,43 @@ func (r *timingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agent
 	return tree
 }
 
-// criticalCalls counts the model calls on a rollout's critical path.
-func criticalCalls(tree *agents.Rollout) int {
-	n := 0
-	for i := range tree.Planner.Turns {
-		n++
-		longest := 0
+// trajectoryLatency is the modeled latency of a trajectory's model calls
+// one after another.
+func trajectoryLatency(tr *agents.Trajectory, lat simLatency) time.Duration {
+	var d time.Duration
+	for _, turn := range tr.Turns {
+		d += turnLatency(turn, lat)
+	}
+	return d
+}
+
+// turnLatency is the modeled latency of one model call.
+func turnLatency(turn *llm.Turn, lat simLatency) time.Duration {
+	n := len(turn.CompletionIDs)
+	if n == 0 {
+		n = turn.Usage.CompletionTokens
+	}
+	return lat.of(n)
+}
+
+// criticalLatency is the modeled latency of a rollout's critical path:
+// each planner turn, then the slowest of the executors that turn started
+// (they run in parallel). Tool calls take no time in the ideal.
+func criticalLatency(tree *agents.Rollout, lat simLatency) time.Duration {
+	var d time.Duration
+	for i, turn := range tree.Planner.Turns {
+		d += turnLatency(turn, lat)
+		var slowest time.Duration
 		if i < len(tree.Planner.Steps) {
 			for _, c := range tree.Planner.Steps[i].Calls {
 				if c.Executor >= 0 && c.Executor < len(tree.Executors) && tree.Executors[c.Executor] != nil {
-					longest = max(longest, len(tree.Executors[c.Executor].Turns))
+					slowest = max(slowest, trajectoryLatency(tree.Executors[c.Executor], lat))
 				}
 			}
 		}
-		n += longest
+		d += slowest
 	}
-	return n
+	return d
 }
 
 // meanPromptBytes decodes the prompts of the kept trees' turns with the sim
@@ -262,7 +323,7 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 // the sim excluded), and the sim's CPU time per call for comparison. Each
 // iteration is one step of 16 queries × 8 rollouts with 64 in flight.
 func BenchmarkFarmSimZeroLatency(b *testing.B) {
-	child := startSimChild(b, 0)
+	child := startSimChild(b, simLatency{})
 	const batch, group, concurrency = 16, 8, 64
 	tasks := simTasks(b, batch)
 	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 0}), keep: true}
@@ -293,50 +354,77 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 }
 
-// BenchmarkFarmSimLatency measures, against the sim with a 2 s time to
-// first token, the farm's throughput as a fraction of the Little's-law
+// BenchmarkFarmSimLatency measures, against the sim with a mean model-call
+// latency of 2 s, the farm's throughput as a fraction of the Little's-law
 // ideal at 1,000 and 10,000 rollouts in flight, with the process's peak
 // RSS. One step of one rollout per slot (the 10,000 case holds a whole
-// step of trees and samples in memory). Two fractions are reported:
-// latency-ideal-fraction is the mean ideal rollout latency (critical-path
-// model calls × TTFT) over the mean measured one, i.e. the throughput
-// C/W of a saturated farm relative to C/W*; step-ideal-fraction is the
-// step's measured throughput over C/W*, which also pays for the step's
-// tail (slots idle while the last rollouts finish). Run each size in its
-// own process so that peak RSS is that size's. The model clients speak
+// step of trees and samples in memory).
+//
+// Two latency models: "fixed" answers every call after exactly 2 s;
+// "decode" after 0.5 s plus 13 ms per generated token after the first
+// (about 2 s for the sim's mean of ~117 tokens; 1 to 5 s in practice), as a
+// real server's latency grows with the output. Under "fixed" every rollout
+// of a step moves in lock step: all 10,000 calls come back in the same
+// instant, and each wave waits for the CPU to process 10,000 answers and
+// requests, which on two cores shared with the sim costs more than a
+// second per wave. Under "decode" the rollouts drift apart, as they do
+// against real servers, and the CPU load spreads over time.
+//
+// Two fractions are reported: latency-ideal-fraction is the mean ideal
+// rollout latency (the modeled latencies along the critical path, see
+// criticalLatency) over the mean measured one, i.e. the throughput C/W of
+// a saturated farm relative to C/W*; step-ideal-fraction is the step's
+// measured throughput over C/W*, which also pays for the step's tail
+// (slots idle while the last rollouts finish). Run each size in its own
+// process so that peak RSS is that size's. The model clients speak
 // unencrypted HTTP/2 to the sim: with one HTTP/1.1 connection per call in
 // flight, 10,000 rollouts (more calls than that, with parallel
-// delegations) need more descriptors than this machine allows two
-// processes (20,000); HTTP/2 multiplexes them over a few connections. Tool
-// calls to the sim web stay on HTTP/1.1.
+// delegations) need more descriptors than this machine allows a process
+// (20,000); HTTP/2 multiplexes them over a few dozen connections (250
+// streams each). Tool calls to the sim web stay on HTTP/1.1.
 func BenchmarkFarmSimLatency(b *testing.B) {
-	const ttft = 2 * time.Second
-	for _, concurrency := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("concurrency=%d", concurrency), func(b *testing.B) {
-			child := startSimChild(b, ttft)
-			const group, perSlot = 8, 1
-			batch := concurrency * perSlot / group
-			tasks := simTasks(b, batch)
-			rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
-				simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: int64(4 * concurrency), h2c: true}), ttft: ttft}
-			var sum StepSummary
-			start := time.Now()
-			for b.Loop() {
-				sum = benchFarm(b, rr, tasks, batch, group, concurrency, true)
-			}
-			elapsed := time.Since(start)
-			_, rss := selfUsage(b)
-			meanIdeal := rr.ideal.Seconds() / float64(rr.n)
-			meanActual := rr.actual.Seconds() / float64(rr.n)
-			idealRate := float64(concurrency) / meanIdeal
-			b.ReportMetric(float64(rr.n)/elapsed.Seconds(), "rollouts/s")
-			b.ReportMetric(idealRate, "ideal-rollouts/s")
-			b.ReportMetric(meanIdeal/meanActual, "latency-ideal-fraction")
-			b.ReportMetric(sum.RolloutsPerSecond/idealRate, "step-ideal-fraction")
-			b.ReportMetric(meanIdeal, "ideal-latency-s")
-			b.ReportMetric(meanActual, "latency-s")
-			b.ReportMetric(float64(sum.FailedRollouts), "failed-rollouts")
-			b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
-		})
+	models := []struct {
+		name string
+		lat  simLatency
+	}{
+		{"fixed", simLatency{ttft: 2 * time.Second}},
+		{"decode", simLatency{ttft: 500 * time.Millisecond, perToken: 13 * time.Millisecond}},
+	}
+	for _, m := range models {
+		for _, concurrency := range []int{1000, 10000} {
+			b.Run(fmt.Sprintf("latency=%s/concurrency=%d", m.name, concurrency), func(b *testing.B) {
+				child := startSimChild(b, m.lat)
+				const group, perSlot = 8, 1
+				batch := concurrency * perSlot / group
+				tasks := simTasks(b, batch)
+				rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
+					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: int64(4 * concurrency), h2c: true}), lat: m.lat}
+				var sum StepSummary
+				cpu0, _ := selfUsage(b)
+				sim0 := child.cpuTime(b)
+				start := time.Now()
+				for b.Loop() {
+					sum = benchFarm(b, rr, tasks, batch, group, concurrency, true)
+				}
+				elapsed := time.Since(start)
+				cpu1, rss := selfUsage(b)
+				sim1 := child.cpuTime(b)
+				meanIdeal := rr.ideal.Seconds() / float64(rr.n)
+				meanActual := rr.actual.Seconds() / float64(rr.n)
+				idealRate := float64(concurrency) / meanIdeal
+				b.ReportMetric(float64(rr.n)/elapsed.Seconds(), "rollouts/s")
+				b.ReportMetric(idealRate, "ideal-rollouts/s")
+				b.ReportMetric(meanIdeal/meanActual, "latency-ideal-fraction")
+				b.ReportMetric(sum.RolloutsPerSecond/idealRate, "step-ideal-fraction")
+				b.ReportMetric(meanIdeal, "ideal-latency-s")
+				b.ReportMetric(meanActual, "latency-s")
+				b.ReportMetric(rr.callLatency.Seconds()/float64(rr.calls), "mean-call-latency-s")
+				b.ReportMetric(float64(rr.calls)/elapsed.Seconds(), "calls/s")
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(rr.calls), "farm-cpu-µs/call")
+				b.ReportMetric(float64((sim1-sim0).Microseconds())/float64(rr.calls), "sim-cpu-µs/call")
+				b.ReportMetric(float64(sum.FailedRollouts), "failed-rollouts")
+				b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+			})
+		}
 	}
 }

@@ -59,7 +59,7 @@ func startSimWorld(tb testing.TB, cfg simllm.Config, webCfg web.Config) (llmURL,
 	llmSrv.Config.Protocols = new(http.Protocols)
 	llmSrv.Config.Protocols.SetHTTP1(true)
 	llmSrv.Config.Protocols.SetUnencryptedHTTP2(true)
-	llmSrv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 1 << 20}
+	llmSrv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: 250}
 	llmSrv.Start()
 	tb.Cleanup(func() { llmSrv.Close(); srv.Close() })
 	return llmSrv.URL, webSrv.URL
