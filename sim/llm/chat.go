@@ -177,6 +177,9 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	// Every use of the prompt's ids ends with this handler: the response
+	// is written (or streamed) before it returns.
+	defer s.pc.release(job.gen.promptIDs)
 	if job.req.Stream {
 		s.streamChat(w, r, job)
 		return

@@ -111,13 +111,19 @@ func writeNativeError(w http.ResponseWriter, err error) {
 // Types with a hand-written encoder (jsonAppender) use it; the output is the
 // same as encoding/json's.
 func marshalJSON(v any) ([]byte, error) {
+	e := jsonEnc{b: make([]byte, 0, 8192)}
+	b, err := e.encode(v)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// encode is marshalJSON appending to e's buffer.
+func (e *jsonEnc) encode(v any) ([]byte, error) {
 	if a, ok := v.(jsonAppender); ok {
-		e := jsonEnc{b: make([]byte, 0, 8192)}
-		a.appendJSON(&e)
-		if e.err != nil {
-			return nil, e.err
-		}
-		return e.b, nil
+		a.appendJSON(e)
+		return e.b, e.err
 	}
 	return marshalReflect(v)
 }
@@ -135,7 +141,9 @@ func marshalReflect(v any) ([]byte, error) {
 
 // writeJSON writes v as a JSON response with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := marshalJSON(v)
+	e := getEnc()
+	defer putEnc(e)
+	b, err := e.encode(v)
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"message":"encode response","type":"InternalServerError","param":null,"code":500}}`)

@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -62,11 +61,19 @@ type genChoice struct {
 // synthetic logprob so that runs are reproducible across processes.
 type mix struct{ h uint64 }
 
+// newMix starts a mix at the FNV-1a hash of tag, computed in place: hash/fnv
+// allocates its state, and logprobs start several mixes per output token.
 func newMix(tag string) *mix {
-	f := fnv.New64a()
-	_, _ = f.Write([]byte(tag))
-	return &mix{h: f.Sum64()}
+	h := uint64(fnvOffset)
+	for i := range len(tag) {
+		h ^= uint64(tag[i])
+		h *= fnvPrime
+	}
+	return &mix{h: h}
 }
+
+// fnvOffset is the 64-bit FNV offset basis.
+const fnvOffset = 14695981039346656037
 
 // fnvPrime is the 64-bit FNV prime.
 const fnvPrime = 1099511628211
@@ -76,8 +83,19 @@ func (m *mix) add(v uint64) *mix {
 	return m
 }
 
+// fnvPrime7 is fnvPrime to the seventh power, modulo 2^64.
+const fnvPrime7 = fnvPrime * fnvPrime % (1 << 64) * fnvPrime % (1 << 64) * fnvPrime % (1 << 64) *
+	fnvPrime % (1 << 64) * fnvPrime % (1 << 64) * fnvPrime % (1 << 64)
+
 // fnvAdd folds the eight little-endian bytes of v into the FNV-1a state h.
+// Token ids fit in two bytes, and folding a zero byte is a bare
+// multiplication by the prime, so for v < 2^16 the last seven steps collapse
+// into one multiplication by fnvPrime7: a prompt's thousands of ids are
+// hashed with two multiplications each instead of eight.
 func fnvAdd(h, v uint64) uint64 {
+	if v < 1<<16 {
+		return ((h^v&0xff)*fnvPrime ^ v>>8) * fnvPrime7
+	}
 	for shift := 0; shift < 64; shift += 8 {
 		h ^= (v >> shift) & 0xff
 		h *= fnvPrime

@@ -36,7 +36,7 @@ func (e *jsonEnc) key(sep, name string) {
 	e.b = append(e.b, '"', ':')
 }
 
-func (e *jsonEnc) int(v int)     { e.b = strconv.AppendInt(e.b, int64(v), 10) }
+func (e *jsonEnc) int(v int)     { e.b = appendInt(e.b, v) }
 func (e *jsonEnc) int64(v int64) { e.b = strconv.AppendInt(e.b, v, 10) }
 
 func (e *jsonEnc) bool(v bool) { e.b = strconv.AppendBool(e.b, v) }
@@ -47,14 +47,7 @@ func (e *jsonEnc) ints(v []int) {
 		e.raw("null")
 		return
 	}
-	e.b = append(e.b, '[')
-	for i, x := range v {
-		if i > 0 {
-			e.b = append(e.b, ',')
-		}
-		e.b = strconv.AppendInt(e.b, int64(x), 10)
-	}
-	e.b = append(e.b, ']')
+	e.b = appendIntList(e.b, v)
 }
 
 // float writes f like encoding/json's float64 encoder: the shortest
@@ -66,6 +59,10 @@ func (e *jsonEnc) float(f float64) {
 			e.err = fmt.Errorf("json: unsupported value: %s", strconv.FormatFloat(f, 'g', -1, 64))
 		}
 		e.raw("null")
+		return
+	}
+	if b, ok := appendMicros(e.b, f); ok {
+		e.b = b
 		return
 	}
 	abs := math.Abs(f)

@@ -23,23 +23,41 @@ type promptCache struct {
 	tok  *Tokenizer
 	mu   sync.Mutex
 	segs map[string][]int
+
+	// idsPool recycles Encode's results (*[]int): a long prompt's ids are
+	// tens of kilobytes, allocated and zeroed on every request otherwise.
+	idsPool sync.Pool
 }
 
 func newPromptCache(tok *Tokenizer) *promptCache {
 	return &promptCache{tok: tok, segs: make(map[string][]int)}
 }
 
-// Encode returns tok.Encode(prompt), in a new slice.
+// Encode returns tok.Encode(prompt), in a slice the caller owns. The
+// segments' ids are gathered first so that the result is filled in one go;
+// a caller done with it may hand it to release for reuse.
 func (c *promptCache) Encode(prompt string) []int {
-	ids := make([]int, 0, len(prompt)/3+1)
+	var segsBuf [64][]int
+	segs, n := segsBuf[:0], 0
 	for prompt != "" {
-		n := strings.Index(prompt, IMEnd)
-		if n < 0 {
-			return append(ids, c.tok.Encode(prompt)...)
+		var seg []int
+		if end := strings.Index(prompt, IMEnd); end < 0 {
+			seg, prompt = c.tok.Encode(prompt), ""
+		} else {
+			end += len(IMEnd)
+			seg, prompt = c.segment(prompt[:end]), prompt[end:]
 		}
-		n += len(IMEnd)
-		ids = append(ids, c.segment(prompt[:n])...)
-		prompt = prompt[n:]
+		segs = append(segs, seg)
+		n += len(seg)
+	}
+	var ids []int
+	if p, ok := c.idsPool.Get().(*[]int); ok && cap(*p) >= n {
+		ids = (*p)[:0]
+	} else {
+		ids = make([]int, 0, n)
+	}
+	for _, seg := range segs {
+		ids = append(ids, seg...)
 	}
 	return ids
 }
@@ -61,4 +79,12 @@ func (c *promptCache) segment(seg string) []int {
 	c.segs[strings.Clone(seg)] = ids
 	c.mu.Unlock()
 	return ids
+}
+
+// release gives ids from Encode, which nothing may use any more, back for
+// reuse.
+func (c *promptCache) release(ids []int) {
+	if cap(ids) <= maxPooledBytes/8 {
+		c.idsPool.Put(&ids)
+	}
 }

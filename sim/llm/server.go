@@ -151,7 +151,7 @@ func (s *Server) withBody(h http.Handler) http.Handler {
 // when the server is strict, maps an oversized body to 413 and every other
 // problem to a 400 naming the field.
 func (s *Server) decodeBody(r *http.Request, v any) error {
-	body, err := io.ReadAll(r.Body)
+	buf, err := readPooled(r.Body)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -159,10 +159,16 @@ func (s *Server) decodeBody(r *http.Request, v any) error {
 		}
 		return badRequest("read request body: %v", err)
 	}
-	return s.decodeBytes(body, v)
+	defer putBody(buf)
+	return s.decodeBytes(buf.Bytes(), v)
 }
 
+// decodeBytes decodes body into v with encoding/json, after trying the fast
+// decoder of v's type, which gives the same result or defers.
 func (s *Server) decodeBytes(body []byte, v any) error {
+	if req, ok := v.(*chatRequest); ok && decodeChatFast(body, req) {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if s.cfg.Strict {
 		dec.DisallowUnknownFields()

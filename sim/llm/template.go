@@ -56,6 +56,7 @@ func (tp Template) Render(msgs []Message, tools []policy.Tool, addGenerationProm
 		}
 		system += section
 	}
+	b.Grow(renderSizeHint(system, rest))
 	if system != "" || (len(msgs) > 0 && msgs[0].Role == "system") {
 		writeTurn(&b, "system", system)
 	}
@@ -82,6 +83,21 @@ func (tp Template) Render(msgs []Message, tools []policy.Tool, addGenerationProm
 		}
 	}
 	return b.String(), nil
+}
+
+// renderSizeHint estimates the length of a rendered prompt, so that Render
+// allocates it once instead of growing it turn by turn (a prompt is many
+// kilobytes).
+func renderSizeHint(system string, rest []Message) int {
+	const perTurn = 64 // markers, role and think/tool-call tags
+	n := len(system) + 2*perTurn
+	for _, m := range rest {
+		n += perTurn + len(m.Content) + len(m.Reasoning)
+		for _, c := range m.ToolCalls {
+			n += perTurn + len(c.Name) + len(c.Arguments)
+		}
+	}
+	return n
 }
 
 func writeTurn(b *strings.Builder, role, body string) {

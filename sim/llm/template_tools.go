@@ -34,24 +34,64 @@ type toolFunction struct {
 func toolsSection(tools []policy.Tool) (string, error) {
 	var b strings.Builder
 	b.WriteString(toolsHeader)
+	e := getEnc()
+	defer putEnc(e)
 	for i, t := range tools {
 		if t.Name == "" {
 			return "", fmt.Errorf("tools[%d]: function name is empty", i)
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		sig := toolSignature{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
-		if err := enc.Encode(sig); err != nil {
+		sig, err := appendToolSignature(e.b[:0], t)
+		if err != nil {
 			return "", fmt.Errorf("tools[%d] (%s): parameters: %w", i, t.Name, err)
 		}
+		e.b = sig
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		b.WriteString(strings.TrimSuffix(buf.String(), "\n"))
+		b.Write(sig)
 	}
 	b.WriteString(toolsFooter)
 	return b.String(), nil
+}
+
+// appendToolSignature appends t's line of the tools section: its
+// toolSignature as encoding/json writes it without HTML escapes. It is
+// written by hand because every request carries the same tools and
+// reflection over them cost more than the rest of the template; the
+// parameters are compacted as encoding/json compacts a json.RawMessage, and
+// when they are not valid JSON the error is encoding/json's own.
+func appendToolSignature(b []byte, t policy.Tool) ([]byte, error) {
+	start := len(b)
+	e := jsonEnc{b: b}
+	e.key("{", "type")
+	e.str("function")
+	e.key(",", "function")
+	e.key("{", "name")
+	e.str(t.Name)
+	if t.Description != "" {
+		e.key(",", "description")
+		e.str(t.Description)
+	}
+	if len(t.Parameters) > 0 {
+		e.key(",", "parameters")
+		buf := bytes.NewBuffer(e.b)
+		if json.Compact(buf, t.Parameters) != nil {
+			return appendToolSignatureReflect(b[:start], t)
+		}
+		e.b = buf.Bytes()
+	}
+	e.raw("}}")
+	return e.b, nil
+}
+
+// appendToolSignatureReflect is appendToolSignature through encoding/json.
+func appendToolSignatureReflect(b []byte, t policy.Tool) ([]byte, error) {
+	sig := toolSignature{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}}
+	js, err := marshalReflect(sig)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, js...), nil
 }
 
 // parseToolsSection splits a system turn into the system prompt and the

@@ -56,6 +56,11 @@ type Tokenizer struct {
 	ids     map[string]int // text → id (pieces and added/special tokens)
 	special map[int]bool   // ids dropped by DecodeSkipSpecial
 	markers []string       // added and special tokens, longest first
+	// shown and rawInts are Token's piece and bytes (as ints) of every id,
+	// computed once: logprobs report them for every output token.
+	shown   []string
+	rawInts [][]int
+	trie    *pieceTrie // the word pieces, for encodePiece
 }
 
 // NewTokenizer returns the one fixed vocabulary of the simulated model.
@@ -98,6 +103,16 @@ func NewTokenizer() *Tokenizer {
 		t.pieces = append(t.pieces, m)
 		t.markers = append(t.markers, m)
 	}
+	t.trie = newPieceTrie(t.ids, func(id int) bool { return id >= 256 && !t.isMarkerID(id) })
+	t.shown = make([]string, len(t.pieces))
+	t.rawInts = make([][]int, len(t.pieces))
+	for id, p := range t.pieces {
+		t.shown[id] = strings.ToValidUTF8(p, "\uFFFD")
+		t.rawInts[id] = make([]int, len(p))
+		for i := range len(p) {
+			t.rawInts[id][i] = int(p[i])
+		}
+	}
 	return t
 }
 
@@ -129,6 +144,16 @@ func (t *Tokenizer) Token(id int) (piece string, raw []byte, ok bool) {
 	}
 	p := t.pieces[id]
 	return strings.ToValidUTF8(p, "\uFFFD"), []byte(p), true
+}
+
+// logprobToken returns Token's piece of id and its raw bytes as ints, the
+// `token` and `bytes` of a logprob entry, without allocating. The slice is
+// shared and must not be modified. ok is false out of vocabulary.
+func (t *Tokenizer) logprobToken(id int) (piece string, raw []int, ok bool) {
+	if id < 0 || id >= len(t.pieces) {
+		return "", nil, false
+	}
+	return t.shown[id], t.rawInts[id], true
 }
 
 // Encode turns text into token ids. Special and added tokens written in the
@@ -179,17 +204,11 @@ func (t *Tokenizer) encodeOrdinary(text string, ids *[]int) {
 // always match, so it always succeeds.
 func (t *Tokenizer) encodePiece(p string, ids *[]int) {
 	for p != "" {
-		n := min(len(p), maxPieceBytes)
-		for ; n > 1; n-- {
-			if id, ok := t.ids[p[:n]]; ok && id >= 256 && !t.isMarkerID(id) {
-				*ids = append(*ids, id)
-				break
-			}
+		id, n := t.trie.longest(p)
+		if n == 0 {
+			id, n = int(p[0]), 1
 		}
-		if n <= 1 {
-			*ids = append(*ids, int(p[0]))
-			n = 1
-		}
+		*ids = append(*ids, id)
 		p = p[n:]
 	}
 }

@@ -122,3 +122,76 @@ func BenchmarkTokenizerEncode(b *testing.B) {
 		tok.Encode(text)
 	}
 }
+
+// TestLogprobTokenMatchesToken checks the precomputed logprob view of every
+// id (and of ids out of vocabulary) against Token.
+func TestLogprobTokenMatchesToken(t *testing.T) {
+	tok := NewTokenizer()
+	for id := -1; id <= tok.VocabSize(); id++ {
+		piece, raw, ok := tok.Token(id)
+		gotPiece, gotRaw, gotOK := tok.logprobToken(id)
+		if gotPiece != piece || gotOK != ok || len(gotRaw) != len(raw) {
+			t.Fatalf("logprobToken(%d) = %q, %v, %v; Token gives %q, %v, %v", id, gotPiece, gotRaw, gotOK, piece, raw, ok)
+		}
+		for i := range raw {
+			if gotRaw[i] != int(raw[i]) {
+				t.Fatalf("logprobToken(%d) bytes %v, Token %v", id, gotRaw, raw)
+			}
+		}
+	}
+}
+
+// encodePieceByMap is greedy longest match by map look-ups, every length
+// from the longest down: what the trie must find.
+func encodePieceByMap(t *Tokenizer, p string) []int {
+	var ids []int
+	for p != "" {
+		n := min(len(p), maxPieceBytes)
+		for ; n > 1; n-- {
+			if id, ok := t.ids[p[:n]]; ok && id >= 256 && !t.isMarkerID(id) {
+				ids = append(ids, id)
+				break
+			}
+		}
+		if n <= 1 {
+			ids = append(ids, int(p[0]))
+			n = 1
+		}
+		p = p[n:]
+	}
+	return ids
+}
+
+// TestEncodePieceTrieMatchesMap checks the trie on every piece, on pieces
+// run together and cut short, and on markers.
+func TestEncodePieceTrieMatchesMap(t *testing.T) {
+	tok := NewTokenizer()
+	check := func(p string) {
+		t.Helper()
+		var got []int
+		tok.encodePiece(p, &got)
+		if want := encodePieceByMap(tok, p); !slices.Equal(got, want) {
+			t.Fatalf("encodePiece(%q) = %v, want %v", p, got, want)
+		}
+	}
+	for i, p := range tok.pieces {
+		check(p)
+		check(p[:len(p)-1])
+		check(p + tok.pieces[(i*7)%len(tok.pieces)])
+		check(" " + p + "x")
+	}
+}
+
+// FuzzEncodePieceTrie compares the trie with map look-ups on any text.
+func FuzzEncodePieceTrie(f *testing.F) {
+	f.Add(" Yorelhalhaven http://127.0.0.1:45953/site/a.html")
+	f.Add("<think> the company's founders")
+	tok := NewTokenizer()
+	f.Fuzz(func(t *testing.T, p string) {
+		var got []int
+		tok.encodePiece(p, &got)
+		if want := encodePieceByMap(tok, p); !slices.Equal(got, want) {
+			t.Fatalf("encodePiece(%q) = %v, want %v", p, got, want)
+		}
+	})
+}

@@ -90,8 +90,13 @@ func (s *Server) tokenString(id int, asIDs bool) (string, []int) {
 		t := fmt.Sprintf("token_id:%d", id)
 		return t, bytesOf([]byte(t))
 	}
-	piece, raw, _ := s.tok.Token(id)
-	return piece, bytesOf(raw)
+	piece, raw, ok := s.tok.logprobToken(id)
+	if !ok {
+		// An id out of vocabulary has no text and an empty (not
+		// null) bytes list.
+		return "", []int{}
+	}
+	return piece, raw
 }
 
 func bytesOf(b []byte) []int {

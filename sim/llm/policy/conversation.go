@@ -31,6 +31,9 @@ type call struct {
 	url   []string // visit
 	goal  string   // visit
 	raw   string   // the arguments text, for commitment checks
+	// lowRaw is strings.ToLower(raw), computed once: commitment checks
+	// look for many names in every call.
+	lowRaw string
 }
 
 // result is one tool message with the tool it answers, when known.
@@ -53,8 +56,9 @@ type conversation struct {
 	laterUser []string // user messages after the first
 }
 
-// readConversation rebuilds the state from msgs.
-func readConversation(msgs []Message) conversation {
+// readConversation rebuilds the state from msgs, parsing tool calls
+// through cc.
+func readConversation(msgs []Message, cc *callCache) conversation {
 	var c conversation
 	seenUser := false
 	names := map[string]string{} // tool-call ID → tool name
@@ -85,7 +89,7 @@ func readConversation(msgs []Message) conversation {
 				if tc.ID != "" {
 					names[tc.ID] = tc.Name
 				}
-				if cl, ok := parseCall(tc); ok {
+				if cl, ok := parseCallCached(cc, tc); ok {
 					c.calls = append(c.calls, cl)
 				}
 			}
@@ -113,7 +117,7 @@ func parseCall(tc ToolCall) (call, bool) {
 	if err := json.Unmarshal([]byte(tc.Arguments), &args); err != nil || args == nil {
 		return call{}, false
 	}
-	cl := call{name: tc.Name, raw: tc.Arguments}
+	cl := call{name: tc.Name, raw: tc.Arguments, lowRaw: strings.ToLower(tc.Arguments)}
 	switch tc.Name {
 	case ToolDelegate:
 		cl.task = stringArg(args["task"])
@@ -156,7 +160,7 @@ func (c *conversation) committed(entity string) bool {
 		return false
 	}
 	for _, cl := range c.calls {
-		if containsPhrase(cl.raw, entity) {
+		if containsLowered(cl.lowRaw, entity) {
 			return true
 		}
 	}
@@ -237,7 +241,7 @@ func (c *conversation) toolFacts(fc *factCache) []evidence {
 	var out []evidence
 	for _, r := range c.results {
 		snippet := r.name == ToolSearch
-		for _, p := range fc.facts(r.text, snippet) {
+		for _, p := range facts(fc, r.text, snippet) {
 			out = append(out, evidence{fact: p.fact, snippet: snippet, cut: p.cut, fresh: r.fresh})
 		}
 	}
@@ -267,11 +271,15 @@ func (c *conversation) misses() []web.Fact {
 // containsPhrase reports whether text holds s as a whole phrase,
 // case-insensitively, so that "Velmora Lab" is not found inside
 // "Velmora Labs". It works on any bytes, valid UTF-8 or not.
-func containsPhrase(text, s string) bool {
+func containsPhrase(text, s string) bool { return containsLowered(strings.ToLower(text), s) }
+
+// containsLowered is containsPhrase for a text already lower-cased
+// (lt == strings.ToLower(text)).
+func containsLowered(lt, s string) bool {
 	if strings.TrimSpace(s) == "" {
 		return false
 	}
-	lt, ls := strings.ToLower(text), strings.ToLower(s)
+	ls := strings.ToLower(s)
 	for from := 0; from <= len(lt)-len(ls); {
 		i := strings.Index(lt[from:], ls)
 		if i < 0 {

@@ -118,7 +118,7 @@ func (t turn) candidates(rel, cur string) []candidate {
 		if r.name != ToolSearch && r.name != "" {
 			continue
 		}
-		for _, l := range parseLinks(r.text) {
+		for _, l := range links(t.p.links, r.text) {
 			key := normalizeURL(l.url)
 			if visited[key] || seen[key] {
 				continue
@@ -135,22 +135,22 @@ func (t turn) candidates(rel, cur string) []candidate {
 
 // relevance scores a search result for the hop "rel of cur"; 0 means the
 // result does not look related to the entity at all.
-func relevance(l link, rel, cur string) int {
+func relevance(l foundLink, rel, cur string) int {
 	score := 0
 	switch {
-	case containsPhrase(l.title, cur):
+	case containsLowered(l.lowTitle, cur):
 		score += 4
 		if strings.EqualFold(strings.TrimSpace(l.title), cur) || titleLeads(l.title, cur) {
 			score += 2
 		}
-	case containsPhrase(l.text, cur):
+	case containsLowered(l.lowText, cur):
 		score += 3
-	case len(firstWord(cur)) >= 4 && containsPhrase(l.text, firstWord(cur)):
+	case len(firstWord(cur)) >= 4 && containsLowered(l.lowText, firstWord(cur)):
 		score++
 	default:
 		return 0
 	}
-	if containsPhrase(l.text, rel) {
+	if containsLowered(l.lowText, rel) {
 		score++
 	}
 	return score

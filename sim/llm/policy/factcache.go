@@ -1,23 +1,14 @@
 package policy
 
 import (
-	"sync"
-
 	"github.com/mgrpo/mgrpo/sim/web"
 )
 
-// maxCachedTexts bounds a factCache; when full it starts over.
+// maxCachedTexts bounds the caches of parsed tool results.
 const maxCachedTexts = 4096
 
-// factCache memoises the facts parsed from tool results. A conversation
-// sends every earlier tool result again on each turn, and parsing them with
-// the fact grammar's regular expressions was the policy's main cost; the
-// parse is a pure function of the text, so a cached answer is the same
-// answer. A nil *factCache parses every time. It is safe for concurrent use.
-type factCache struct {
-	mu    sync.Mutex
-	texts map[factKey][]parsedFact
-}
+// factCache memoises the facts parsed from tool results (see memo).
+type factCache = memo[factKey, []parsedFact]
 
 type factKey struct {
 	text    string
@@ -31,29 +22,13 @@ type parsedFact struct {
 	cut  bool
 }
 
-func newFactCache() *factCache { return &factCache{texts: make(map[factKey][]parsedFact)} }
+func newFactCache() *factCache { return newMemo[factKey, []parsedFact](maxCachedTexts) }
 
-// facts returns the facts of a tool result's text; snippet says it is a
-// search result. The returned slice is shared and must not be modified.
-func (fc *factCache) facts(text string, snippet bool) []parsedFact {
-	if fc == nil {
-		return parseToolText(text, snippet)
-	}
-	k := factKey{text, snippet}
-	fc.mu.Lock()
-	out, ok := fc.texts[k]
-	fc.mu.Unlock()
-	if ok {
-		return out
-	}
-	out = parseToolText(text, snippet)
-	fc.mu.Lock()
-	if len(fc.texts) >= maxCachedTexts {
-		clear(fc.texts)
-	}
-	fc.texts[k] = out
-	fc.mu.Unlock()
-	return out
+// facts returns the facts of a tool result's text through fc; snippet says
+// it is a search result. The returned slice is shared and must not be
+// modified.
+func facts(fc *factCache, text string, snippet bool) []parsedFact {
+	return fc.get(factKey{text, snippet}, func(k factKey) []parsedFact { return parseToolText(k.text, k.snippet) })
 }
 
 // parseToolText parses the facts of one tool result. Snippets are cut with

@@ -12,12 +12,14 @@ import (
 type Policy struct {
 	skills Skills
 	facts  *factCache // parsed tool results; a cache, not state
+	links  *linkCache // parsed search results; a cache, not state
+	calls  *callCache // parsed tool-call arguments; a cache, not state
 }
 
 // New returns a policy with skills s. Values outside the ranges Validate
 // checks are clamped into them (call Validate first to reject them instead).
 func New(s Skills) *Policy {
-	return &Policy{skills: s.clamped(), facts: newFactCache()}
+	return &Policy{skills: s.clamped(), facts: newFactCache(), links: newLinkCache(), calls: newCallCache()}
 }
 
 // Skills returns the policy's skills, as clamped by New.
@@ -41,7 +43,7 @@ func (p *Policy) Act(req Request) (out Output) {
 // act is Act without the panic guard, so fuzz tests see real panics.
 func (p *Policy) act(req Request) (out Output) {
 	ch := newChooser(req)
-	conv := readConversation(req.Messages)
+	conv := readConversation(req.Messages, p.calls)
 	t := turn{p: p, ch: ch, conv: &conv}
 	switch {
 	case offers(req.Tools, ToolDelegate):

@@ -1,0 +1,47 @@
+package policy
+
+import (
+	"reflect"
+	"testing"
+)
+
+// TestParseCallCachedMatches checks cached tool-call parses (first and
+// repeated look-ups, and without a cache) against parseCall.
+func TestParseCallCachedMatches(t *testing.T) {
+	calls := []ToolCall{
+		{ID: "1", Name: ToolSearch, Arguments: `{"query":["Velmora LABS founder","x"]}`},
+		{ID: "2", Name: ToolVisit, Arguments: `{"url":"https://w.sim/a","goal":"Founder"}`},
+		{ID: "3", Name: ToolDelegate, Arguments: `{"task":"Find the capital"}`},
+		{ID: "4", Name: ToolSearch, Arguments: `{"query":`},
+		{ID: "5", Name: "other", Arguments: `{}`},
+	}
+	cc := newCallCache()
+	for _, tc := range calls {
+		want, wantOK := parseCall(tc)
+		for _, c := range []*callCache{cc, cc, nil} {
+			got, ok := parseCallCached(c, tc)
+			if ok != wantOK || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%+v: parseCallCached = %+v, %v; parseCall %+v, %v", tc, got, ok, want, wantOK)
+			}
+		}
+	}
+}
+
+// TestMemoStartsOverWhenFull checks the bound of a memo.
+func TestMemoStartsOverWhenFull(t *testing.T) {
+	m := newMemo[int, int](3)
+	calls := 0
+	sq := func(k int) int { calls++; return k * k }
+	for k := range 5 {
+		if got := m.get(k, sq); got != k*k {
+			t.Fatalf("get(%d) = %d", k, got)
+		}
+	}
+	if len(m.m) > 3 {
+		t.Fatalf("memo holds %d entries, bound 3", len(m.m))
+	}
+	m.get(4, sq)
+	if calls != 5 {
+		t.Fatalf("%d computations, want 5 (the last look-up cached)", calls)
+	}
+}
