@@ -318,6 +318,11 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	return sums[0]
 }
 
+// benchH2CEnv, set to anything, makes BenchmarkFarmSimZeroLatency's model
+// clients speak unencrypted HTTP/2 as BenchmarkFarmSimLatency's do, to
+// measure what the transport costs per call next to HTTP/1.1.
+const benchH2CEnv = "MGRPO_BENCH_H2C"
+
 // BenchmarkFarmSimZeroLatency measures, against the zero-latency sim, the
 // farm's rollouts per second and its CPU time per model call (this process,
 // the sim excluded), and the sim's CPU time per call for comparison. Each
@@ -326,7 +331,7 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	child := startSimChild(b, simLatency{})
 	const batch, group, concurrency = 16, 8, 64
 	tasks := simTasks(b, batch)
-	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 0}), keep: true}
+	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 0, h2c: os.Getenv(benchH2CEnv) != ""}), keep: true}
 	var calls, rollouts, failed int
 	var promptTokens int64
 	cpu0, _ := selfUsage(b)
