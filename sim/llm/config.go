@@ -23,6 +23,7 @@ const (
 	DefaultSlots         = 64
 	DefaultWeightVersion = "default"
 	DefaultMaxBodyBytes  = 32 << 20
+	DefaultCacheBytes    = 512 << 20
 )
 
 // Faults sets the rate of each injected failure. Every generation request
@@ -102,6 +103,21 @@ type Config struct {
 	Strict bool
 	// MaxBodyBytes caps request bodies (default 32 MiB); larger bodies get 413.
 	MaxBodyBytes int64
+	// CacheBytes bounds the memory of the caches that spare the server
+	// re-reading the history every call resends (default 512 MiB): half
+	// for the token ids of chat turns, half for the policy's parsed tool
+	// results and tool calls (see policy.NewCached). A cached turn costs
+	// about 1.5 times its text's bytes, a parsed tool result about 2 to 3
+	// times; what conversations share (the system prompt and tools,
+	// recurring pages and search results) is held once. Caching never
+	// changes a response, only the CPU it takes: each cache keeps what was
+	// used within the last stretch of at least half its bound (see
+	// cache.Cache), so a call's earlier turns are found again as long as
+	// the histories of all conversations in flight fit there. The default
+	// covers 10,000 conversations of 10 KB histories, each distinct, with
+	// room to spare; the caches fill to their bound over a long run and
+	// stay there.
+	CacheBytes int64
 	// Clock supplies `created` timestamps (default time.Now); tests fix it.
 	Clock func() time.Time
 	// Logger receives request and control logs (default: discard).
@@ -130,6 +146,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.CacheBytes == 0 {
+		c.CacheBytes = DefaultCacheBytes
 	}
 	if c.Faults.RetryAfter == 0 {
 		c.Faults.RetryAfter = time.Second
@@ -169,6 +188,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("MaxBodyBytes %d: must be positive (0 means %d)", c.MaxBodyBytes, DefaultMaxBodyBytes))
+	}
+	if c.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("CacheBytes %d: must be positive (0 means %d)", c.CacheBytes, DefaultCacheBytes))
 	}
 	rates := []struct {
 		name string

@@ -1,12 +1,12 @@
 package llm
 
 import (
+	"fmt"
 	"strings"
 	"sync"
-)
 
-// maxCachedSegments bounds a promptCache; when full it starts over.
-const maxCachedSegments = 8192
+	"github.com/mgrpo/mgrpo/sim/llm/internal/cache"
+)
 
 // promptCache encodes rendered chat prompts, reusing the ids of the turns a
 // conversation sent before, like vLLM's prefix cache: each turn of a
@@ -18,66 +18,77 @@ const maxCachedSegments = 8192
 // and no marker but <|im_end|> starts with "<|im_e", so text ending with
 // <|im_end|> tokenizes the same whatever follows it:
 // Encode(a+b) == Encode(a)+Encode(b). Each segment's ids are cached by its
-// text. It is safe for concurrent use.
+// text, as uint16s (the vocabulary is smaller than 65,536), in a
+// cache.Cache bounded to maxBytes: an entry costs its text's length plus
+// two bytes a token plus the cache's overhead, about 1.5 times the text
+// (the tokenizer averages about four bytes a token). It is safe for
+// concurrent use.
 type promptCache struct {
 	tok  *Tokenizer
-	mu   sync.Mutex
-	segs map[string][]int
+	segs *cache.Cache[string, []uint16]
 
 	// idsPool recycles Encode's results (*[]int): a long prompt's ids are
 	// tens of kilobytes, allocated and zeroed on every request otherwise.
 	idsPool sync.Pool
 }
 
-func newPromptCache(tok *Tokenizer) *promptCache {
-	return &promptCache{tok: tok, segs: make(map[string][]int)}
+// newPromptCache returns a cache of tok's encodings of at most maxBytes.
+func newPromptCache(tok *Tokenizer, maxBytes int64) *promptCache {
+	if n := tok.VocabSize(); n > 1<<16 {
+		panic(fmt.Sprintf("prompt cache: vocabulary of %d ids does not fit uint16", n))
+	}
+	return &promptCache{tok: tok, segs: cache.New[string, []uint16](maxBytes)}
 }
 
 // Encode returns tok.Encode(prompt), in a slice the caller owns. The
 // segments' ids are gathered first so that the result is filled in one go;
 // a caller done with it may hand it to release for reuse.
 func (c *promptCache) Encode(prompt string) []int {
-	var segsBuf [64][]int
+	var segsBuf [64][]uint16
 	segs, n := segsBuf[:0], 0
+	var tail []int // the ids after the last <|im_end|>
 	for prompt != "" {
-		var seg []int
-		if end := strings.Index(prompt, IMEnd); end < 0 {
-			seg, prompt = c.tok.Encode(prompt), ""
-		} else {
-			end += len(IMEnd)
-			seg, prompt = c.segment(prompt[:end]), prompt[end:]
+		end := strings.Index(prompt, IMEnd)
+		if end < 0 {
+			tail, prompt = c.tok.Encode(prompt), ""
+			break
 		}
+		end += len(IMEnd)
+		seg := c.segment(prompt[:end])
+		prompt = prompt[end:]
 		segs = append(segs, seg)
 		n += len(seg)
 	}
+	n += len(tail)
 	var ids []int
 	if p, ok := c.idsPool.Get().(*[]int); ok && cap(*p) >= n {
-		ids = (*p)[:0]
+		ids = (*p)[:n]
 	} else {
-		ids = make([]int, 0, n)
+		ids = make([]int, n)
 	}
+	i := 0
 	for _, seg := range segs {
-		ids = append(ids, seg...)
+		for _, id := range seg {
+			ids[i] = int(id)
+			i++
+		}
 	}
+	copy(ids[i:], tail)
 	return ids
 }
 
 // segment returns the shared, read-only ids of seg.
-func (c *promptCache) segment(seg string) []int {
-	c.mu.Lock()
-	ids, ok := c.segs[seg]
-	c.mu.Unlock()
-	if ok {
+func (c *promptCache) segment(seg string) []uint16 {
+	if ids, ok := c.segs.Get(seg); ok {
 		return ids
 	}
-	ids = c.tok.Encode(seg)
-	c.mu.Lock()
-	if len(c.segs) >= maxCachedSegments {
-		clear(c.segs)
+	wide := c.tok.Encode(seg)
+	ids := make([]uint16, len(wide))
+	for i, id := range wide {
+		ids[i] = uint16(id)
 	}
 	// A copy of the key, so the cache does not pin the whole prompt.
-	c.segs[strings.Clone(seg)] = ids
-	c.mu.Unlock()
+	c.segs.Add(strings.Clone(seg), ids, len(seg)+2*len(ids))
 	return ids
 }
 

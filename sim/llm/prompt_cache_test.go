@@ -5,7 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mgrpo/mgrpo/sim/llm/internal/cache"
+	"github.com/mgrpo/mgrpo/sim/web"
 )
+
+// promptCacheStats returns the counters of s's prompt cache.
+func promptCacheStats(s *Server) cache.Stats { return s.pc.segs.Stats() }
 
 // checkPromptCache fails when the cache's ids for text differ from a whole
 // encoding, on a cold and on a warm cache.
@@ -23,7 +29,7 @@ func checkPromptCache(t *testing.T, c *promptCache, text string) {
 // the tokenizer on random texts full of markers, partial markers and the
 // turns of growing conversations.
 func TestPromptCacheMatchesEncode(t *testing.T) {
-	c := newPromptCache(NewTokenizer())
+	c := newPromptCache(NewTokenizer(), 1<<20)
 	pieces := []string{IMEnd, IMStart, EndOfText, ThinkOpen, ThinkClose, ToolCallOpen, ToolCallClose, ToolResponseOpen, ToolResponseClose,
 		"<|im_e", "<|im_end|", "<", "|", ">", "<|", "\n", " ", "  ", "user", "assistant", " hello", "Velmora", "123456", "{\"a\":", "\xff", "é", "😀"}
 	r := rand.New(rand.NewPCG(3, 4))
@@ -51,10 +57,37 @@ func TestPromptCacheMatchesEncode(t *testing.T) {
 func FuzzPromptCache(f *testing.F) {
 	f.Add("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", "<think>x</think>")
 	f.Add("<|im_end|><|im_end|>", "<|im_e")
-	c := newPromptCache(NewTokenizer())
+	c := newPromptCache(NewTokenizer(), 1<<20)
 	f.Fuzz(func(t *testing.T, a, b string) {
 		checkPromptCache(t, c, a)
 		checkPromptCache(t, c, a+b)
 		checkPromptCache(t, c, a+IMEnd+b)
 	})
+}
+
+// TestCacheSizeKeepsBytes plays many conversations against a server with
+// the default cache size and mirrors every request to one whose caches
+// hold a few entries each (so they evict, and refuse large turns, all the
+// time): the responses must be the same bytes.
+func TestCacheSizeKeepsBytes(t *testing.T) {
+	w, err := web.Generate(web.Config{Seed: 11, Questions: 20})
+	if err != nil {
+		t.Fatalf("generate world: %v", err)
+	}
+	s, _ := MustServer(t, testConfig(DialectVLLM))
+	tiny := testConfig(DialectVLLM)
+	tiny.CacheBytes = 64 << 10
+	m, _ := MustServer(t, tiny)
+	p := newManyConvPlayer(t, s, w, 40)
+	p.mirror = m.Handler()
+	calls := 400
+	if testing.Short() {
+		calls = 100
+	}
+	for range calls {
+		p.step()
+	}
+	if st := m.pc.segs.Stats(); st.Rotations == 0 {
+		t.Errorf("the small prompt cache never evicted: %+v", st)
+	}
 }

@@ -51,14 +51,14 @@ func NewServer(cfg Config) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		tok:      NewTokenizer(),
-		pol:      policy.New(cfg.Skills),
+		pol:      policy.NewCached(cfg.Skills, cfg.CacheBytes/2),
 		eng:      newEngine(cfg.Slots, cfg.MaxModelLen),
 		stat:     newStats(),
 		faultRng: rand.New(rand.NewPCG(cfg.Seed, newMix("faults").add(cfg.Seed).sum())),
 		version:  cfg.WeightVersion,
 		closed:   make(chan struct{}),
 	}
-	s.pc = newPromptCache(s.tok)
+	s.pc = newPromptCache(s.tok, cfg.CacheBytes-cfg.CacheBytes/2)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }

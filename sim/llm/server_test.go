@@ -14,20 +14,23 @@ import (
 	"time"
 )
 
+// respToolCall is a tool call in a chat answer's message.
+type respToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
 type chatResp struct {
 	PromptTokenIDs []int `json:"prompt_token_ids"`
 	Choices        []struct {
 		Message struct {
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			ToolCalls        []struct {
-				ID       string `json:"id"`
-				Type     string `json:"type"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Content          *string        `json:"content"`
+			ReasoningContent *string        `json:"reasoning_content"`
+			ToolCalls        []respToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 		TokenIDs     []int  `json:"token_ids"`
@@ -376,8 +379,8 @@ func TestControlSGLang(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	err := Config{Dialect: "tgi", Slots: -1, Faults: Faults{Rate500: 0.8, Rate503: 0.5}}.Validate()
-	for _, want := range []string{"Dialect", "Slots", "sum"} {
+	err := Config{Dialect: "tgi", Slots: -1, CacheBytes: -1, Faults: Faults{Rate500: 0.8, Rate503: 0.5}}.Validate()
+	for _, want := range []string{"Dialect", "Slots", "CacheBytes", "sum"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want mention of %s", err, want)
 		}

@@ -12,7 +12,21 @@ type parsedCall struct {
 	ok   bool
 }
 
-func newCallCache() *callCache { return newMemo[callKey, parsedCall](maxCachedTexts) }
+// newCallCache returns a call cache of at most maxBytes. An entry costs its
+// name, its arguments twice (raw and lower-cased), its lists' strings and
+// the call's headers.
+func newCallCache(maxBytes int64) *callCache {
+	return newMemo(maxBytes, func(k callKey, p parsedCall) int {
+		n := 200 + len(k.name) + 2*len(k.arguments) + len(p.call.task) + len(p.call.goal)
+		for _, s := range p.call.query {
+			n += 16 + len(s)
+		}
+		for _, s := range p.call.url {
+			n += 16 + len(s)
+		}
+		return n
+	})
+}
 
 // parseCallCached is parseCall through cc. The call's lists are shared and
 // must not be modified.

@@ -15,7 +15,7 @@ func TestParseCallCachedMatches(t *testing.T) {
 		{ID: "4", Name: ToolSearch, Arguments: `{"query":`},
 		{ID: "5", Name: "other", Arguments: `{}`},
 	}
-	cc := newCallCache()
+	cc := newCallCache(1 << 20)
 	for _, tc := range calls {
 		want, wantOK := parseCall(tc)
 		for _, c := range []*callCache{cc, cc, nil} {
@@ -24,24 +24,5 @@ func TestParseCallCachedMatches(t *testing.T) {
 				t.Fatalf("%+v: parseCallCached = %+v, %v; parseCall %+v, %v", tc, got, ok, want, wantOK)
 			}
 		}
-	}
-}
-
-// TestMemoStartsOverWhenFull checks the bound of a memo.
-func TestMemoStartsOverWhenFull(t *testing.T) {
-	m := newMemo[int, int](3)
-	calls := 0
-	sq := func(k int) int { calls++; return k * k }
-	for k := range 5 {
-		if got := m.get(k, sq); got != k*k {
-			t.Fatalf("get(%d) = %d", k, got)
-		}
-	}
-	if len(m.m) > 3 {
-		t.Fatalf("memo holds %d entries, bound 3", len(m.m))
-	}
-	m.get(4, sq)
-	if calls != 5 {
-		t.Fatalf("%d computations, want 5 (the last look-up cached)", calls)
 	}
 }

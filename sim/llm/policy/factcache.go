@@ -1,11 +1,10 @@
 package policy
 
 import (
+	"strings"
+
 	"github.com/mgrpo/mgrpo/sim/web"
 )
-
-// maxCachedTexts bounds the caches of parsed tool results.
-const maxCachedTexts = 4096
 
 // factCache memoises the facts parsed from tool results (see memo).
 type factCache = memo[factKey, []parsedFact]
@@ -22,13 +21,35 @@ type parsedFact struct {
 	cut  bool
 }
 
-func newFactCache() *factCache { return newMemo[factKey, []parsedFact](maxCachedTexts) }
+// newFactCache returns a fact cache of at most maxBytes. An entry costs
+// its text plus its facts' strings and headers.
+func newFactCache(maxBytes int64) *factCache {
+	return newMemo(maxBytes, func(k factKey, ps []parsedFact) int {
+		n := len(k.text)
+		for _, p := range ps {
+			n += 56 + len(p.fact.Subject) + len(p.fact.Relation) + len(p.fact.Object)
+		}
+		return n
+	})
+}
 
 // facts returns the facts of a tool result's text through fc; snippet says
 // it is a search result. The returned slice is shared and must not be
 // modified.
 func facts(fc *factCache, text string, snippet bool) []parsedFact {
-	return fc.get(factKey{text, snippet}, func(k factKey) []parsedFact { return parseToolText(k.text, k.snippet) })
+	return fc.get(factKey{text, snippet}, func(k factKey) []parsedFact {
+		ps := parseToolText(k.text, k.snippet)
+		if fc != nil {
+			// The facts are substrings of a rewritten copy of the text;
+			// copies of their own keep the cache from holding the text
+			// twice.
+			for i := range ps {
+				f := &ps[i].fact
+				f.Subject, f.Relation, f.Object = strings.Clone(f.Subject), strings.Clone(f.Relation), strings.Clone(f.Object)
+			}
+		}
+		return ps
+	})
 }
 
 // parseToolText parses the facts of one tool result. Snippets are cut with

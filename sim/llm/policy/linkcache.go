@@ -13,7 +13,18 @@ type foundLink struct {
 	lowTitle, lowText string
 }
 
-func newLinkCache() *linkCache { return newMemo[string, []foundLink](maxCachedTexts) }
+// newLinkCache returns a link cache of at most maxBytes. An entry costs its
+// text plus its links' strings (counted whole, though some are substrings
+// of the text) and headers.
+func newLinkCache(maxBytes int64) *linkCache {
+	return newMemo(maxBytes, func(text string, ls []foundLink) int {
+		n := len(text)
+		for _, l := range ls {
+			n += 80 + len(l.url) + len(l.title) + len(l.text) + len(l.lowTitle) + len(l.lowText)
+		}
+		return n
+	})
+}
 
 // links returns the links of a search result's text through lc. The
 // returned slice is shared and must not be modified.

@@ -15,7 +15,7 @@ func TestLinkCacheMatchesParse(t *testing.T) {
 		"see https://w.sim/a, and http://w.sim/b.",
 		"no results",
 	}
-	lc := newLinkCache()
+	lc := newLinkCache(1 << 20)
 	for _, text := range texts {
 		for range 2 {
 			got := links(lc, text)

@@ -16,10 +16,29 @@ type Policy struct {
 	calls  *callCache // parsed tool-call arguments; a cache, not state
 }
 
-// New returns a policy with skills s. Values outside the ranges Validate
-// checks are clamped into them (call Validate first to reject them instead).
-func New(s Skills) *Policy {
-	return &Policy{skills: s.clamped(), facts: newFactCache(), links: newLinkCache(), calls: newCallCache()}
+// DefaultCacheBytes bounds the caches of a Policy made by New. Caches
+// fill as they are used, so a policy that plays a few conversations takes
+// little of it.
+const DefaultCacheBytes = 256 << 20
+
+// New returns a policy with skills s and caches of DefaultCacheBytes. Values
+// outside the ranges Validate checks are clamped into them (call Validate
+// first to reject them instead).
+func New(s Skills) *Policy { return NewCached(s, DefaultCacheBytes) }
+
+// NewCached is New with caches of parsed tool results and tool calls that
+// hold at most cacheBytes in all, as estimated from their strings and
+// headers: half for the facts of tool results, a quarter each for the links
+// of search results and the arguments of tool calls. Zero or less caches
+// nothing. A parsed tool result costs about 2 to 3 times its text's bytes,
+// once however many conversations send it. The caches only save work:
+// their size never changes an answer (see memo).
+func NewCached(s Skills, cacheBytes int64) *Policy {
+	p := &Policy{skills: s.clamped()}
+	if cacheBytes > 0 {
+		p.facts, p.links, p.calls = newFactCache(cacheBytes/2), newLinkCache(cacheBytes/4), newCallCache(cacheBytes/4)
+	}
+	return p
 }
 
 // Skills returns the policy's skills, as clamped by New.
