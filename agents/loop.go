@@ -46,6 +46,9 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		{Role: openai.ChatMessageRoleSystem, Content: system},
 		{Role: openai.ChatMessageRoleUser, Content: user},
 	}
+	// The trajectory's prompt ids, carried from call to call so the client
+	// decodes only what each prompt adds.
+	var prefix llm.PromptPrefix
 	for turn := 0; ; turn++ {
 		if turn == l.budget.MaxTurns {
 			traj.formatError(fmt.Sprintf("turn budget of %d exhausted before a final message", l.budget.MaxTurns))
@@ -56,7 +59,8 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 			return msgs
 		}
 		seed := deriveSeed(l.seed, "turn", turn)
-		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Sampling: &llm.Sampling{Seed: &seed, MaxTokens: l.budget.MaxTokensPerTurn}}
+		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Prefix: &prefix,
+			Sampling: &llm.Sampling{Seed: &seed, MaxTokens: l.budget.MaxTokensPerTurn}}
 		t, err := l.model.Chat(ctx, req)
 		if err != nil {
 			traj.Error = fmt.Sprintf("turn %d: %v", turn, err)

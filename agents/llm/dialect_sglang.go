@@ -65,7 +65,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		fallback bool
 	)
 	decode := func(b []byte, h http.Header) error {
-		r, err := decodeChat(b, false)
+		r, err := decodeChatPrefix(b, false, req.Prefix)
 		if err != nil {
 			return err
 		}
@@ -95,6 +95,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		if err := checkTokens(t); err != nil {
 			return err
 		}
+		req.Prefix.remember(r.choicePromptText, t.PromptIDs)
 		turn = t
 		return nil
 	}

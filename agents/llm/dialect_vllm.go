@@ -45,7 +45,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			noIDsSeen bool
 		)
 		decode := func(b []byte, h http.Header) error {
-			r, err := decodeChat(b, mode == vllmLegacy)
+			r, err := decodeChatPrefix(b, mode == vllmLegacy, req.Prefix)
 			if err != nil {
 				return err
 			}
@@ -75,6 +75,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			if err := checkTokens(t); err != nil {
 				return err
 			}
+			req.Prefix.remember(r.promptText, t.PromptIDs)
 			turn = t
 			return nil
 		}

@@ -39,13 +39,23 @@ type chatResult struct {
 	logprobs []float64
 	// tokens holds the entries' tokens, only when they were asked for.
 	tokens []string
+	// promptText and choicePromptText are the top-level and the choice's
+	// prompt_token_ids arrays as written, for a PromptPrefix (slices of the
+	// body; empty when the slow path decoded it).
+	promptText, choicePromptText []byte
 }
 
 // decodeChat decodes a chat completion body for a dialect, with the
 // results and errors of DecodeChatResponse. wantTokens asks for the
 // logprob entries' tokens (vLLM's legacy "token_id:N" mode).
 func decodeChat(body []byte, wantTokens bool) (*chatResult, error) {
-	if r, ok := fastChat(body, wantTokens); ok {
+	return decodeChatPrefix(body, wantTokens, nil)
+}
+
+// decodeChatPrefix is decodeChat reusing the ids of prefix (see
+// PromptPrefix); the results are the same as without it.
+func decodeChatPrefix(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, error) {
+	if r, ok := fastChat(body, wantTokens, prefix); ok {
 		return r, nil
 	}
 	resp, ch, err := DecodeChatResponse(body)
@@ -167,15 +177,16 @@ func once(seen *uint, bit uint) bool {
 
 // fastChat is decodeChat's fast path; ok false means "decode it with
 // encoding/json".
-func fastChat(body []byte, wantTokens bool) (*chatResult, bool) {
+func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, bool) {
 	sc := getScratch()
 	defer putScratch(sc)
-	s := jscan{b: body}
+	s := jscan{b: body, prefix: prefix}
 	resp := new(ChatResponse)
 	r := &chatResult{resp: resp}
 	var (
-		ids  []int
-		seen uint
+		ids        []int
+		promptText []byte
+		seen       uint
 	)
 	sc.top.reset()
 	ok := s.members(func(key []byte) bool {
@@ -185,7 +196,8 @@ func fastChat(body []byte, wantTokens bool) (*chatResult, bool) {
 			if !once(&seen, 1) {
 				return false
 			}
-			ids, ok = s.ints()
+			ids, ok = s.promptIDs()
+			promptText = s.promptText
 		case "choices":
 			if !once(&seen, 2) {
 				return false
@@ -222,7 +234,7 @@ func fastChat(body []byte, wantTokens bool) (*chatResult, bool) {
 	if !ok || !s.end() || r.ch == nil || !sc.top.decode(resp) {
 		return nil, false
 	}
-	resp.PromptTokenIDs = ids
+	resp.PromptTokenIDs, r.promptText = ids, promptText
 	switch r.ch.FinishReason {
 	case "abort", "", "null":
 		// DecodeChatResponse's errors, with its messages.
@@ -257,7 +269,8 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 			if !once(&seen, 2) {
 				return false
 			}
-			ch.PromptTokenIDs, ok = s.ints()
+			ch.PromptTokenIDs, ok = s.promptIDs()
+			r.choicePromptText = s.promptText
 		case "logprobs":
 			if !once(&seen, 4) {
 				return false

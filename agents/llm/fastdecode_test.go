@@ -23,7 +23,7 @@ func checkFastChat(t *testing.T, body []byte) bool {
 	t.Helper()
 	accepted := false
 	for _, wantTokens := range []bool{false, true} {
-		r, ok := fastChat(body, wantTokens)
+		r, ok := fastChat(body, wantTokens, nil)
 		resp, ch, err := DecodeChatResponse(body)
 		if !ok {
 			continue
@@ -245,7 +245,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(tc.body)))
 			for b.Loop() {
-				if _, ok := fastChat(tc.body, false); !ok {
+				if _, ok := fastChat(tc.body, false, nil); !ok {
 					b.Fatal("fast path refused the body")
 				}
 			}

@@ -60,12 +60,19 @@ func (s *jscan) ints() ([]int, bool) {
 	if s.eat(']') {
 		return []int{}, true
 	}
+	return s.intElems(nil)
+}
+
+// intElems consumes an integer array's elements from the next one through
+// the closing bracket and returns them after a copy of head.
+func (s *jscan) intElems(head []int) ([]int, bool) {
 	// Size the slice once: an array of integers ends at the first ']'.
-	n := 1
+	n := 1 + len(head)
 	if end := bytes.IndexByte(s.b[s.i:], ']'); end >= 0 {
 		n += bytes.Count(s.b[s.i:s.i+end], []byte{','})
 	}
-	out := make([]int, 0, n)
+	out := make([]int, len(head), n)
+	copy(out, head)
 	b, i := s.b, s.i
 	for {
 		// The common case: "digits," with fewer than eight digits and no

@@ -18,6 +18,10 @@ type jscan struct {
 	i int
 	// tmp is text's buffer for decoding escaped strings.
 	tmp []byte
+	// prefix, when set, lets promptIDs copy known prompt ids; promptText
+	// is the text of the last array promptIDs read (a slice of b).
+	prefix     *PromptPrefix
+	promptText []byte
 }
 
 // maxScanDepth bounds the nesting skip follows; deeper values are left to

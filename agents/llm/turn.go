@@ -66,6 +66,10 @@ type Request struct {
 	TrajectoryKey string
 	// Sampling overrides the role's sampling parameters field by field.
 	Sampling *Sampling
+	// Prefix, when set, carries the trajectory's previous prompt ids from
+	// call to call so that the shared part is not decoded again (see
+	// PromptPrefix). The results are the same with or without it.
+	Prefix *PromptPrefix
 }
 
 // Turn is the record of one successful call: the assistant message and the
