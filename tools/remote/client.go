@@ -44,7 +44,12 @@ type ClientConfig struct {
 func NewClient(cfg ClientConfig) *resty.Client {
 	tr := cfg.Transport
 	if tr == nil {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		// A farm sends hundreds of concurrent requests to one API host;
+		// with the default of 2 idle connections per host, nearly every
+		// request would open (and TLS-handshake) a new one.
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 1024, 256
+		tr = t
 	}
 	rc := retryablehttp.NewClient()
 	rc.Logger = nil
