@@ -9,7 +9,10 @@
 // trajectory's turns into training sequences with a loss mask that is 1
 // exactly on sampled tokens; turns merge while each prompt extends the
 // previous prompt and completion, and a Drift is reported where the chat
-// template broke that prefix.
+// template broke that prefix. Because of that prefix, a caller that passes
+// one PromptPrefix per trajectory in Request.Prefix lets the client copy
+// the ids the previous prompt already had instead of decoding them again
+// from each answer (the results are the same without it).
 //
 // # Dialects
 //
