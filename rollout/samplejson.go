@@ -1,13 +1,14 @@
 package rollout
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // writeSamplesJSONL writes one Sample per line, byte for byte as
@@ -220,31 +221,9 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
 	return dst, true
 }
 
-// appendJSONString appends s as a JSON string. Plain printable ASCII
-// without quotes or backslashes (run names, roles, query ids and finish
-// reasons in practice) is copied as is; anything else is escaped by
-// encoding/json itself, so that the rules for control characters, invalid
-// UTF-8 and U+2028/U+2029 stay exactly its own.
-func appendJSONString(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' {
-			return appendJSONStringSlow(dst, s)
-		}
-	}
-	dst = append(dst, '"')
-	dst = append(dst, s...)
-	return append(dst, '"')
-}
-
-// appendJSONStringSlow escapes s with encoding/json, HTML escaping off.
-func appendJSONStringSlow(dst []byte, s string) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	// Encoding a string cannot fail.
-	_ = enc.Encode(s)
-	return append(dst, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
-}
+// appendJSONString appends s as a JSON string as the step files' encoder
+// (encoding/json with HTML escaping off) writes it.
+func appendJSONString(dst []byte, s string) []byte { return jsontext.AppendString(dst, s, false) }
 
 // appendJSONUint appends u in decimal, as strconv.AppendUint does.
 func appendJSONUint(dst []byte, u uint64) []byte {

@@ -5,7 +5,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // jsonAppender is a response type with a hand-written encoder. The chat
@@ -80,71 +81,9 @@ func (e *jsonEnc) float(f float64) {
 	}
 }
 
-// jsonSafe marks the ASCII bytes a JSON string holds unescaped.
-var jsonSafe = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// str writes s as a JSON string with encoding/json's escapes (HTML
-// characters left literal): short escapes for \b \f \n \r \t, \u00XX for the
-// other control characters, \ufffd for each invalid UTF-8 byte, and \u2028,
-// \u2029 escaped.
-func (e *jsonEnc) str(s string) {
-	b := append(e.b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if jsonSafe[c] {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '\\', '"':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	e.b = append(b, '"')
-}
+// str writes s as a JSON string with encoding/json's escapes, HTML
+// characters left literal.
+func (e *jsonEnc) str(s string) { e.b = jsontext.AppendString(e.b, s, false) }
 
 // strPtr writes *p, or null for a nil pointer.
 func (e *jsonEnc) strPtr(p *string) {
