@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/singleflight"
 
@@ -201,14 +202,23 @@ func renderPage(p visit.Page, budget int) string {
 	return clipRunes(head+p.Text+note, budget, "\n\n[Page truncated to fit the output budget.]") + "\n"
 }
 
-// clipRunes cuts s to at most n runes, appending note when it cuts.
+// clipRunes cuts s to at most n runes, appending note when it cuts. It
+// counts runes without converting s, which is a whole page.
 func clipRunes(s string, n int, note string) string {
-	r := []rune(s)
-	if len(r) <= n {
+	if len(s) <= n || utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	keep := max(n-len([]rune(note)), 0)
-	return string(r[:keep]) + note
+	keep := max(n-utf8.RuneCountInString(note), 0)
+	end := 0
+	for range keep {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	if !utf8.ValidString(s[:end]) {
+		// As the conversion to runes does: each invalid byte becomes U+FFFD.
+		return string([]rune(s[:end])) + note
+	}
+	return s[:end] + note
 }
 
 func dedupeURLs(us []string) []string {

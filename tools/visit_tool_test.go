@@ -110,3 +110,24 @@ func TestVisitTool(t *testing.T) {
 		}
 	})
 }
+
+// FuzzClipRunes checks clipRunes against cutting the rune slice.
+func FuzzClipRunes(f *testing.F) {
+	f.Add("short", 10, "…")
+	f.Add("exactly ten", 11, " [cut]")
+	f.Add("héllo wörld, 東京 and more", 9, " [cut]")
+	f.Add("bad \xff\xfe bytes here", 6, "!")
+	f.Add("note longer than budget", 3, " [truncated]")
+	f.Fuzz(func(t *testing.T, s string, n int, note string) {
+		if n < 0 || n > 1<<16 {
+			return
+		}
+		want := s
+		if r := []rune(s); len(r) > n {
+			want = string(r[:max(n-len([]rune(note)), 0)]) + note
+		}
+		if got := clipRunes(s, n, note); got != want {
+			t.Fatalf("clipRunes(%q, %d, %q) = %q, want %q", s, n, note, got, want)
+		}
+	})
+}

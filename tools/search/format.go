@@ -2,6 +2,7 @@ package search
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,23 +14,33 @@ const maxSnippetRunes = 600
 // Format renders the results of one query as the model sees them: a
 // heading line and a numbered Markdown list of title, link and snippet.
 func Format(query string, results []Result) string {
-	var b strings.Builder
 	if len(results) == 0 {
-		fmt.Fprintf(&b, "No results for %q.\n", query)
-		return b.String()
+		return "No results for " + strconv.Quote(query) + ".\n"
 	}
-	fmt.Fprintf(&b, "Search results for %q (%d):\n\n", query, len(results))
+	b := make([]byte, 0, 64+len(query)+len(results)*256)
+	b = append(b, "Search results for "...)
+	b = strconv.AppendQuote(b, query)
+	b = append(b, " ("...)
+	b = strconv.AppendInt(b, int64(len(results)), 10)
+	b = append(b, "):\n\n"...)
 	for i, r := range results {
 		title := oneLine(r.Title)
 		if title == "" {
 			title = "(untitled)"
 		}
-		fmt.Fprintf(&b, "%d. [%s](%s)\n", i+1, title, oneLine(r.Link))
+		b = strconv.AppendInt(b, int64(i+1), 10)
+		b = append(b, ". ["...)
+		b = append(b, title...)
+		b = append(b, "]("...)
+		b = append(b, oneLine(r.Link)...)
+		b = append(b, ")\n"...)
 		if s := oneLine(r.Snippet); s != "" {
-			fmt.Fprintf(&b, "   %s\n", clip(s, maxSnippetRunes))
+			b = append(b, "   "...)
+			b = append(b, clip(s, maxSnippetRunes)...)
+			b = append(b, '\n')
 		}
 	}
-	return b.String()
+	return string(b)
 }
 
 // FormatError renders a failed query for the model.

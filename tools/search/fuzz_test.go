@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -75,6 +76,49 @@ func FuzzOneLine(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		if got, want := oneLine(s), strings.Join(strings.Fields(s), " "); got != want {
 			t.Fatalf("oneLine(%q) = %q, want %q", s, got, want)
+		}
+	})
+}
+
+// formatWithFmt is Format as first written with fmt, the oracle for the
+// hand-built one.
+func formatWithFmt(query string, results []Result) string {
+	var b strings.Builder
+	if len(results) == 0 {
+		fmt.Fprintf(&b, "No results for %q.\n", query)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "Search results for %q (%d):\n\n", query, len(results))
+	for i, r := range results {
+		title := oneLine(r.Title)
+		if title == "" {
+			title = "(untitled)"
+		}
+		fmt.Fprintf(&b, "%d. [%s](%s)\n", i+1, title, oneLine(r.Link))
+		if s := oneLine(r.Snippet); s != "" {
+			fmt.Fprintf(&b, "   %s\n", clip(s, maxSnippetRunes))
+		}
+	}
+	return b.String()
+}
+
+func FuzzFormat(f *testing.F) {
+	f.Add("q", "Title", "https://x.example/a", "snippet", 3)
+	f.Add("東京 \"quoted\"\n", "", " ", "\xff bad", 0)
+	f.Add("long", "t", "l", strings.Repeat("word ", 200), 12)
+	f.Fuzz(func(t *testing.T, q, title, link, snippet string, n int) {
+		if n < 0 || n > 20 {
+			return
+		}
+		rs := make([]Result, n)
+		for i := range rs {
+			rs[i] = Result{Title: title, Link: link, Snippet: snippet}
+			if i%2 == 1 {
+				rs[i].Title, rs[i].Snippet = "", title
+			}
+		}
+		if got, want := Format(q, rs), formatWithFmt(q, rs); got != want {
+			t.Fatalf("Format = %q, fmt version %q", got, want)
 		}
 	})
 }
