@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // plainMessage is openai.ChatCompletionMessage with the JSON tags its
@@ -113,18 +115,18 @@ func fastChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, bool) {
 	// Find the two values among the top-level members: the head is small,
 	// and its member order is encoding/json's, not assumed here.
 	msgsAt, toolsAt := span{with: sc.msgs}, span{with: toolsJSON}
-	s := jscan{b: head}
+	s := jscan{Scanner: jsontext.Scanner{B: head}}
 	if !s.members(func(key []byte) bool {
-		s.ws()
-		start := s.i
-		if !s.skip(0) {
+		s.WS()
+		start := s.I
+		if !s.Skip(0) {
 			return false
 		}
 		switch string(key) {
 		case "messages":
-			msgsAt.start, msgsAt.end = start, s.i
+			msgsAt.start, msgsAt.end = start, s.I
 		case "tools":
-			toolsAt.start, toolsAt.end = start, s.i
+			toolsAt.start, toolsAt.end = start, s.I
 		}
 		return true
 	}) || msgsAt.end == 0 || toolsJSON != nil && toolsAt.end == 0 {

@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // Fast decoding of the token-heavy responses.
@@ -133,21 +135,21 @@ var (
 // members walks an object, calling member with each key to consume its
 // value; member returns false to give up.
 func (s *jscan) members(member func(key []byte) bool) bool {
-	if !s.eat('{') {
+	if !s.Eat('{') {
 		return false
 	}
-	if s.eat('}') {
+	if s.Eat('}') {
 		return true
 	}
 	for {
-		key, ok := s.key()
+		key, ok := s.Key()
 		if !ok || !member(key) {
 			return false
 		}
-		if s.eat(',') {
+		if s.Eat(',') {
 			continue
 		}
-		return s.eat('}')
+		return s.Eat('}')
 	}
 }
 
@@ -157,11 +159,11 @@ func (s *jscan) rest(r *restObject, key []byte, owned []string) bool {
 	if foldsTo(key, owned...) {
 		return false
 	}
-	start := s.i
-	if !s.skip(0) {
+	start := s.I
+	if !s.Skip(0) {
 		return false
 	}
-	r.add(key, s.b[start:s.i])
+	r.add(key, s.B[start:s.I])
 	return true
 }
 
@@ -180,7 +182,7 @@ func once(seen *uint, bit uint) bool {
 func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, bool) {
 	sc := getScratch()
 	defer putScratch(sc)
-	s := jscan{b: body, prefix: prefix}
+	s := jscan{Scanner: jsontext.Scanner{B: body}, prefix: prefix}
 	resp := new(ChatResponse)
 	r := &chatResult{resp: resp}
 	var (
@@ -231,7 +233,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 		}
 		return ok
 	})
-	if !ok || !s.end() || r.ch == nil || !sc.top.decode(resp) {
+	if !ok || !s.End() || r.ch == nil || !sc.top.decode(resp) {
 		return nil, false
 	}
 	resp.PromptTokenIDs, r.promptText = ids, promptText
@@ -245,7 +247,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 
 // choices consumes a one-element choices array into r.
 func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
-	if !s.eat('[') {
+	if !s.Eat('[') {
 		return false
 	}
 	chs := make([]ChatChoice, 1)
@@ -275,7 +277,7 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 			if !once(&seen, 4) {
 				return false
 			}
-			if s.null() {
+			if s.Null() {
 				return true
 			}
 			hasLogprobs = true
@@ -302,7 +304,7 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 		return ok
 	})
 	// A second choice is left to encoding/json: dialects never ask for one.
-	if !ok || !s.eat(']') || !sc.choice.decode(ch) {
+	if !ok || !s.Eat(']') || !sc.choice.decode(ch) {
 		return false
 	}
 	ch.LogProbs = logprobs
@@ -324,28 +326,28 @@ func (s *jscan) logprobs(sc *scratch, wantTokens bool) bool {
 			if foldsTo(key, ownedLogprobs...) {
 				return false
 			}
-			return s.skip(0)
+			return s.Skip(0)
 		}
 		if !once(&seen, 1) {
 			return false
 		}
-		if s.null() {
+		if s.Null() {
 			return true
 		}
-		if !s.eat('[') {
+		if !s.Eat('[') {
 			return false
 		}
-		if s.eat(']') {
+		if s.Eat(']') {
 			return true
 		}
 		for {
 			if !s.quickEntry(sc, wantTokens) && !s.logprobEntry(sc, wantTokens) {
 				return false
 			}
-			if s.eat(',') {
+			if s.Eat(',') {
 				continue
 			}
-			return s.eat(']')
+			return s.Eat(']')
 		}
 	})
 }
@@ -367,15 +369,15 @@ func (s *jscan) logprobEntry(sc *scratch, wantTokens bool) bool {
 			if !once(&seen, 1) {
 				return false
 			}
-			lp, ok = s.float()
+			lp, ok = s.Float()
 		case "token":
 			if !once(&seen, 2) {
 				return false
 			}
 			if wantTokens {
 				tok, ok = s.text()
-			} else if ok = s.null(); !ok {
-				_, _, ok = s.str()
+			} else if ok = s.Null(); !ok {
+				_, _, ok = s.Str()
 			}
 		case "bytes":
 			if !once(&seen, 4) {
@@ -391,7 +393,7 @@ func (s *jscan) logprobEntry(sc *scratch, wantTokens bool) bool {
 			if foldsTo(key, ownedLPEntry...) {
 				return false
 			}
-			ok = s.skip(0)
+			ok = s.Skip(0)
 		}
 		return ok
 	})
@@ -407,7 +409,7 @@ func (s *jscan) logprobEntry(sc *scratch, wantTokens bool) bool {
 
 // metaInfo consumes SGLang's meta_info (null is nil).
 func (s *jscan) metaInfo(sc *scratch) (*MetaInfo, bool) {
-	if s.null() {
+	if s.Null() {
 		return nil, true
 	}
 	mi := new(MetaInfo)
@@ -450,41 +452,41 @@ func (s *jscan) metaInfo(sc *scratch) (*MetaInfo, bool) {
 // tokenLogprobs consumes output_token_logprobs: [[logprob, id, text], …],
 // as TokenLogprob.UnmarshalJSON reads it.
 func (s *jscan) tokenLogprobs(sc *scratch) ([]TokenLogprob, bool) {
-	if s.null() {
+	if s.Null() {
 		return nil, true
 	}
-	if !s.eat('[') {
+	if !s.Eat('[') {
 		return nil, false
 	}
-	if s.eat(']') {
+	if s.Eat(']') {
 		return []TokenLogprob{}, true
 	}
 	sc.tlps = sc.tlps[:0]
 	for {
-		if !s.eat('[') {
+		if !s.Eat('[') {
 			return nil, false
 		}
-		lp, ok := s.float()
-		if !ok || !s.eat(',') {
+		lp, ok := s.Float()
+		if !ok || !s.Eat(',') {
 			return nil, false
 		}
-		id, ok := s.int()
+		id, ok := s.Int()
 		if !ok {
 			return nil, false
 		}
-		for s.eat(',') {
-			if !s.skip(0) {
+		for s.Eat(',') {
+			if !s.Skip(0) {
 				return nil, false
 			}
 		}
-		if !s.eat(']') {
+		if !s.Eat(']') {
 			return nil, false
 		}
 		sc.tlps = append(sc.tlps, TokenLogprob{Logprob: lp, ID: id})
-		if s.eat(',') {
+		if s.Eat(',') {
 			continue
 		}
-		if !s.eat(']') {
+		if !s.Eat(']') {
 			return nil, false
 		}
 		out := make([]TokenLogprob, len(sc.tlps))
@@ -497,7 +499,7 @@ func (s *jscan) tokenLogprobs(sc *scratch) ([]TokenLogprob, bool) {
 func fastGenerate(body []byte) (*GenerateResponse, bool) {
 	sc := getScratch()
 	defer putScratch(sc)
-	s := jscan{b: body}
+	s := jscan{Scanner: jsontext.Scanner{B: body}}
 	g := new(GenerateResponse)
 	var (
 		seen uint
@@ -525,7 +527,7 @@ func fastGenerate(body []byte) (*GenerateResponse, bool) {
 		}
 		return ok
 	})
-	if !ok || !s.end() || !sc.top.decode(g) {
+	if !ok || !s.End() || !sc.top.decode(g) {
 		return nil, false
 	}
 	g.OutputIDs = ids

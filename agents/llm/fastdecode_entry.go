@@ -21,46 +21,46 @@ const (
 // with no whitespace between members, as logprobEntry would. For anything
 // else it consumes nothing and reports false.
 func (s *jscan) quickEntry(sc *scratch, wantTokens bool) bool {
-	start := s.i
+	start := s.I
 	var (
 		seen uint
 		lp   float64
 		tok  string
 	)
-	b := s.b
-	if s.i >= len(b) || b[s.i] != '{' {
+	b := s.B
+	if s.I >= len(b) || b[s.I] != '{' {
 		return false
 	}
-	s.i++
+	s.I++
 	for {
-		if s.i >= len(b) || b[s.i] != '"' {
+		if s.I >= len(b) || b[s.I] != '"' {
 			break
 		}
-		rest := b[s.i+1:]
+		rest := b[s.I+1:]
 		ok := false
 		switch {
 		case bytes.HasPrefix(rest, []byte(logprobKey)) && once(&seen, 1):
-			s.i += 1 + len(logprobKey)
-			lp, ok = s.float()
+			s.I += 1 + len(logprobKey)
+			lp, ok = s.Float()
 		case bytes.HasPrefix(rest, []byte(tokenKey)) && once(&seen, 2):
-			s.i += 1 + len(tokenKey)
+			s.I += 1 + len(tokenKey)
 			if wantTokens {
 				tok, ok = s.text()
-			} else if ok = s.null(); !ok {
-				_, _, ok = s.str()
+			} else if ok = s.Null(); !ok {
+				_, _, ok = s.Str()
 			}
 		case bytes.HasPrefix(rest, []byte(bytesKey)) && once(&seen, 4):
-			s.i += 1 + len(bytesKey)
+			s.I += 1 + len(bytesKey)
 			ok = s.quickBytes()
 		case bytes.HasPrefix(rest, []byte(emptyTopMember)) && once(&seen, 8):
-			s.i += 1 + len(emptyTopMember)
+			s.I += 1 + len(emptyTopMember)
 			ok = true
 		}
-		if !ok || s.i >= len(b) {
+		if !ok || s.I >= len(b) {
 			break
 		}
-		s.i++
-		if c := b[s.i-1]; c == ',' {
+		s.I++
+		if c := b[s.I-1]; c == ',' {
 			continue
 		} else if c != '}' || seen&1 == 0 {
 			break
@@ -71,20 +71,20 @@ func (s *jscan) quickEntry(sc *scratch, wantTokens bool) bool {
 		}
 		return true
 	}
-	s.i = start
+	s.I = start
 	return false
 }
 
 // quickBytes consumes a compact array of byte values (0–255, no leading
 // zeros, no whitespace), as byteArray accepts; anything else is refused.
 func (s *jscan) quickBytes() bool {
-	b, i := s.b, s.i
+	b, i := s.B, s.I
 	if i >= len(b) || b[i] != '[' {
 		return false
 	}
 	i++
 	if i < len(b) && b[i] == ']' {
-		s.i = i + 1
+		s.I = i + 1
 		return true
 	}
 	for {
@@ -101,7 +101,7 @@ func (s *jscan) quickBytes() bool {
 		case ',':
 			i++
 		case ']':
-			s.i = i + 1
+			s.I = i + 1
 			return true
 		default:
 			return false

@@ -78,7 +78,7 @@ func (s *jscan) other(r *restObject, key []byte, owned, fields []string) bool {
 	case foldsTo(key, owned...):
 		return false
 	case !matchesField(key, fields):
-		return s.skip(0)
+		return s.Skip(0)
 	case r == nil:
 		return false
 	}
@@ -88,12 +88,12 @@ func (s *jscan) other(r *restObject, key []byte, owned, fields []string) bool {
 // orRest decodes a member's value with fast; when fast refuses it, the
 // value goes to r, for encoding/json to give its result or error.
 func (s *jscan) orRest(r *restObject, key []byte, fast func() bool) bool {
-	s.ws()
-	start := s.i
+	s.WS()
+	start := s.I
 	if fast() {
 		return true
 	}
-	s.i = start
+	s.I = start
 	return s.rest(r, key, nil)
 }
 
@@ -108,10 +108,10 @@ func (s *jscan) textTo(dst *string) bool {
 
 // intTo decodes an integer (or null, which leaves *dst) into *dst.
 func (s *jscan) intTo(dst *int) bool {
-	if s.null() {
+	if s.Null() {
 		return true
 	}
-	v, ok := s.int()
+	v, ok := s.Int()
 	if ok {
 		*dst = v
 	}
@@ -121,12 +121,12 @@ func (s *jscan) intTo(dst *int) bool {
 // rawTo stores a copy of any value in *dst, as json.RawMessage does
 // (null included).
 func (s *jscan) rawTo(dst *json.RawMessage) bool {
-	s.ws()
-	start := s.i
-	if !s.skip(0) {
+	s.WS()
+	start := s.I
+	if !s.Skip(0) {
 		return false
 	}
-	*dst = bytes.Clone(s.b[start:s.i])
+	*dst = bytes.Clone(s.B[start:s.I])
 	return true
 }
 
@@ -137,7 +137,7 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 		u    openai.Usage
 		seen uint
 	)
-	ok := s.null() || s.members(func(key []byte) bool {
+	ok := s.Null() || s.members(func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":
 			return once(&seen, 1) && s.intTo(&u.PromptTokens)
@@ -146,9 +146,9 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 		case "total_tokens":
 			return once(&seen, 4) && s.intTo(&u.TotalTokens)
 		case "prompt_tokens_details":
-			return once(&seen, 8) && s.null()
+			return once(&seen, 8) && s.Null()
 		case "completion_tokens_details":
-			return once(&seen, 16) && s.null()
+			return once(&seen, 16) && s.Null()
 		}
 		return s.other(nil, key, nil, usageFields)
 	})
@@ -160,7 +160,7 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 
 // metadata decodes SGLang's response metadata (null is nil).
 func (s *jscan) metadata(dst **ResponseMetadata) bool {
-	if s.null() {
+	if s.Null() {
 		*dst = nil
 		return true
 	}

@@ -35,7 +35,7 @@ func (s *jscan) message(dst *ChatMessage) bool {
 			if !once(&seen, 128) {
 				return false
 			}
-			if s.null() {
+			if s.Null() {
 				return true
 			}
 			m.FunctionCall = new(openai.FunctionCall)
@@ -53,14 +53,14 @@ func (s *jscan) message(dst *ChatMessage) bool {
 
 // toolCalls decodes a tool call array (null is nil, [] empty).
 func (s *jscan) toolCalls(dst *[]openai.ToolCall) bool {
-	if s.null() {
+	if s.Null() {
 		return true
 	}
-	if !s.eat('[') {
+	if !s.Eat('[') {
 		return false
 	}
 	calls := []openai.ToolCall{}
-	if s.eat(']') {
+	if s.Eat(']') {
 		*dst = calls
 		return true
 	}
@@ -69,10 +69,10 @@ func (s *jscan) toolCalls(dst *[]openai.ToolCall) bool {
 		if !s.toolCall(&calls[len(calls)-1]) {
 			return false
 		}
-		if s.eat(',') {
+		if s.Eat(',') {
 			continue
 		}
-		if !s.eat(']') {
+		if !s.Eat(']') {
 			return false
 		}
 		*dst = calls
@@ -90,15 +90,15 @@ func (s *jscan) toolCall(tc *openai.ToolCall) bool {
 		case "type":
 			return once(&seen, 2) && s.textTo((*string)(&tc.Type))
 		case "function":
-			return once(&seen, 4) && (s.null() || s.functionCall(&tc.Function))
+			return once(&seen, 4) && (s.Null() || s.functionCall(&tc.Function))
 		case "index":
 			if !once(&seen, 8) {
 				return false
 			}
-			if s.null() {
+			if s.Null() {
 				return true
 			}
-			v, ok := s.int()
+			v, ok := s.Int()
 			tc.Index = &v
 			return ok
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // okSGLang is a small SGLang chat answer with prompt ids and meta_info.
@@ -280,8 +282,8 @@ func TestFastMessageTaken(t *testing.T) {
 			var want ChatMessage
 			err := json.Unmarshal([]byte(tc.msg), &want)
 			var got ChatMessage
-			s := jscan{b: []byte(tc.msg)}
-			ok := s.message(&got) && s.end()
+			s := jscan{Scanner: jsontext.Scanner{B: []byte(tc.msg)}}
+			ok := s.message(&got) && s.End()
 			if ok != tc.take {
 				t.Fatalf("message taken %v, want %v", ok, tc.take)
 			}

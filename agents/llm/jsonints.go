@@ -51,13 +51,13 @@ func digitsValue(w uint64, n int) int {
 // ints consumes an array of integers (or null, which is nil). Like
 // encoding/json it returns an empty, non-nil slice for [].
 func (s *jscan) ints() ([]int, bool) {
-	if s.null() {
+	if s.Null() {
 		return nil, true
 	}
-	if !s.eat('[') {
+	if !s.Eat('[') {
 		return nil, false
 	}
-	if s.eat(']') {
+	if s.Eat(']') {
 		return []int{}, true
 	}
 	return s.intElems(nil)
@@ -68,12 +68,12 @@ func (s *jscan) ints() ([]int, bool) {
 func (s *jscan) intElems(head []int) ([]int, bool) {
 	// Size the slice once: an array of integers ends at the first ']'.
 	n := 1 + len(head)
-	if end := bytes.IndexByte(s.b[s.i:], ']'); end >= 0 {
-		n += bytes.Count(s.b[s.i:s.i+end], []byte{','})
+	if end := bytes.IndexByte(s.B[s.I:], ']'); end >= 0 {
+		n += bytes.Count(s.B[s.I:s.I+end], []byte{','})
 	}
 	out := make([]int, len(head), n)
 	copy(out, head)
-	b, i := s.b, s.i
+	b, i := s.B, s.I
 	for {
 		// The common case: "digits," with fewer than eight digits and no
 		// leading zero, read as one word. The next position depends only on
@@ -89,20 +89,20 @@ func (s *jscan) intElems(head []int) ([]int, bool) {
 		}
 		// Anything else — a sign, whitespace, a long number, the end of the
 		// body or an error — goes through int.
-		s.i = i
-		v, ok := s.int()
+		s.I = i
+		v, ok := s.Int()
 		if !ok {
 			return nil, false
 		}
-		s.ws()
-		i = s.i
+		s.WS()
+		i = s.I
 		if i >= len(b) || b[i] != ',' && b[i] != ']' {
 			return nil, false
 		}
 		out = append(out, v)
 		i++
 		if b[i-1] == ']' {
-			s.i = i
+			s.I = i
 			return out, true
 		}
 		for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {

@@ -38,18 +38,18 @@ func (p *PromptPrefix) remember(text []byte, ids []int) {
 // and only the rest is decoded. It records the array's text, up to its
 // last digit, in s.promptText.
 func (s *jscan) promptIDs() ([]int, bool) {
-	s.ws()
-	start := s.i
+	s.WS()
+	start := s.I
 	s.promptText = nil
 	var (
 		out []int
 		ok  bool
 	)
 	if p := s.prefix; p != nil && len(p.text) > 0 {
-		rest := s.b[s.i:]
+		rest := s.B[s.I:]
 		if n := len(p.text); len(rest) > n && rest[n] == ',' && bytes.Equal(rest[:n], p.text) {
-			s.i += n + 1
-			s.ws()
+			s.I += n + 1
+			s.WS()
 			out, ok = s.intElems(p.ids)
 			if !ok {
 				return nil, false
@@ -61,11 +61,11 @@ func (s *jscan) promptIDs() ([]int, bool) {
 			return nil, false
 		}
 	}
-	if end := s.i - 1; len(out) > 0 && end > start && s.b[end] == ']' {
-		for end > start && isJSONSpace(s.b[end-1]) {
+	if end := s.I - 1; len(out) > 0 && end > start && s.B[end] == ']' {
+		for end > start && isJSONSpace(s.B[end-1]) {
 			end--
 		}
-		s.promptText = s.b[start:end]
+		s.promptText = s.B[start:end]
 	}
 	return out, true
 }

@@ -3,6 +3,8 @@ package llm
 import (
 	"encoding/json"
 	"slices"
+
+	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // decodeChatFast decodes a chat request body without reflection. Clients
@@ -18,9 +20,9 @@ import (
 // content is a string has it decoded in text, with Content left nil.
 // FuzzDecodeChatFast holds it to that on arbitrary input.
 func decodeChatFast(body []byte, req *chatRequest) bool {
-	d := jsonDec{b: body}
+	d := jsonDec{jsontext.Scanner{B: body}}
 	var r chatRequest
-	if !d.chatRequest(&r) || !d.end() {
+	if !d.chatRequest(&r) || !d.End() {
 		return false
 	}
 	*req = r
@@ -59,10 +61,10 @@ func (d *jsonDec) chatField(r *chatRequest, k []byte) bool {
 	case "min_p":
 		return d.floatPtr(&f.MinP)
 	case "seed":
-		if d.null() {
+		if d.Null() {
 			return true
 		}
-		v, ok := d.int64()
+		v, ok := d.Int64()
 		f.Seed = &v
 		return ok
 	case "stop":
@@ -90,7 +92,7 @@ func (d *jsonDec) chatField(r *chatRequest, k []byte) bool {
 	case "chat_template_kwargs":
 		// A map of anything: encoding/json decodes the member's text exactly
 		// as it would in place, since the map starts out nil.
-		raw, ok := d.skipValue()
+		raw, ok := d.SkipValue()
 		return ok && json.Unmarshal(raw, &r.ChatTemplateKwargs) == nil
 	}
 	return false
@@ -120,64 +122,64 @@ func (s *fieldSet) add(k []byte) bool {
 
 // strField reads a string; null leaves it unchanged, as encoding/json does.
 func (d *jsonDec) strField(p *string) bool {
-	if d.null() {
+	if d.Null() {
 		return true
 	}
-	v, ok := d.str()
+	v, ok := d.Text()
 	*p = v
 	return ok
 }
 
 // strPtr reads a string pointer; null sets it to nil.
 func (d *jsonDec) strPtr(p **string) bool {
-	if d.null() {
+	if d.Null() {
 		*p = nil
 		return true
 	}
-	v, ok := d.str()
+	v, ok := d.Text()
 	*p = &v
 	return ok
 }
 
 // boolField reads a bool; null leaves it unchanged.
 func (d *jsonDec) boolField(p *bool) bool {
-	if d.null() {
+	if d.Null() {
 		return true
 	}
-	v, ok := d.bool()
+	v, ok := d.Bool()
 	*p = v
 	return ok
 }
 
 // boolPtr reads a bool pointer; null sets it to nil.
 func (d *jsonDec) boolPtr(p **bool) bool {
-	if d.null() {
+	if d.Null() {
 		*p = nil
 		return true
 	}
-	v, ok := d.bool()
+	v, ok := d.Bool()
 	*p = &v
 	return ok
 }
 
 // intPtr reads an int pointer; null sets it to nil.
 func (d *jsonDec) intPtr(p **int) bool {
-	if d.null() {
+	if d.Null() {
 		*p = nil
 		return true
 	}
-	v, ok := d.int()
+	v, ok := d.Int()
 	*p = &v
 	return ok
 }
 
 // floatPtr reads a float64 pointer; null sets it to nil.
 func (d *jsonDec) floatPtr(p **float64) bool {
-	if d.null() {
+	if d.Null() {
 		*p = nil
 		return true
 	}
-	v, ok := d.float()
+	v, ok := d.Float()
 	*p = &v
 	return ok
 }
@@ -185,7 +187,7 @@ func (d *jsonDec) floatPtr(p **float64) bool {
 // rawField reads any value into a json.RawMessage: a copy of its text,
 // null included, as json.RawMessage's UnmarshalJSON keeps it.
 func (d *jsonDec) rawField(p *json.RawMessage) bool {
-	raw, ok := d.skipValue()
+	raw, ok := d.SkipValue()
 	*p = slices.Clone(raw)
 	return ok
 }
@@ -193,32 +195,32 @@ func (d *jsonDec) rawField(p *json.RawMessage) bool {
 // stop reads a stop field as stopList.UnmarshalJSON does: null, a string or
 // a list of strings.
 func (d *jsonDec) stop(p *stopList) bool {
-	switch d.peek() {
+	switch d.Peek() {
 	case 'n':
 		*p = nil
-		return d.null()
+		return d.Null()
 	case '"':
-		v, ok := d.str()
+		v, ok := d.Text()
 		*p = stopList{v}
 		return ok
 	case '[':
-		d.i++
+		d.I++
 		out := stopList{}
-		if d.eat(']') {
+		if d.Eat(']') {
 			*p = out
 			return true
 		}
 		for {
-			v, ok := d.str()
+			v, ok := d.Text()
 			if !ok {
 				return false
 			}
 			out = append(out, v)
-			if d.eat(']') {
+			if d.Eat(']') {
 				*p = out
 				return true
 			}
-			if !d.eat(',') {
+			if !d.Eat(',') {
 				return false
 			}
 		}
@@ -230,31 +232,31 @@ func (d *jsonDec) stop(p *stopList) bool {
 // list and [] an empty one, as encoding/json decodes slices. Null elements
 // are refused (encoding/json keeps a zero element for them).
 func list[T any](d *jsonDec, p *[]T, elem func(*T) bool) bool {
-	if d.null() {
+	if d.Null() {
 		*p = nil
 		return true
 	}
-	if !d.eat('[') {
+	if !d.Eat('[') {
 		return false
 	}
 	out := make([]T, 0, 4)
-	if d.eat(']') {
+	if d.Eat(']') {
 		*p = out
 		return true
 	}
 	for {
-		if d.peek() == 'n' {
+		if d.Peek() == 'n' {
 			return false
 		}
 		out = append(out, *new(T))
 		if !elem(&out[len(out)-1]) {
 			return false
 		}
-		if d.eat(']') {
+		if d.Eat(']') {
 			*p = out
 			return true
 		}
-		if !d.eat(',') {
+		if !d.Eat(',') {
 			return false
 		}
 	}
@@ -263,22 +265,22 @@ func list[T any](d *jsonDec, p *[]T, elem func(*T) bool) bool {
 // object reads a JSON object, calling member for each member; member
 // reports false for a name it does not know. Duplicate names are refused.
 func (d *jsonDec) object(member func(k []byte) bool) bool {
-	if !d.eat('{') {
+	if !d.Eat('{') {
 		return false
 	}
-	if d.eat('}') {
+	if d.Eat('}') {
 		return true
 	}
 	var seen fieldSet
 	for {
-		k, ok := d.key()
+		k, ok := d.Key()
 		if !ok || !seen.add(k) || !member(k) {
 			return false
 		}
-		if d.eat('}') {
+		if d.Eat('}') {
 			return true
 		}
-		if !d.eat(',') {
+		if !d.Eat(',') {
 			return false
 		}
 	}
@@ -297,8 +299,8 @@ func (d *jsonDec) message(m *wireMessage) bool {
 		case "role":
 			return d.strField(&m.Role)
 		case "content":
-			if d.peek() == '"' {
-				v, ok := d.str()
+			if d.Peek() == '"' {
+				v, ok := d.Text()
 				m.text = &v
 				return ok
 			}
