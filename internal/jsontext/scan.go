@@ -3,6 +3,7 @@ package jsontext
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -219,8 +220,9 @@ func (s *Scanner) Number() (lit []byte, integer bool, ok bool) {
 	return b[start:i], integer, true
 }
 
-// Int64 consumes an integer of at most 18 digits (so it cannot overflow);
-// anything else — a fraction, an exponent, a longer number — is refused.
+// Int64 consumes an integer that fits an int64 (seeds use the whole
+// range); anything else — a fraction, an exponent, an overflow — is
+// refused, as encoding/json refuses it for an int64 field.
 func (s *Scanner) Int64() (int64, bool) {
 	s.WS()
 	b, i := s.B, s.I
@@ -230,13 +232,16 @@ func (s *Scanner) Int64() (int64, bool) {
 		i++
 	}
 	d := i
-	var n int64
+	var n uint64
 	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-		n = n*10 + int64(b[i]-'0')
+		if i-d >= 19 { // a 20th digit overflows whatever it is
+			return 0, false
+		}
+		n = n*10 + uint64(b[i]-'0')
 		i++
 	}
 	switch digits := i - d; {
-	case digits == 0 || digits > 18:
+	case digits == 0:
 		return 0, false
 	case digits > 1 && b[d] == '0':
 		return 0, false
@@ -244,11 +249,15 @@ func (s *Scanner) Int64() (int64, bool) {
 	if i < len(b) && (b[i] == '.' || b[i] == 'e' || b[i] == 'E') {
 		return 0, false
 	}
+	// 19 digits fit a uint64; the int64 range is one wider below zero.
+	if !neg && n > math.MaxInt64 || neg && n > math.MaxInt64+1 {
+		return 0, false
+	}
 	s.I = i
 	if neg {
-		n = -n
+		return -int64(n), true
 	}
-	return n, true
+	return int64(n), true
 }
 
 // Int is Int64 for an int, refusing values an int cannot hold.

@@ -2,6 +2,7 @@ package jsontext
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 )
 
@@ -52,7 +53,9 @@ func TestScannerNumbers(t *testing.T) {
 		ok   bool
 	}{
 		{"0", 0, true}, {"-7", -7, true}, {" 42,", 42, true}, {"123456789012345678", 123456789012345678, true},
-		{"1234567890123456789", 0, false}, {"01", 0, false}, {"1.5", 0, false}, {"1e3", 0, false}, {"-", 0, false}, {"", 0, false},
+		{"1234567890123456789", 1234567890123456789, true}, {"9223372036854775807", math.MaxInt64, true},
+		{"-9223372036854775808", math.MinInt64, true}, {"9223372036854775808", 0, false}, {"-9223372036854775809", 0, false},
+		{"18446744073709551616", 0, false}, {"12345678901234567890", 0, false}, {"01", 0, false}, {"1.5", 0, false}, {"1e3", 0, false}, {"-", 0, false}, {"", 0, false},
 	} {
 		s := Scanner{B: []byte(tc.in)}
 		if got, ok := s.Int64(); got != tc.want || ok != tc.ok {

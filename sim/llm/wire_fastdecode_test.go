@@ -64,13 +64,14 @@ func checkChatFast(t *testing.T, body []byte) bool {
 }
 
 // farmChatBody is a request shaped like the rollout farm's: go-openai's
-// field order, HTML-escaped content, tool calls and tool results.
+// field order, HTML-escaped content, tool calls and tool results, and a
+// seed of 19 digits (derived seeds span the int64 range).
 const farmChatBody = `{"model":"sim-qwen3","messages":[{"role":"system","content":"You are a research executor. Use the tools \u003csearch\u003e \u0026 visit."},` +
 	`{"role":"user","content":"Find the capital of Samaria."},` +
 	`{"role":"assistant","reasoning_content":"I need the capital. I will search.","tool_calls":[{"id":"chatcmpl-tool-1e51","type":"function","function":{"name":"search","arguments":"{\"query\":[\"Samaria capital\"]}"}}]},` +
 	`{"role":"tool","content":"Search results for \"Samaria capital\" (10):\n\n1. [Samaria | Gazetteer](http://127.0.0.1:45953/site/samaria.html)\n   ... Capital: Yorelhalhaven — café ☕ 😀\t\\ ...\n","name":"search","tool_call_id":"chatcmpl-tool-1e51"}],` +
 	`"max_tokens":2048,"stream":false,"logprobs":true,"tools":[{"function":{"name":"search","description":"Search the web.","parameters":{"additionalProperties":false,"properties":{"query":{"items":{"minLength":1,"type":"string"},"maxItems":5,"type":"array"}},"required":["query"],"type":"object"}},"type":"function"}],` +
-	`"temperature":1,"top_logprobs":0,"seed":387441386146788974,"return_token_ids":true}`
+	`"temperature":1,"top_logprobs":0,"seed":8874413861467889741,"return_token_ids":true}`
 
 // chatFastSeeds are bodies around the fast path's edges.
 var chatFastSeeds = []string{
