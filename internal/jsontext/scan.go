@@ -79,7 +79,8 @@ func (s *Scanner) Bool() (v, ok bool) {
 }
 
 // Str consumes a string and returns its raw contents (between the quotes,
-// aliasing B) and whether they hold an escape or a byte outside ASCII.
+// aliasing B) and whether they need more than a copy to become the Go
+// string encoding/json decodes: an escape, or invalid UTF-8 to replace.
 // Escapes are validated; control characters are refused.
 func (s *Scanner) Str() (raw []byte, special bool, ok bool) {
 	if s.Peek() != '"' {
@@ -89,12 +90,12 @@ func (s *Scanner) Str() (raw []byte, special bool, ok bool) {
 	start := s.I + 1
 	j := start
 	for {
-		// Eight bytes at a time up to the block holding a stop or a
-		// non-ASCII byte, then byte by byte.
+		// Eight bytes at a time up to the block holding a stop, then byte
+		// by byte to the stop itself.
 		for j+8 <= len(b) && !hasStringStop(binary.LittleEndian.Uint64(b[j:])) {
 			j += 8
 		}
-		for j < len(b) && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\' && b[j] < utf8.RuneSelf {
+		for j < len(b) && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\' {
 			j++
 		}
 		if j >= len(b) {
@@ -103,7 +104,10 @@ func (s *Scanner) Str() (raw []byte, special bool, ok bool) {
 		switch c := b[j]; {
 		case c == '"':
 			s.I = j + 1
-			return b[start:j], special, true
+			raw = b[start:j]
+			// Escapes are ASCII, so only the text between them can be
+			// invalid UTF-8.
+			return raw, special || !utf8.Valid(raw), true
 		case c == '\\':
 			special = true
 			if j+1 >= len(b) {
@@ -120,24 +124,21 @@ func (s *Scanner) Str() (raw []byte, special bool, ok bool) {
 			default:
 				return nil, false, false
 			}
-		case c < 0x20:
+		default: // a control character
 			return nil, false, false
-		default: // outside ASCII
-			special = true
-			j++
 		}
 	}
 }
 
-// hasStringStop reports whether any of the eight bytes of x ends a plain
-// ASCII run: a quote, a backslash, a control character or a byte from 0x80
-// up. A byte of x^c is zero where x holds c, and (x-n)&^x sets a byte's top
-// bit where that byte of x is below n (n ≤ 0x80); x's own top bits flag the
-// non-ASCII bytes.
+// hasStringStop reports whether any of the eight bytes of x ends a run of
+// plain string text: a quote, a backslash or a control character. A byte
+// of x^c is zero where x holds c, and (x-n)&^x sets a byte's top bit where
+// that byte of x is below n (n ≤ 0x80), exactly for the lowest such byte
+// and never for a byte from 0x80 up, so the answer is exact.
 func hasStringStop(x uint64) bool {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	quote, backslash := x^(ones*'"'), x^(ones*'\\')
-	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(x-ones*0x20)&^x|x)&highs != 0
+	return ((quote-ones)&^quote|(backslash-ones)&^backslash|(x-ones*0x20)&^x)&highs != 0
 }
 
 func isHex(c byte) bool {
@@ -146,11 +147,16 @@ func isHex(c byte) bool {
 
 // Key consumes an object member name and the colon after it. Names with
 // escapes or bytes outside ASCII are refused: encoding/json unescapes and
-// case-folds them in ways not worth repeating.
+// case-folds them (Unicode folding included) in ways not worth repeating.
 func (s *Scanner) Key() ([]byte, bool) {
 	raw, special, ok := s.Str()
 	if !ok || special || !s.Eat(':') {
 		return nil, false
+	}
+	for _, c := range raw {
+		if c >= utf8.RuneSelf {
+			return nil, false
+		}
 	}
 	return raw, true
 }
