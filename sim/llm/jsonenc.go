@@ -150,19 +150,49 @@ func (e *jsonEnc) triple(t [3]any) {
 }
 
 // triples writes a list of triples; nil is null.
-func (e *jsonEnc) triples(ts [][3]any) {
-	if ts == nil {
+func (e *jsonEnc) triples(ts [][3]any) { writeList(e, ts, func(t *[3]any) { e.triple(*t) }) }
+
+// writeList writes xs as a JSON array, each element with write; nil is null, as
+// encoding/json writes a nil slice.
+func writeList[T any](e *jsonEnc, xs []T, write func(*T)) {
+	if xs == nil {
 		e.raw("null")
 		return
 	}
 	e.b = append(e.b, '[')
-	for i, t := range ts {
+	for i := range xs {
 		if i > 0 {
 			e.b = append(e.b, ',')
 		}
-		e.triple(t)
+		write(&xs[i])
 	}
 	e.b = append(e.b, ']')
+}
+
+// chatHead opens a chat completion object with the members both dialects
+// start with.
+func (e *jsonEnc) chatHead(id, object string, created int64, model string) {
+	e.key("{", "id")
+	e.str(id)
+	e.key(",", "object")
+	e.str(object)
+	e.key(",", "created")
+	e.int64(created)
+	e.key(",", "model")
+	e.str(model)
+}
+
+// usageHead opens a usage object with the members both dialects start
+// with; the caller adds its own and closes it.
+func (e *jsonEnc) usageHead(prompt, total, completion int, details *any) {
+	e.key("{", "prompt_tokens")
+	e.int(prompt)
+	e.key(",", "total_tokens")
+	e.int(total)
+	e.key(",", "completion_tokens")
+	e.int(completion)
+	e.key(",", "prompt_tokens_details")
+	e.anyPtr(details)
 }
 
 // stringMap writes m with its keys sorted, as encoding/json does; nil is

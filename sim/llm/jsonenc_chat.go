@@ -10,41 +10,16 @@ var (
 )
 
 func (r vllmChatResponse) appendJSON(e *jsonEnc) {
-	e.key("{", "id")
-	e.str(r.ID)
-	e.key(",", "object")
-	e.str(r.Object)
-	e.key(",", "created")
-	e.int64(r.Created)
-	e.key(",", "model")
-	e.str(r.Model)
+	e.chatHead(r.ID, r.Object, r.Created, r.Model)
 	e.key(",", "choices")
-	if r.Choices == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i := range r.Choices {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			r.Choices[i].appendJSON(e)
-		}
-		e.b = append(e.b, ']')
-	}
+	writeList(e, r.Choices, func(c *vllmChatChoice) { c.appendJSON(e) })
 	e.key(",", "service_tier")
 	e.strPtr(r.ServiceTier)
 	e.key(",", "system_fingerprint")
 	e.strPtr(r.SystemFingerprint)
 	e.key(",", "usage")
 	u := r.Usage
-	e.key("{", "prompt_tokens")
-	e.int(u.PromptTokens)
-	e.key(",", "total_tokens")
-	e.int(u.TotalTokens)
-	e.key(",", "completion_tokens")
-	e.int(u.CompletionTokens)
-	e.key(",", "prompt_tokens_details")
-	e.anyPtr(u.PromptTokensDetails)
+	e.usageHead(u.PromptTokens, u.TotalTokens, u.CompletionTokens, u.PromptTokensDetails)
 	e.b = append(e.b, '}')
 	e.key(",", "prompt_logprobs")
 	e.anyPtr(r.PromptLogprobs)
@@ -73,24 +48,15 @@ func (c *vllmChatChoice) appendJSON(e *jsonEnc) {
 	e.key(",", "function_call")
 	e.anyPtr(m.FunctionCall)
 	e.key(",", "tool_calls")
-	if m.ToolCalls == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i, tc := range m.ToolCalls {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.key("{", "id")
-			e.str(tc.ID)
-			e.key(",", "type")
-			e.str(tc.Type)
-			e.key(",", "function")
-			tc.Function.appendJSON(e)
-			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
-	}
+	writeList(e, m.ToolCalls, func(tc *vllmToolCall) {
+		e.key("{", "id")
+		e.str(tc.ID)
+		e.key(",", "type")
+		e.str(tc.Type)
+		e.key(",", "function")
+		tc.Function.appendJSON(e)
+		e.b = append(e.b, '}')
+	})
 	e.key(",", "reasoning")
 	e.strPtr(m.Reasoning)
 	e.key(",", "reasoning_content")
@@ -122,37 +88,12 @@ func (f vllmFunctionCall) appendJSON(e *jsonEnc) {
 func (l *vllmLogprobs) appendJSON(e *jsonEnc) { appendLogprobContent(e, l.Content, false) }
 
 func (r sglangChatResponse) appendJSON(e *jsonEnc) {
-	e.key("{", "id")
-	e.str(r.ID)
-	e.key(",", "object")
-	e.str(r.Object)
-	e.key(",", "created")
-	e.int64(r.Created)
-	e.key(",", "model")
-	e.str(r.Model)
+	e.chatHead(r.ID, r.Object, r.Created, r.Model)
 	e.key(",", "choices")
-	if r.Choices == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i := range r.Choices {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			r.Choices[i].appendJSON(e)
-		}
-		e.b = append(e.b, ']')
-	}
+	writeList(e, r.Choices, func(c *sglangChatChoice) { c.appendJSON(e) })
 	e.key(",", "usage")
 	u := r.Usage
-	e.key("{", "prompt_tokens")
-	e.int(u.PromptTokens)
-	e.key(",", "total_tokens")
-	e.int(u.TotalTokens)
-	e.key(",", "completion_tokens")
-	e.int(u.CompletionTokens)
-	e.key(",", "prompt_tokens_details")
-	e.anyPtr(u.PromptTokensDetails)
+	e.usageHead(u.PromptTokens, u.TotalTokens, u.CompletionTokens, u.PromptTokensDetails)
 	e.key(",", "reasoning_tokens")
 	e.int(u.ReasoningTokens)
 	e.b = append(e.b, '}')
@@ -173,26 +114,17 @@ func (c *sglangChatChoice) appendJSON(e *jsonEnc) {
 	e.key(",", "reasoning_content")
 	e.strPtr(m.ReasoningContent)
 	e.key(",", "tool_calls")
-	if m.ToolCalls == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i, tc := range m.ToolCalls {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			e.key("{", "id")
-			e.str(tc.ID)
-			e.key(",", "index")
-			e.int(tc.Index)
-			e.key(",", "type")
-			e.str(tc.Type)
-			e.key(",", "function")
-			tc.Function.appendJSON(e)
-			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
-	}
+	writeList(e, m.ToolCalls, func(tc *sglangToolCall) {
+		e.key("{", "id")
+		e.str(tc.ID)
+		e.key(",", "index")
+		e.int(tc.Index)
+		e.key(",", "type")
+		e.str(tc.Type)
+		e.key(",", "function")
+		tc.Function.appendJSON(e)
+		e.b = append(e.b, '}')
+	})
 	e.b = append(e.b, '}')
 	e.key(",", "logprobs")
 	if c.Logprobs == nil {
@@ -244,33 +176,15 @@ func (t sglangLogprobEntry) top() []sglangTopLogprob         { return t.TopLogpr
 // bytes, logprob (bytesFirst).
 func appendLogprobContent[E logprobEntry[T], T logprob](e *jsonEnc, content []E, bytesFirst bool) {
 	e.key("{", "content")
-	if content == nil {
-		e.raw("null")
-	} else {
-		e.b = append(e.b, '[')
-		for i := range content {
-			if i > 0 {
-				e.b = append(e.b, ',')
-			}
-			appendLogprobFields(e, content[i], bytesFirst)
-			e.key(",", "top_logprobs")
-			if top := content[i].top(); top == nil {
-				e.raw("null")
-			} else {
-				e.b = append(e.b, '[')
-				for k := range top {
-					if k > 0 {
-						e.b = append(e.b, ',')
-					}
-					appendLogprobFields(e, top[k], bytesFirst)
-					e.b = append(e.b, '}')
-				}
-				e.b = append(e.b, ']')
-			}
+	writeList(e, content, func(entry *E) {
+		appendLogprobFields(e, *entry, bytesFirst)
+		e.key(",", "top_logprobs")
+		writeList(e, (*entry).top(), func(top *T) {
+			appendLogprobFields(e, *top, bytesFirst)
 			e.b = append(e.b, '}')
-		}
-		e.b = append(e.b, ']')
-	}
+		})
+		e.b = append(e.b, '}')
+	})
 	e.b = append(e.b, '}')
 }
 
@@ -313,33 +227,11 @@ func (m *sglangMeta) appendJSON(e *jsonEnc) {
 	}
 	if m.InputTopLogprobs != nil {
 		e.key(",", "input_top_logprobs")
-		if *m.InputTopLogprobs == nil {
-			e.raw("null")
-		} else {
-			e.b = append(e.b, '[')
-			for i, v := range *m.InputTopLogprobs {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.any(v)
-			}
-			e.b = append(e.b, ']')
-		}
+		writeList(e, *m.InputTopLogprobs, func(v *any) { e.any(*v) })
 	}
 	if m.OutputTopLogprobs != nil {
 		e.key(",", "output_top_logprobs")
-		if *m.OutputTopLogprobs == nil {
-			e.raw("null")
-		} else {
-			e.b = append(e.b, '[')
-			for i, ts := range *m.OutputTopLogprobs {
-				if i > 0 {
-					e.b = append(e.b, ',')
-				}
-				e.triples(ts)
-			}
-			e.b = append(e.b, ']')
-		}
+		writeList(e, *m.OutputTopLogprobs, func(ts *[][3]any) { e.triples(*ts) })
 	}
 	e.key(",", "completion_tokens")
 	e.int(m.CompletionTokens)
