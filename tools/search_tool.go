@@ -67,13 +67,7 @@ func NewSearch(cfg SearchConfig) (*SearchTool, error) {
 	params, _ := json.Marshal(map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"query": map[string]any{
-				"type":        "array",
-				"description": fmt.Sprintf("The search queries, 1 to %d of them; each runs as its own web search.", cfg.MaxQueries),
-				"items":       map[string]any{"type": "string", "minLength": 1},
-				"minItems":    1,
-				"maxItems":    cfg.MaxQueries,
-			},
+			"query": stringListParam(fmt.Sprintf("The search queries, 1 to %d of them; each runs as its own web search.", cfg.MaxQueries), cfg.MaxQueries),
 		},
 		"required":             []string{"query"},
 		"additionalProperties": false,

@@ -76,3 +76,15 @@ type Tool interface {
 	// or panics. Safe for concurrent use.
 	Call(ctx context.Context, args json.RawMessage) Observation
 }
+
+// stringListParam is the JSON schema of a parameter holding 1 to max
+// non-empty strings (search queries, URLs).
+func stringListParam(description string, max int) map[string]any {
+	return map[string]any{
+		"type":        "array",
+		"description": description,
+		"items":       map[string]any{"type": "string", "minLength": 1},
+		"minItems":    1,
+		"maxItems":    max,
+	}
+}

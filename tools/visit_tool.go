@@ -70,13 +70,7 @@ func NewVisit(cfg VisitConfig) (*VisitTool, error) {
 	params, _ := json.Marshal(map[string]any{
 		"type": "object",
 		"properties": map[string]any{
-			"url": map[string]any{
-				"type":        "array",
-				"description": fmt.Sprintf("The URLs to read, 1 to %d of them (http or https).", cfg.MaxURLs),
-				"items":       map[string]any{"type": "string", "minLength": 1},
-				"minItems":    1,
-				"maxItems":    cfg.MaxURLs,
-			},
+			"url": stringListParam(fmt.Sprintf("The URLs to read, 1 to %d of them (http or https).", cfg.MaxURLs), cfg.MaxURLs),
 			"goal": map[string]any{
 				"type":        "string",
 				"description": "What you want to learn from these pages.",
