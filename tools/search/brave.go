@@ -56,21 +56,13 @@ func DecodeBrave(body []byte, n int) ([]Result, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("brave: %w: %w", remote.ErrDecode, err)
 	}
-	out := make([]Result, 0, min(n, len(resp.Web.Results)))
-	for _, x := range resp.Web.Results {
-		if len(out) >= n {
-			break
-		}
+	return firstResults(len(resp.Web.Results), n, func(i int) (Result, bool) {
+		x := resp.Web.Results[i]
 		if x.URL == "" && x.Title == "" {
-			continue
+			return Result{}, false
 		}
-		out = append(out, Result{
-			Title:   html.UnescapeString(stripTags(x.Title)),
-			Link:    x.URL,
-			Snippet: html.UnescapeString(stripTags(x.Description)),
-		})
-	}
-	return out, nil
+		return Result{Title: html.UnescapeString(stripTags(x.Title)), Link: x.URL, Snippet: html.UnescapeString(stripTags(x.Description))}, true
+	}), nil
 }
 
 func braveMessage(body []byte) string {

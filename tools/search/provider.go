@@ -187,3 +187,16 @@ func (s *scrubbed) Unwrap() error { return s.err }
 func clampN(n, hi int) int {
 	return max(1, min(n, hi))
 }
+
+// firstResults returns the results of the first n of count hits that
+// result keeps (web APIs send hits with neither link nor title, which are
+// skipped), as every web provider's decoder does.
+func firstResults(count, n int, result func(i int) (Result, bool)) []Result {
+	out := make([]Result, 0, max(min(n, count), 0))
+	for i := 0; i < count && len(out) < n; i++ {
+		if r, ok := result(i); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}

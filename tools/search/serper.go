@@ -77,17 +77,10 @@ func DecodeSerper(body []byte, n int) ([]Result, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("serper: %w: %w", remote.ErrDecode, err)
 	}
-	out := make([]Result, 0, len(resp.Organic))
-	for _, o := range resp.Organic {
-		if len(out) >= n {
-			break
-		}
-		if o.Link == "" && o.Title == "" {
-			continue
-		}
-		out = append(out, Result{Title: o.Title, Link: o.Link, Snippet: o.Snippet})
-	}
-	return out, nil
+	return firstResults(len(resp.Organic), n, func(i int) (Result, bool) {
+		o := resp.Organic[i]
+		return Result{Title: o.Title, Link: o.Link, Snippet: o.Snippet}, o.Link != "" || o.Title != ""
+	}), nil
 }
 
 func serperMessage(body []byte) string {

@@ -49,17 +49,10 @@ func DecodeTavily(body []byte, n int) ([]Result, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, fmt.Errorf("tavily: %w: %w", remote.ErrDecode, err)
 	}
-	out := make([]Result, 0, min(n, len(resp.Results)))
-	for _, x := range resp.Results {
-		if len(out) >= n {
-			break
-		}
-		if x.URL == "" && x.Title == "" {
-			continue
-		}
-		out = append(out, Result{Title: x.Title, Link: x.URL, Snippet: x.Content})
-	}
-	return out, nil
+	return firstResults(len(resp.Results), n, func(i int) (Result, bool) {
+		x := resp.Results[i]
+		return Result{Title: x.Title, Link: x.URL, Snippet: x.Content}, x.URL != "" || x.Title != ""
+	}), nil
 }
 
 // tavilyMessage reads {"detail": {"error": "…"}} (or a plain detail string).
