@@ -17,7 +17,7 @@ func (openaiDialect) chat(ctx context.Context, c *Client, req Request, s Samplin
 	cr := c.chatRequest(req, s)
 	// Hosted APIs reject top_k; it is dropped rather than sent.
 	cr.TopK = nil
-	body, err := encodeChatRequest(cr, &c.tools)
+	body, err := encodeChatRequestPrefix(cr, &c.tools, req.Prefix)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 	}

@@ -56,7 +56,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 	zero := 0
 	cr.LogProbs, cr.TopLogProbs = true, &zero
 	cr.ReturnPromptTokenIDs, cr.ReturnMetaInfo = true, true
-	body, err := encodeChatRequest(cr, &c.tools)
+	body, err := encodeChatRequestPrefix(cr, &c.tools, req.Prefix)
 	if err != nil {
 		return nil, nil, 0, false, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 	}

@@ -36,7 +36,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		cr.LogProbs, cr.TopLogProbs = true, &zero
 		cr.ReturnTokenIDs = true
 		cr.ReturnTokensAsTokenIDs = mode == vllmLegacy
-		body, err := encodeChatRequest(cr, &c.tools)
+		body, err := encodeChatRequestPrefix(cr, &c.tools, req.Prefix)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 		}

@@ -11,8 +11,10 @@
 // previous prompt and completion, and a Drift is reported where the chat
 // template broke that prefix. Because of that prefix, a caller that passes
 // one PromptPrefix per trajectory in Request.Prefix lets the client copy
-// the ids the previous prompt already had instead of decoding them again
-// from each answer (the results are the same without it).
+// what the previous call already produced instead of redoing it: the JSON
+// of the leading messages still equal, field by field, to the previous
+// request's, and the prompt ids the previous prompt already had (the
+// request bytes and the results are the same without it).
 //
 // # Dialects
 //

@@ -26,7 +26,8 @@ type plainMessage struct {
 }
 
 // The conversions fail to compile when go-openai adds a field the
-// hand-written encoder in encode_message.go would miss.
+// hand-written encoder in encode_message.go, and the copy a PromptPrefix
+// compares messages with (sentMessage, encode_prefix.go), would miss.
 var (
 	_ = plainMessage(openai.ChatCompletionMessage{})
 	_ = plainToolCall(openai.ToolCall{})
@@ -51,7 +52,14 @@ type (
 // encodeChatRequest returns json.Marshal(cr), byte for byte, faster. tools,
 // when not nil, caches the encoding of cr.Tools.
 func encodeChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, error) {
-	if b, ok := fastChatRequest(cr, tools); ok {
+	return encodeChatRequestPrefix(cr, tools, nil)
+}
+
+// encodeChatRequestPrefix is encodeChatRequest reusing, when prefix is not
+// nil, the encoding of the leading messages the trajectory's previous
+// request had too (see PromptPrefix); the bytes are the same without it.
+func encodeChatRequestPrefix(cr ChatRequest, tools *toolsCache, prefix *PromptPrefix) ([]byte, error) {
+	if b, ok := fastChatRequestPrefix(cr, tools, prefix); ok {
 		return b, nil
 	}
 	return json.Marshal(cr)
@@ -84,6 +92,12 @@ var toolsStandIn = []openai.Tool{{Type: "function"}}
 // message with multi-part content (or both content kinds, an error), an
 // encoding error — is left to json.Marshal (ok false).
 func fastChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, bool) {
+	return fastChatRequestPrefix(cr, tools, nil)
+}
+
+// fastChatRequestPrefix is fastChatRequest with the messages written by
+// prefix.appendMessages when prefix is not nil.
+func fastChatRequestPrefix(cr ChatRequest, tools *toolsCache, prefix *PromptPrefix) ([]byte, bool) {
 	msgs := cr.Messages
 	if msgs == nil {
 		return nil, false
@@ -94,8 +108,19 @@ func fastChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, bool) {
 			reqScratchPool.Put(sc)
 		}
 	}()
-	var ok bool
-	if sc.msgs, ok = appendMessages(sc.msgs[:0], msgs); !ok {
+	// msgsJSON is the scratch buffer, or the prefix's own copy: either
+	// way splice copies it into the fresh body.
+	var (
+		msgsJSON []byte
+		ok       bool
+	)
+	if prefix != nil {
+		msgsJSON, ok = prefix.appendMessages(msgs)
+	} else {
+		sc.msgs, ok = appendMessages(sc.msgs[:0], msgs)
+		msgsJSON = sc.msgs
+	}
+	if !ok {
 		return nil, false
 	}
 	var toolsJSON []byte
@@ -114,7 +139,7 @@ func fastChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, bool) {
 	head = head[:len(head)-1]
 	// Find the two values among the top-level members: the head is small,
 	// and its member order is encoding/json's, not assumed here.
-	msgsAt, toolsAt := span{with: sc.msgs}, span{with: toolsJSON}
+	msgsAt, toolsAt := span{with: msgsJSON}, span{with: toolsJSON}
 	s := jscan{Scanner: jsontext.Scanner{B: head}}
 	if !s.members(func(key []byte) bool {
 		s.WS()
@@ -139,7 +164,7 @@ func fastChatRequest(cr ChatRequest, tools *toolsCache) ([]byte, bool) {
 			repl[0], repl[1] = toolsAt, msgsAt
 		}
 	}
-	return splice(head, repl, len(sc.msgs)+len(toolsJSON)), true
+	return splice(head, repl, len(msgsJSON)+len(toolsJSON)), true
 }
 
 // span is a value in a request's head and what replaces it.

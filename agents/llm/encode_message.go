@@ -15,36 +15,49 @@ func appendMessages(dst []byte, msgs []openai.ChatCompletionMessage) ([]byte, bo
 	dst = append(dst, '[')
 	for i := range msgs {
 		m := &msgs[i]
-		if m.MultiContent != nil && (len(m.MultiContent) > 0 || m.Content != "") {
+		if !plainContent(m) {
 			return dst, false
 		}
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = append(dst, `{"role":`...)
-		dst = appendQuoted(dst, m.Role)
-		dst = appendStringMember(dst, `,"content":`, m.Content)
-		dst = appendStringMember(dst, `,"refusal":`, m.Refusal)
-		dst = appendStringMember(dst, `,"name":`, m.Name)
-		dst = appendStringMember(dst, `,"reasoning_content":`, m.ReasoningContent)
-		if m.FunctionCall != nil {
-			dst = append(dst, `,"function_call":`...)
-			dst = appendFunctionCall(dst, m.FunctionCall)
-		}
-		if len(m.ToolCalls) > 0 {
-			dst = append(dst, `,"tool_calls":[`...)
-			for k := range m.ToolCalls {
-				if k > 0 {
-					dst = append(dst, ',')
-				}
-				dst = appendToolCall(dst, &m.ToolCalls[k])
-			}
-			dst = append(dst, ']')
-		}
-		dst = appendStringMember(dst, `,"tool_call_id":`, m.ToolCallID)
-		dst = append(dst, '}')
+		dst = appendMessage(dst, m)
 	}
 	return append(dst, ']'), true
+}
+
+// plainContent reports whether m encodes in the plainMessage layout: no
+// multi-part content (an empty, non-nil MultiContent with no Content
+// encodes as a nil one).
+func plainContent(m *openai.ChatCompletionMessage) bool {
+	return m.MultiContent == nil || len(m.MultiContent) == 0 && m.Content == ""
+}
+
+// appendMessage appends one message for which plainContent holds, as
+// json.Marshal writes it.
+func appendMessage(dst []byte, m *openai.ChatCompletionMessage) []byte {
+	dst = append(dst, `{"role":`...)
+	dst = appendQuoted(dst, m.Role)
+	dst = appendStringMember(dst, `,"content":`, m.Content)
+	dst = appendStringMember(dst, `,"refusal":`, m.Refusal)
+	dst = appendStringMember(dst, `,"name":`, m.Name)
+	dst = appendStringMember(dst, `,"reasoning_content":`, m.ReasoningContent)
+	if m.FunctionCall != nil {
+		dst = append(dst, `,"function_call":`...)
+		dst = appendFunctionCall(dst, m.FunctionCall)
+	}
+	if len(m.ToolCalls) > 0 {
+		dst = append(dst, `,"tool_calls":[`...)
+		for k := range m.ToolCalls {
+			if k > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendToolCall(dst, &m.ToolCalls[k])
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendStringMember(dst, `,"tool_call_id":`, m.ToolCallID)
+	return append(dst, '}')
 }
 
 // appendStringMember appends an omitempty string member: key (with its

@@ -2,26 +2,48 @@ package llm
 
 import "bytes"
 
-// PromptPrefix carries the previous prompt's token ids from one call of a
-// trajectory to the next, with the exact text the server wrote them as.
-// Every prompt of a trajectory normally starts with the previous prompt
-// (then the previous completion and the new messages), so the next
-// answer's prompt_token_ids start with the same bytes: the client compares
-// them and copies the known ids instead of decoding thousands of numbers
-// again. Anything else (drift, a server writing numbers differently, the
-// slow decoding path) simply decodes the whole array. Use one PromptPrefix
-// per trajectory and one call at a time; the zero value is ready.
+// PromptPrefix carries what one call of a trajectory can reuse from the
+// previous one. Every request of a trajectory normally repeats the previous
+// request's messages and appends to them, and every prompt starts with the
+// previous prompt (then the previous completion and the new messages). So
+// a PromptPrefix remembers two things:
+//
+//   - the encoded JSON of the previous request's messages, with a private
+//     copy of each message it encodes. The next request copies the bytes of
+//     the leading messages that are still equal, field by field, to those
+//     copies and encodes only the rest; callers may edit or rebuild their
+//     messages between calls.
+//   - the previous answer's prompt token ids, with the exact text the
+//     server wrote them as. The next answer's prompt_token_ids start with
+//     the same bytes: the client compares them and copies the known ids
+//     instead of decoding thousands of numbers again.
+//
+// Anything else (an edited message, drift, a server writing numbers
+// differently, the slow paths) is simply encoded or decoded in full: the
+// request body and the results are the same with or without a
+// PromptPrefix. It holds one request's encoded messages (with room for the
+// next ones) and refers to their strings. Use one
+// PromptPrefix per trajectory and one call at a time (it is not safe for
+// concurrent use); the zero value is ready.
 type PromptPrefix struct {
 	// text is the array as the server wrote it, from '[' through the last
 	// digit (no closing bracket); ids are the numbers text holds, shared
 	// with a Turn and never modified.
 	text []byte
 	ids  []int
+
+	// msgsJSON is the messages array of the latest request encoded with
+	// this prefix, as appendMessages writes it; sent[i] is a copy of that
+	// request's message i and where its encoding ends in msgsJSON. See
+	// encode_prefix.go.
+	msgsJSON []byte
+	sent     []sentMessage
 }
 
 // remember stores the prompt ids of the latest answer and their text (a
 // slice of a body that is about to be recycled, so it is copied). An empty
-// text forgets the prefix.
+// text forgets the ids; the remembered messages stay, as they do not depend
+// on the answer.
 func (p *PromptPrefix) remember(text []byte, ids []int) {
 	if p == nil {
 		return
