@@ -137,15 +137,16 @@ func New(cfg Config) (*Client, error) {
 
 // defaultHTTPClient returns a client whose transport keeps enough idle
 // connections for the pool's in-flight cap, so concurrency does not churn
-// connections.
+// connections. The transport is an h1Transport: http:// endpoints are
+// called over HTTP/1.1 on the caller's goroutine, without http.Transport's
+// per-connection goroutines, and a connection idle for 4 s is not reused
+// (uvicorn, in front of vLLM and SGLang, closes it after 5 s). https
+// endpoints, and all endpoints when HTTP_PROXY is set, go through a clone
+// of http.DefaultTransport with the same limits. Both use 64 KiB read and
+// 32 KiB write buffers: answers carry every prompt token id (tens of KB
+// for long histories) and are read in a few syscalls, not dozens.
 func defaultHTTPClient(pc PoolConfig) *http.Client {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = int(min(pc.MaxInFlight, 1<<16))
-	t.MaxIdleConnsPerHost = int(min(pc.MaxInFlightPerEndpoint, 1<<16))
-	t.IdleConnTimeout = 90 * time.Second
-	// Answers carry every prompt token id (tens of KB for long
-	// histories); larger buffers read them in a few syscalls, not dozens.
-	t.ReadBufferSize, t.WriteBufferSize = 64<<10, 32<<10
+	t := newH1Transport(int(min(pc.MaxInFlight, 1<<16)), int(min(pc.MaxInFlightPerEndpoint, 1<<16)), defaultH1IdleTimeout)
 	return &http.Client{Transport: t}
 }
 
