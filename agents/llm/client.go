@@ -66,6 +66,9 @@ type Client struct {
 	met      *Metrics
 	// tools caches the encoding of the tool lists the client sends.
 	tools toolsCache
+	// ownHTTP is the HTTP client New made when Config.HTTPClient was nil;
+	// Close closes its idle connections (a caller's client is theirs).
+	ownHTTP *http.Client
 }
 
 // dialect is one server family's way of making a call and capturing its
@@ -106,6 +109,7 @@ func New(cfg Config) (*Client, error) {
 	base := cfg.HTTPClient
 	if base == nil {
 		base = defaultHTTPClient(cfg.Pool.withDefaults(len(cfg.Endpoints)))
+		c.ownHTTP = base
 	}
 	pool, err := NewPool(cfg.Role, cfg.Endpoints, cfg.Pool, base, log, cfg.Metrics)
 	if err != nil {
@@ -150,8 +154,15 @@ func defaultHTTPClient(pc PoolConfig) *http.Client {
 	return &http.Client{Transport: t}
 }
 
-// Close stops the pool's prober. It is idempotent.
-func (c *Client) Close() { c.pool.Close() }
+// Close stops the pool's prober and closes the idle connections of the
+// HTTP client New made (not those of a Config.HTTPClient). It is
+// idempotent.
+func (c *Client) Close() {
+	c.pool.Close()
+	if c.ownHTTP != nil {
+		c.ownHTTP.CloseIdleConnections()
+	}
+}
 
 // Pool returns the client's endpoint pool.
 func (c *Client) Pool() *Pool { return c.pool }
