@@ -66,13 +66,25 @@ func (s *jscan) ints() ([]int, bool) {
 // intElems consumes an integer array's elements from the next one through
 // the closing bracket and returns them after a copy of head.
 func (s *jscan) intElems(head []int) ([]int, bool) {
-	// Size the slice once: an array of integers ends at the first ']'.
-	n := 1 + len(head)
+	n := len(head) + s.remainingInts()
+	out := make([]int, len(head), n)
+	copy(out, head)
+	return s.appendIntElems(out)
+}
+
+// remainingInts returns how many elements an integer array has from the
+// next one on (it ends at the first ']'), to size a slice once.
+func (s *jscan) remainingInts() int {
+	n := 1
 	if end := bytes.IndexByte(s.B[s.I:], ']'); end >= 0 {
 		n += bytes.Count(s.B[s.I:s.I+end], []byte{','})
 	}
-	out := make([]int, len(head), n)
-	copy(out, head)
+	return n
+}
+
+// appendIntElems consumes an integer array's elements from the next one
+// through the closing bracket and appends them to out.
+func (s *jscan) appendIntElems(out []int) ([]int, bool) {
 	b, i := s.B, s.I
 	for {
 		// The common case: "digits," with fewer than eight digits and no

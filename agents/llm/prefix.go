@@ -31,6 +31,12 @@ type PromptPrefix struct {
 	// with a Turn and never modified.
 	text []byte
 	ids  []int
+	// buf is the array behind ids, with room for the next prompt's new
+	// ids: they are written after ids in place (see extendIDs), so a
+	// trajectory's prompts share one growing array instead of each turn
+	// copying all the ids before it. Turns hold views capped at their own
+	// length, so nothing they do reaches the room beyond.
+	buf []int
 
 	// msgsJSON is the messages array of the latest request encoded with
 	// this prefix, as appendMessages writes it; sent[i] is a copy of that
@@ -49,10 +55,40 @@ func (p *PromptPrefix) remember(text []byte, ids []int) {
 		return
 	}
 	if len(text) == 0 || len(ids) == 0 {
-		p.text, p.ids = p.text[:0], nil
+		p.text, p.ids, p.buf = p.text[:0], nil, nil
 		return
 	}
+	if cap(p.text) < len(text) {
+		// Prompts grow turn by turn: leave room for the next ones.
+		p.text = make([]byte, 0, 2*len(text))
+	}
 	p.text, p.ids = append(p.text[:0], text...), ids
+	// Keep the array behind ids only when ids is its start (extendIDs made
+	// it); otherwise the next call allocates its own.
+	if len(p.buf) < len(ids) || &p.buf[0] != &ids[0] {
+		p.buf = nil
+	}
+}
+
+// extendIDs decodes the rest of a prompt_token_ids array after the
+// remembered ids and returns them all, capped at their length. The new ids
+// go after the known ones in p.buf when it has room, else into a new array
+// with room for the next turns' ids, which becomes p.buf.
+func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
+	need := len(p.ids) + s.remainingInts()
+	var out []int
+	if len(p.buf) >= len(p.ids) && cap(p.buf) >= need && len(p.ids) > 0 && &p.buf[0] == &p.ids[0] {
+		out = p.buf[:len(p.ids)]
+	} else {
+		out = make([]int, len(p.ids), need+need/2)
+		copy(out, p.ids)
+	}
+	out, ok := s.appendIntElems(out)
+	if !ok {
+		return nil, false
+	}
+	p.buf = out
+	return out[:len(out):len(out)], true
 }
 
 // promptIDs consumes a prompt_token_ids array as ints does. When s.prefix
@@ -72,7 +108,7 @@ func (s *jscan) promptIDs() ([]int, bool) {
 		if n := len(p.text); len(rest) > n && rest[n] == ',' && bytes.Equal(rest[:n], p.text) {
 			s.I += n + 1
 			s.WS()
-			out, ok = s.intElems(p.ids)
+			out, ok = s.extendIDs(p)
 			if !ok {
 				return nil, false
 			}
