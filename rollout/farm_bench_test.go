@@ -318,10 +318,15 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	return sums[0]
 }
 
-// benchH2CEnv, set to anything, makes BenchmarkFarmSimZeroLatency's model
-// clients speak unencrypted HTTP/2 as BenchmarkFarmSimLatency's do, to
-// measure what the transport costs per call next to HTTP/1.1.
+// benchH2CEnv, set to anything, makes the farm benchmarks' model clients
+// speak unencrypted HTTP/2 instead of HTTP/1.1, to measure what the
+// transport costs per call.
 const benchH2CEnv = "MGRPO_BENCH_H2C"
+
+// http1InFlightCap caps BenchmarkFarmSimLatency's model calls in flight per
+// role over HTTP/1.1: two roles' connections plus the tool calls' stay
+// under the 20,000 descriptors a process may open here.
+const http1InFlightCap = 8000
 
 // BenchmarkFarmSimZeroLatency measures, against the zero-latency sim, the
 // farm's rollouts per second and its CPU time per model call (this process,
@@ -366,8 +371,8 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 // step of trees and samples in memory).
 //
 // Two latency models: "fixed" answers every call after exactly 2 s;
-// "decode" after 0.5 s plus 13 ms per generated token after the first
-// (about 2 s for the sim's mean of ~117 tokens; 1 to 5 s in practice), as a
+// "decode" after 0.5 s plus 15 ms per generated token after the first
+// (about 2 s for the sim's mean of ~100 tokens; 1 to 5 s in practice), as a
 // real server's latency grows with the output. Under "fixed" every rollout
 // of a step moves in lock step: all 10,000 calls come back in the same
 // instant, and each wave waits for the CPU to process 10,000 answers and
@@ -381,29 +386,38 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 // a saturated farm relative to C/W*; step-ideal-fraction is the step's
 // measured throughput over C/W*, which also pays for the step's tail
 // (slots idle while the last rollouts finish). Run each size in its own
-// process so that peak RSS is that size's. The model clients speak
-// unencrypted HTTP/2 to the sim: with one HTTP/1.1 connection per call in
-// flight, 10,000 rollouts (more calls than that, with parallel
-// delegations) need more descriptors than this machine allows a process
-// (20,000); HTTP/2 multiplexes them over a few dozen connections (250
-// streams each). Tool calls to the sim web stay on HTTP/1.1.
+// process so that peak RSS is that size's. The model clients use the
+// client's default transport, HTTP/1.1 with one connection per call in
+// flight, capped at http1InFlightCap calls per role so that both roles'
+// connections (and the sim's ends of them) fit the 20,000 descriptors this
+// machine allows a process, which a process here cannot raise; at the
+// peak of 10,000 rollouts (more calls than that, with parallel
+// delegations) a call may wait for a slot. With MGRPO_BENCH_H2C set they
+// speak unencrypted HTTP/2 instead (250 streams a connection, no cap below
+// 4 × the concurrency), for comparison. Tool calls to the sim web are
+// HTTP/1.1 either way.
 func BenchmarkFarmSimLatency(b *testing.B) {
 	models := []struct {
 		name string
 		lat  simLatency
 	}{
 		{"fixed", simLatency{ttft: 2 * time.Second}},
-		{"decode", simLatency{ttft: 500 * time.Millisecond, perToken: 13 * time.Millisecond}},
+		{"decode", simLatency{ttft: 500 * time.Millisecond, perToken: 15 * time.Millisecond}},
 	}
 	for _, m := range models {
 		for _, concurrency := range []int{1000, 10000} {
 			b.Run(fmt.Sprintf("latency=%s/concurrency=%d", m.name, concurrency), func(b *testing.B) {
+				h2c := os.Getenv(benchH2CEnv) != ""
+				inFlight := int64(4 * concurrency)
+				if !h2c {
+					inFlight = min(inFlight, http1InFlightCap)
+				}
 				child := startSimChild(b, m.lat)
 				const group, perSlot = 8, 1
 				batch := concurrency * perSlot / group
 				tasks := simTasks(b, batch)
 				rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
-					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: int64(4 * concurrency), h2c: true}), lat: m.lat}
+					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: inFlight, h2c: h2c}), lat: m.lat}
 				var sum StepSummary
 				cpu0, _ := selfUsage(b)
 				sim0 := child.cpuTime(b)

@@ -70,6 +70,15 @@
 // runs out of attempts returns a *GiveUpError naming the endpoint
 // (credentials redacted), the last status and the attempts.
 //
+// Without Config.HTTPClient, plain http:// endpoints are spoken to over
+// HTTP/1.1 by h1Transport, which writes each request and reads its answer
+// on the caller's goroutine with net/http's own request writer and
+// response reader, keeping idle connections per host (reused for 4 s, less
+// than the 5 s after which uvicorn, under vLLM and SGLang, closes them).
+// That costs about a fifth less CPU per call than net/http's Transport,
+// whose per-connection goroutines hand every answer over. https, proxies
+// and anything unusual go to net/http's Transport.
+//
 // Streaming responses are not requested; an event-stream answer is a
 // decode error.
 package llm
