@@ -24,10 +24,10 @@ const (
 	// 4 s leaves a second of margin, so a request rarely lands on a
 	// connection the server is closing or has closed.
 	defaultH1IdleTimeout = 4 * time.Second
-	// h1ReadBufferSize and h1WriteBufferSize size each connection's
-	// buffers: answers carry every prompt token id (tens of KB for long
+	// h1ReadBufferSize and h1WriteBufferSize size the buffers an exchange
+	// uses: answers carry every prompt token id (tens of KB for long
 	// histories) and requests a whole conversation, so they move in a few
-	// syscalls, not dozens.
+	// syscalls, not dozens. Connections do not own them (see h1Conn).
 	h1ReadBufferSize  = 64 << 10
 	h1WriteBufferSize = 32 << 10
 	// h1MaxHeaderBytes caps the bytes read from the connection until the
@@ -42,6 +42,14 @@ const (
 var h1PastDeadline = time.Unix(1, 0)
 
 var errH1HeaderTooLarge = errors.New("response header too large")
+
+// Buffers are lent to exchanges, not owned by connections: with thousands
+// of calls in flight, most of them waiting seconds for the model, 96 KiB
+// per connection would be gigabytes.
+var (
+	h1Readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, h1ReadBufferSize) }}
+	h1Writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, h1WriteBufferSize) }}
+)
 
 // h1Transport is an http.RoundTripper for plain http:// HTTP/1.1. It
 // writes requests with net/http's own request writer ((*http.Request).Write)
@@ -105,12 +113,15 @@ type h1Host struct {
 }
 
 // h1Conn is one connection. Only the goroutine that took it from the idle
-// stack uses it until it is put back.
+// stack uses it until it is put back. It holds a read buffer only from the
+// moment its answer starts arriving until it is idle again: the request is
+// written through a pooled writer, and waitReadable waits for the answer
+// without a buffer.
 type h1Conn struct {
 	c    net.Conn
+	raw  syscall.RawConn // nil if c does not offer one; then no buffer-free wait
 	addr string
-	br   *bufio.Reader // reads through the h1Conn, for the header limit
-	bw   *bufio.Writer
+	br   *bufio.Reader // reads through the h1Conn (for the header limit); nil while idle
 	// limit is how many more bytes may be read (see h1MaxHeaderBytes).
 	limit  int64
 	idleAt time.Time
@@ -240,12 +251,23 @@ func (t *h1Transport) exchange(ctx context.Context, pc *h1Conn, req *http.Reques
 		}
 		return nil, beforeAnswer && isStaleConnErr(err), fmt.Errorf("%s: %w", op, err)
 	}
-	err = req.Write(pc.bw)
+	bw := h1Writers.Get().(*bufio.Writer)
+	bw.Reset(pc.c)
+	err = req.Write(bw)
 	if err == nil {
-		err = pc.bw.Flush()
+		err = bw.Flush()
 	}
+	bw.Reset(nil)
+	h1Writers.Put(bw)
 	if err != nil {
 		return fail("write request", err, true)
+	}
+	if err := pc.waitReadable(); err != nil {
+		return fail("read response", err, true)
+	}
+	if pc.br == nil {
+		pc.br = h1Readers.Get().(*bufio.Reader)
+		pc.br.Reset(pc)
 	}
 	pc.limit = h1MaxHeaderBytes
 	if _, err := pc.br.Peek(1); err != nil {
@@ -329,8 +351,10 @@ func (t *h1Transport) conn(ctx context.Context, addr string, fresh bool) (pc *h1
 		}
 		return nil, false, err
 	}
-	pc = &h1Conn{c: c, addr: addr, bw: bufio.NewWriterSize(c, h1WriteBufferSize)}
-	pc.br = bufio.NewReaderSize(pc, h1ReadBufferSize)
+	pc = &h1Conn{c: c, addr: addr}
+	if sc, ok := c.(syscall.Conn); ok {
+		pc.raw, _ = sc.SyscallConn()
+	}
 	return pc, false, nil
 }
 
@@ -353,9 +377,17 @@ func (t *h1Transport) release(pc *h1Conn, stop func() bool, keep bool) {
 // limits or when the server sent bytes nobody asked for. It also closes
 // the host's expired idle connections.
 func (t *h1Transport) putIdle(pc *h1Conn) {
-	if pc.br.Buffered() > 0 {
-		pc.close()
-		return
+	if pc.br != nil {
+		if pc.br.Buffered() > 0 {
+			pc.close()
+			return
+		}
+		// Nothing reads an idle connection, so its buffer can serve
+		// another exchange. (A closed connection keeps its buffer: a Read
+		// may still be using it when Close aborts the body.)
+		pc.br.Reset(nil)
+		h1Readers.Put(pc.br)
+		pc.br = nil
 	}
 	now := time.Now()
 	pc.idleAt = now

@@ -298,3 +298,31 @@ func TestDefaultHTTPClientTransport(t *testing.T) {
 		t.Errorf("fallback per host %d, buffers %d/%d", fb.MaxIdleConnsPerHost, fb.ReadBufferSize, fb.WriteBufferSize)
 	}
 }
+
+// TestH1TransportIdleHoldsNoBuffer checks that connections lend their read
+// buffer back when idle, and that an answer the server sent before the
+// client waited for it (and a slow one) is read: waitReadable must not
+// miss data that is already there.
+func TestH1TransportIdleHoldsNoBuffer(t *testing.T) {
+	ts, _ := mustH1Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/slow" {
+			time.Sleep(50 * time.Millisecond)
+		}
+		echoHandler(w, r)
+	}))
+	tr := mustH1Transport(t, 4)
+	for i, path := range []string{"/fast", "/slow", "/fast", "/fast", "/slow"} {
+		if _, got := mustDo(t, tr, http.MethodGet, ts.URL+path, nil); !strings.HasPrefix(got, "GET "+path) {
+			t.Fatalf("request %d: got %.40q", i, got)
+		}
+		tr.mu.Lock()
+		for _, h := range tr.hosts {
+			for _, pc := range h.idle {
+				if pc.br != nil {
+					t.Errorf("request %d: an idle connection holds a read buffer", i)
+				}
+			}
+		}
+		tr.mu.Unlock()
+	}
+}
