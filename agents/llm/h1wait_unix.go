@@ -16,7 +16,9 @@ func (pc *h1Conn) waitReadable() error {
 	}
 	var one [1]byte
 	return pc.raw.Read(func(fd uintptr) bool {
+		// Only "nothing yet" waits; data, end of stream or any error
+		// (EINTR included) goes on to the buffered read, which handles it.
 		_, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK && err != syscall.EINTR
+		return err != syscall.EAGAIN && err != syscall.EWOULDBLOCK
 	})
 }
