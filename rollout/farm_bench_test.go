@@ -1,7 +1,6 @@
 package rollout
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io/fs"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/internal/benchproc"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
@@ -120,32 +120,12 @@ func (l simLatency) of(n int) time.Duration {
 // startSimChild starts the sim servers in a child process.
 func startSimChild(b *testing.B, lat simLatency) *simChild {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestSimServerChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), simChildEnv+"="+lat.String())
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
+	line, cmd := benchproc.Start(b, "TestSimServerChild", []string{simChildEnv + "=" + lat.String()}, "SIM ")
+	f := strings.Fields(line)
+	if len(f) != 3 {
+		b.Fatalf("sim child announced %q, want SIM <llm> <web>", line)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) == 3 && f[0] == "SIM" {
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return &simChild{cmd: cmd, llmURL: f[1], webURL: f[2]}
-		}
-	}
-	b.Fatalf("sim child exited before announcing its servers: %v", sc.Err())
-	return nil
+	return &simChild{cmd: cmd, llmURL: f[1], webURL: f[2]}
 }
 
 // cpuTime returns the CPU time (user + system) the child has used so far,

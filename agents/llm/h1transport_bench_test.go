@@ -1,16 +1,16 @@
 package llm
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/mgrpo/mgrpo/internal/benchproc"
 )
 
 // h1BenchServerEnv makes TestH1BenchServer serve BenchmarkH1Transport's
@@ -48,27 +48,7 @@ func TestH1BenchServer(t *testing.T) {
 // its base URL.
 func startH1BenchServer(b *testing.B) string {
 	b.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestH1BenchServer$")
-	cmd.Env = append(os.Environ(), h1BenchServerEnv+"=1")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		stdin.Close()
-		cmd.Wait()
-	})
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("bench server: %v", err)
-	}
+	addr, _ := benchproc.Start(b, "TestH1BenchServer", []string{h1BenchServerEnv + "=1"}, "")
 	return "http://" + strings.TrimSpace(addr)
 }
 
