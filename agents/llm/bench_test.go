@@ -102,16 +102,7 @@ func BenchmarkChat(b *testing.B) {
 			defer ts.Close()
 			c := mustClient(b, Config{Dialect: DialectVLLM, Endpoints: []string{ts.URL}, CaptureTokens: true})
 			c.dialect.(*vllmDialect).mode.Store(vllmModern)
-			req := benchHistory(size)
-			b.ReportAllocs()
-			b.SetBytes(int64(size))
-			cpu := startCPU(b)
-			for b.Loop() {
-				if _, err := c.Chat(context.Background(), req); err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu.report(b)
+			benchChatCalls(b, c, size)
 		})
 	}
 }
@@ -185,16 +176,7 @@ func BenchmarkChatClient(b *testing.B) {
 				case *sglangDialect:
 					d.mode.Store(sglangChat)
 				}
-				req := benchHistory(size)
-				b.ReportAllocs()
-				b.SetBytes(int64(size))
-				cpu := startCPU(b)
-				for b.Loop() {
-					if _, err := c.Chat(context.Background(), req); err != nil {
-						b.Fatal(err)
-					}
-				}
-				cpu.report(b)
+				benchChatCalls(b, c, size)
 			})
 		}
 	}
@@ -315,4 +297,19 @@ func BenchmarkConcurrent10kRawHTTP(b *testing.B) {
 		}
 		return nil
 	})
+}
+
+// benchChatCalls makes c's calls with a history of size bytes in a
+// benchmark loop, reporting allocations, throughput and process CPU.
+func benchChatCalls(b *testing.B, c *Client, size int) {
+	req := benchHistory(size)
+	b.ReportAllocs()
+	b.SetBytes(int64(size))
+	cpu := startCPU(b)
+	for b.Loop() {
+		if _, err := c.Chat(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cpu.report(b)
 }
