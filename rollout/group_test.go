@@ -254,7 +254,7 @@ func simpleTrajectory(base int) Trajectory {
 	return Trajectory{
 		Sequences: []Sequence{{
 			InputIDs: []int{base, base + 1, base + 2},
-			LossMask: []int{0, 1, 1},
+			LossMask: []int8{0, 1, 1},
 			Logprobs: []float64{0, -0.5, -0.25},
 		}},
 		PolicyVersion: 3,

@@ -26,7 +26,7 @@ func genGroup(t *rapid.T, q, K int) (GroupInput, GroupTrajectories) {
 			for range L {
 				s.InputIDs = append(s.InputIDs, rapid.IntRange(0, 50000).Draw(t, label+"/id"))
 				m := rapid.IntRange(0, 1).Draw(t, label+"/mask")
-				s.LossMask = append(s.LossMask, m)
+				s.LossMask = append(s.LossMask, int8(m))
 				lp := 0.0
 				if m == 1 {
 					lp = -rapid.Float64Range(0, 20).Draw(t, label+"/lp")

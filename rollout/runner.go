@@ -141,11 +141,7 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 	}
 	out := TrajectoryResult{Sequences: make([]Sequence, len(seqs)), Drifts: len(drifts)}
 	for i, s := range seqs {
-		mask := make([]int, len(s.LossMask))
-		for j, m := range s.LossMask {
-			mask[j] = int(m)
-		}
-		out.Sequences[i] = Sequence{InputIDs: s.InputIDs, LossMask: mask, Logprobs: s.Logprobs}
+		out.Sequences[i] = Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs}
 		if verr := out.Sequences[i].Validate(); verr != nil {
 			return TrajectoryResult{SequenceError: fmt.Sprintf("sequence %d: %v", i, verr)}
 		}

@@ -40,7 +40,7 @@ type Sample struct {
 	// 1 on generated tokens, and Logprobs are the sampler's, 0 where the mask
 	// is 0.
 	InputIDs []int     `json:"input_ids" parquet:"input_ids,list"`
-	LossMask []int     `json:"loss_mask" parquet:"loss_mask,list"`
+	LossMask []int8    `json:"loss_mask" parquet:"loss_mask,list"`
 	Logprobs []float64 `json:"logprobs" parquet:"logprobs,list"`
 	// Reward and Advantage apply to every generated token of the sample.
 	Reward    float64 `json:"reward" parquet:"reward"`
@@ -55,7 +55,7 @@ type Sample struct {
 // sampler's logprobs, all of the same length.
 type Sequence struct {
 	InputIDs []int
-	LossMask []int
+	LossMask []int8
 	Logprobs []float64
 }
 
@@ -145,7 +145,7 @@ func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, ex
 		sub := e.SubIndex
 		if e.Padding {
 			pad := Trajectory{PolicyVersion: b.PadPolicyVersion, FinishReason: FinishReasonPadding}
-			seq := Sequence{InputIDs: []int{b.PadTokenID}, LossMask: []int{0}, Logprobs: []float64{0}}
+			seq := Sequence{InputIDs: []int{b.PadTokenID}, LossMask: []int8{0}, Logprobs: []float64{0}}
 			executor = append(executor, b.sample(res.QueryID, RoleExecutor, e.Rollout, &sub, nil, pad, seq, 0, 0))
 			continue
 		}
@@ -179,7 +179,7 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 		ids, mask, logprobs = ids[:len(ids):len(ids)], mask[:len(mask):len(mask)], logprobs[:len(logprobs):len(logprobs)]
 	} else {
 		ids = append([]int(nil), ids...)
-		mask = append([]int(nil), mask...)
+		mask = append([]int8(nil), mask...)
 		logprobs = append([]float64(nil), logprobs...)
 	}
 	return Sample{

@@ -20,7 +20,7 @@ func TestBuildSamplesSplitDuplicateAndPadding(t *testing.T) {
 	tr := trajectoriesFor(in)
 	// The planner of rollout 0 was split by drift into two sequences.
 	tr.Planner[0].Sequences = append(tr.Planner[0].Sequences, Sequence{
-		InputIDs: []int{7, 8}, LossMask: []int{1, 0}, Logprobs: []float64{-1, 0},
+		InputIDs: []int{7, 8}, LossMask: []int8{1, 0}, Logprobs: []float64{-1, 0},
 	})
 	b := SampleBuilder{Run: "run-a", Step: 4}
 	pl, ex, err := b.Build(res, tr)
@@ -73,7 +73,7 @@ func TestBuildSamplesSplitDuplicateAndPadding(t *testing.T) {
 
 func TestSampleJSONKeys(t *testing.T) {
 	sub := 2
-	s := Sample{Run: "r", Role: RoleExecutor, SubIndex: &sub, DuplicateOf: &SubRef{1, 0}, InputIDs: []int{1}, LossMask: []int{1}, Logprobs: []float64{-0.5}}
+	s := Sample{Run: "r", Role: RoleExecutor, SubIndex: &sub, DuplicateOf: &SubRef{1, 0}, InputIDs: []int{1}, LossMask: []int8{1}, Logprobs: []float64{-0.5}}
 	raw, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +96,7 @@ func TestBuildSamplesValidation(t *testing.T) {
 		mutate func(tr *GroupTrajectories)
 		want   string
 	}{
-		{"length mismatch", func(tr *GroupTrajectories) { tr.Executors[1][1].Sequences[0].LossMask = []int{1} },
+		{"length mismatch", func(tr *GroupTrajectories) { tr.Executors[1][1].Sequences[0].LossMask = []int8{1} },
 			`query "q9" rollout 1 sub 1: sequence 0: lengths differ`},
 		{"logprob under mask 0", func(tr *GroupTrajectories) { tr.Planner[1].Sequences[0].Logprobs[0] = -0.1 },
 			`query "q9" rollout 1 planner: sequence 0: token 0: logprob -0.1 where loss mask is 0`},

@@ -106,7 +106,7 @@ func appendTokenArrays(dst []byte, s *Sample) ([]byte, bool) {
 	dst = append(dst, `,"input_ids":`...)
 	dst = appendJSONInts(dst, s.InputIDs)
 	dst = append(dst, `,"loss_mask":`...)
-	dst = appendJSONInts(dst, s.LossMask)
+	dst = appendJSONMask(dst, s.LossMask)
 	dst = append(dst, `,"logprobs":`...)
 	if s.Logprobs == nil {
 		return append(dst, "null"...), true
@@ -157,6 +157,34 @@ func appendJSONInts(dst []byte, v []int) []byte {
 		default:
 			pos += len(strconv.AppendInt(b[pos:pos], int64(n), 10))
 		}
+	}
+	b[pos] = ']'
+	return dst[:l+pos+1]
+}
+
+// appendJSONMask appends a loss mask as encoding/json writes an []int8:
+// null when nil.
+func appendJSONMask(dst []byte, v []int8) []byte {
+	if v == nil {
+		return append(dst, "null"...)
+	}
+	// Room for every value at its longest ("-128,").
+	l := len(dst)
+	dst = slices.Grow(dst, 2+5*len(v))
+	b := dst[l : l+2+5*len(v)]
+	b[0] = '['
+	pos := 1
+	for i, m := range v {
+		if i > 0 {
+			b[pos] = ','
+			pos++
+		}
+		if uint8(m) < 10 {
+			b[pos] = '0' + byte(m)
+			pos++
+			continue
+		}
+		pos += len(strconv.AppendInt(b[pos:pos], int64(m), 10))
 	}
 	b[pos] = ']'
 	return dst[:l+pos+1]

@@ -15,7 +15,8 @@ type sharedTokens struct {
 // tokenSlices identifies a sample's token arrays by their first elements'
 // addresses and lengths: samples that share the slices encode identically.
 type tokenSlices struct {
-	ids, mask  *int
+	ids        *int
+	mask       *int8
 	logprobs   *float64
 	nIDs, nLog int
 	nMask      int

@@ -85,6 +85,23 @@ func randomFloat(rng *rand.Rand) float64 {
 	}
 }
 
+// randomMask returns n mask values: 0 or 1 when binary, any int8 otherwise
+// (the writer must copy what it is given).
+func randomMask(rng *rand.Rand, n int, binary bool) []int8 {
+	if n == 0 && rng.IntN(2) == 0 {
+		return nil
+	}
+	out := make([]int8, n)
+	for i := range out {
+		if binary {
+			out[i] = int8(rng.IntN(2))
+		} else {
+			out[i] = int8(rng.IntN(256) - 128)
+		}
+	}
+	return out
+}
+
 func randomInts(rng *rand.Rand, n int, mask bool) []int {
 	if n == 0 && rng.IntN(2) == 0 {
 		return nil
@@ -126,7 +143,7 @@ func randomSample(rng *rand.Rand, finiteOnly bool) Sample {
 	s := Sample{
 		Run: str(), Step: rng.IntN(1000) - 1, Role: Role(str()), QueryID: str(), Rollout: rng.IntN(16),
 		PolicyVersion: rng.Int64() - math.MaxInt64/2,
-		InputIDs:      randomInts(rng, n, false), LossMask: randomInts(rng, n, rng.IntN(4) != 0),
+		InputIDs:      randomInts(rng, n, false), LossMask: randomMask(rng, n, rng.IntN(4) != 0),
 		Reward: flt(), Advantage: flt(), NumTurns: rng.IntN(50), FinishReason: str(), FormatOK: rng.IntN(2) == 0,
 	}
 	if n > 0 || rng.IntN(2) == 0 {
@@ -148,7 +165,7 @@ func randomSample(rng *rand.Rand, finiteOnly bool) Sample {
 func TestAppendSampleJSONMatchesEncodingJSON(t *testing.T) {
 	t.Run("edge floats", func(t *testing.T) {
 		for _, f := range edgeFloats {
-			s := Sample{Run: "r", Logprobs: []float64{f, 0, f}, Reward: f, Advantage: -f, InputIDs: []int{1, 2, 3}, LossMask: []int{1, 0, 1}}
+			s := Sample{Run: "r", Logprobs: []float64{f, 0, f}, Reward: f, Advantage: -f, InputIDs: []int{1, 2, 3}, LossMask: []int8{1, 0, 1}}
 			checkSampleJSON(t, &s)
 		}
 	})
@@ -160,7 +177,7 @@ func TestAppendSampleJSONMatchesEncodingJSON(t *testing.T) {
 	})
 	t.Run("nil and empty", func(t *testing.T) {
 		checkSampleJSON(t, &Sample{})
-		checkSampleJSON(t, &Sample{InputIDs: []int{}, LossMask: []int{}, Logprobs: []float64{}})
+		checkSampleJSON(t, &Sample{InputIDs: []int{}, LossMask: []int8{}, Logprobs: []float64{}})
 	})
 	t.Run("random", func(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 2))
@@ -229,7 +246,7 @@ func FuzzAppendSampleJSON(f *testing.F) {
 		fa, fb := math.Float64frombits(a), math.Float64frombits(b)
 		s := Sample{
 			Run: run, Step: id, Role: Role(finish), QueryID: query, Rollout: sub, PolicyVersion: version,
-			InputIDs: []int{id, sub, id ^ sub}, LossMask: []int{sub, 1, 0}, Logprobs: []float64{fa, fb, 0},
+			InputIDs: []int{id, sub, id ^ sub}, LossMask: []int8{int8(sub), 1, 0}, Logprobs: []float64{fa, fb, 0},
 			Reward: fb, Advantage: fa, NumTurns: sub, FinishReason: finish, FormatOK: ok,
 		}
 		if ok {
@@ -246,7 +263,7 @@ func BenchmarkWriteSamplesJSONL(b *testing.B) {
 	for i := range rows {
 		n := 4000
 		s := Sample{Run: "bench", Step: 1, Role: RoleExecutor, QueryID: "q-0001", Rollout: i % 8, PolicyVersion: 1,
-			InputIDs: make([]int, n), LossMask: make([]int, n), Logprobs: make([]float64, n),
+			InputIDs: make([]int, n), LossMask: make([]int8, n), Logprobs: make([]float64, n),
 			Reward: 0.55, Advantage: -0.7071067811865476, NumTurns: 5, FinishReason: "stop", FormatOK: true}
 		for j := range n {
 			s.InputIDs[j] = rng.IntN(150000)

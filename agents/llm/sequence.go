@@ -13,7 +13,7 @@ type Sequence struct {
 	// turn its completion and the next prompt's new tokens.
 	InputIDs []int
 	// LossMask is 1 exactly on the tokens the engine sampled, 0 elsewhere.
-	LossMask []uint8
+	LossMask []int8
 	// Logprobs are the sampler's logprobs aligned with InputIDs; 0 where
 	// LossMask is 0.
 	Logprobs []float64
@@ -77,7 +77,7 @@ func Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
 			size = max(size, len(last.PromptIDs)+len(last.CompletionIDs))
 		}
 		cur.InputIDs = make([]int, 0, size)
-		cur.LossMask = make([]uint8, 0, size)
+		cur.LossMask = make([]int8, 0, size)
 		cur.Logprobs = make([]float64, 0, size)
 		appendSpan(cur, t.PromptIDs, nil)
 		appendSpan(cur, t.CompletionIDs, t.Logprobs)
@@ -89,7 +89,7 @@ func Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
 // non-nil, context (mask 0, logprob 0) otherwise.
 func appendSpan(s *Sequence, ids []int, lps []float64) {
 	s.InputIDs = append(s.InputIDs, ids...)
-	var m uint8
+	var m int8
 	if lps != nil {
 		m = 1
 		s.Logprobs = append(s.Logprobs, lps...)
