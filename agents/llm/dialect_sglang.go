@@ -95,7 +95,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		if err := checkTokens(t); err != nil {
 			return err
 		}
-		req.Prefix.remember(r.choicePromptText, t.PromptIDs)
+		req.Prefix.rememberTurn(r.choicePromptText, r.choicePromptKnown, t)
 		turn = t
 		return nil
 	}

@@ -75,7 +75,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			if err := checkTokens(t); err != nil {
 				return err
 			}
-			req.Prefix.remember(r.promptText, t.PromptIDs)
+			req.Prefix.rememberTurn(r.promptText, r.promptKnown, t)
 			turn = t
 			return nil
 		}

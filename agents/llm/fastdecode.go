@@ -43,8 +43,11 @@ type chatResult struct {
 	tokens []string
 	// promptText and choicePromptText are the top-level and the choice's
 	// prompt_token_ids arrays as written, for a PromptPrefix (slices of the
-	// body; empty when the slow path decoded it).
-	promptText, choicePromptText []byte
+	// body; empty when the slow path decoded it); promptKnown and
+	// choicePromptKnown are how many of their first bytes were the
+	// PromptPrefix's text.
+	promptText, choicePromptText   []byte
+	promptKnown, choicePromptKnown int
 }
 
 // decodeChat decodes a chat completion body for a dialect, with the
@@ -186,9 +189,10 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 	resp := new(ChatResponse)
 	r := &chatResult{resp: resp}
 	var (
-		ids        []int
-		promptText []byte
-		seen       uint
+		ids         []int
+		promptText  []byte
+		promptKnown int
+		seen        uint
 	)
 	sc.top.reset()
 	ok := s.members(func(key []byte) bool {
@@ -199,7 +203,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 				return false
 			}
 			ids, ok = s.promptIDs()
-			promptText = s.promptText
+			promptText, promptKnown = s.promptText, s.promptKnown
 		case "choices":
 			if !once(&seen, 2) {
 				return false
@@ -236,7 +240,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 	if !ok || !s.End() || r.ch == nil || !sc.top.decode(resp) {
 		return nil, false
 	}
-	resp.PromptTokenIDs, r.promptText = ids, promptText
+	resp.PromptTokenIDs, r.promptText, r.promptKnown = ids, promptText, promptKnown
 	switch r.ch.FinishReason {
 	case "abort", "", "null":
 		// DecodeChatResponse's errors, with its messages.
@@ -272,7 +276,7 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 				return false
 			}
 			ch.PromptTokenIDs, ok = s.promptIDs()
-			r.choicePromptText = s.promptText
+			r.choicePromptText, r.choicePromptKnown = s.promptText, s.promptKnown
 		case "logprobs":
 			if !once(&seen, 4) {
 				return false

@@ -14,9 +14,11 @@ import (
 type jscan struct {
 	jsontext.Scanner
 	// prefix, when set, lets promptIDs copy known prompt ids; promptText
-	// is the text of the last array promptIDs read (a slice of B).
-	prefix     *PromptPrefix
-	promptText []byte
+	// is the text of the last array promptIDs read (a slice of B), and
+	// promptKnown how many of its first bytes were the prefix's text.
+	prefix      *PromptPrefix
+	promptText  []byte
+	promptKnown int
 }
 
 // text consumes a string value and returns it as encoding/json would

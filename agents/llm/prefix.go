@@ -31,11 +31,15 @@ type PromptPrefix struct {
 	// with a Turn and never modified.
 	text []byte
 	ids  []int
-	// buf is the array behind ids, with room for the next prompt's new
-	// ids: they are written after ids in place (see extendIDs), so a
-	// trajectory's prompts share one growing array instead of each turn
-	// copying all the ids before it. Turns hold views capped at their own
-	// length, so nothing they do reaches the room beyond.
+	// comp is the completion that answered ids, placed right after them in
+	// buf (see remember); nil when it was not.
+	comp []int
+	// buf is the array behind ids (and comp), with room for the next
+	// prompt's new ids: they are written after ids and comp in place (see
+	// extendIDs), so a trajectory's prompts and completions share one
+	// growing array instead of each turn copying all the ids before it.
+	// Turns hold views capped at their own length, so nothing they do
+	// reaches the room beyond, and nothing is ever written over a view.
 	buf []int
 
 	// msgsJSON is the messages array of the latest request encoded with
@@ -46,42 +50,107 @@ type PromptPrefix struct {
 	sent     []sentMessage
 }
 
-// remember stores the prompt ids of the latest answer and their text (a
-// slice of a body that is about to be recycled, so it is copied). An empty
-// text forgets the ids; the remembered messages stay, as they do not depend
-// on the answer.
-func (p *PromptPrefix) remember(text []byte, ids []int) {
+// rememberTurn remembers t's prompt and completion (see remember) and
+// points t's ids at the trajectory's array, where the completion follows
+// the prompt.
+func (p *PromptPrefix) rememberTurn(text []byte, known int, t *Turn) {
 	if p == nil {
 		return
 	}
-	if len(text) == 0 || len(ids) == 0 {
-		p.text, p.ids, p.buf = p.text[:0], nil, nil
-		return
-	}
-	if cap(p.text) < len(text) {
-		// Prompts grow turn by turn: leave room for the next ones.
-		p.text = make([]byte, 0, 2*len(text))
-	}
-	p.text, p.ids = append(p.text[:0], text...), ids
-	// Keep the array behind ids only when ids is its start (extendIDs made
-	// it); otherwise the next call allocates its own.
-	if len(p.buf) < len(ids) || &p.buf[0] != &ids[0] {
-		p.buf = nil
+	if prompt, completion, both := p.remember(text, known, t.PromptIDs, t.CompletionIDs); both != nil {
+		t.PromptIDs, t.CompletionIDs, t.tokens = prompt, completion, both
 	}
 }
 
-// extendIDs decodes the rest of a prompt_token_ids array after the
-// remembered ids and returns them all, capped at their length. The new ids
-// go after the known ones in p.buf when it has room, else into a new array
-// with room for the next turns' ids, which becomes p.buf.
-func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
-	need := len(p.ids) + s.remainingInts()
-	var out []int
-	if len(p.buf) >= len(p.ids) && cap(p.buf) >= need && len(p.ids) > 0 && &p.buf[0] == &p.ids[0] {
-		out = p.buf[:len(p.ids)]
+// remember stores the prompt ids of the latest answer and their text (a
+// slice of a body that is about to be recycled, so it is copied; its first
+// known bytes are the text remembered before, which is kept and only the
+// rest copied). An empty text forgets the ids; the remembered messages
+// stay, as they do not depend on the answer.
+//
+// A non-empty completion is placed right after the prompt in the
+// trajectory's array (copying the prompt there too when it is not already
+// in it), and the views of the prompt, the completion and both are
+// returned: the next prompt normally continues with this completion, so
+// the array then holds the whole trajectory's sequence once (see
+// extendIDs and Sequences). Without a completion they are nil.
+func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int) (pv, cv, both []int) {
+	if len(text) == 0 || len(prompt) == 0 {
+		p.text, p.ids, p.comp, p.buf = p.text[:0], nil, nil, nil
+		return nil, nil, nil
+	}
+	if known > 0 && known == len(p.text) && known <= len(text) {
+		p.text = append(p.text, text[known:]...)
 	} else {
-		out = make([]int, len(p.ids), need+need/2)
-		copy(out, p.ids)
+		if cap(p.text) < len(text) {
+			// Prompts grow turn by turn: leave room for the next ones.
+			p.text = make([]byte, 0, 2*len(text))
+		}
+		p.text = append(p.text[:0], text...)
+	}
+	n, m := len(prompt), len(completion)
+	inBuf := len(p.buf) >= n && &p.buf[0] == &prompt[0]
+	p.ids, p.comp = prompt, nil
+	if m == 0 {
+		// Keep the array behind the ids only when they are its start
+		// (extendIDs made it); otherwise the next call allocates its own.
+		if !inBuf {
+			p.buf = nil
+		} else {
+			p.buf = p.buf[:n]
+		}
+		return nil, nil, nil
+	}
+	var buf []int
+	if inBuf && cap(p.buf) >= n+m {
+		buf = p.buf[:n]
+	} else {
+		buf = make([]int, n, 2*(n+m))
+		copy(buf, prompt)
+	}
+	buf = append(buf, completion...)
+	p.buf = buf
+	p.ids, p.comp = buf[:n:n], buf[n:n+m:n+m]
+	return p.ids, p.comp, buf[: n+m : n+m]
+}
+
+// extendIDs decodes the rest of a prompt_token_ids array after the
+// remembered prompt ids and returns them all, capped at their length. When
+// the array goes on with the remembered completion, which remember placed
+// after the prompt, those ids are checked rather than decoded and the new
+// ids go after them; otherwise they go after the prompt. They are written
+// in place when p.buf has room and nothing there would be overwritten, else
+// into a new array with room for the next turns' ids, which becomes p.buf.
+func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
+	known := len(p.ids)
+	inBuf := known > 0 && len(p.buf) >= known && &p.buf[0] == &p.ids[0]
+	// Without a remembered completion the room after the prompt is free.
+	free := inBuf && len(p.comp) == 0
+	if m := len(p.comp); inBuf && m > 0 && len(p.buf) == known+m {
+		at := s.I
+		switch done, ok := s.matchInts(p.comp); {
+		case ok && done:
+			// The prompt is the previous prompt and completion exactly.
+			p.buf = p.buf[:known+m]
+			return p.buf[: known+m : known+m], true
+		case ok:
+			known += m
+			free = true
+		default:
+			s.I = at
+		}
+	}
+	need := known + s.remainingInts()
+	var out []int
+	if free && cap(p.buf) >= need {
+		out = p.buf[:known]
+	} else {
+		src := p.ids
+		if known > len(p.ids) {
+			src = p.buf[:known]
+		}
+		out = make([]int, known, need+need/2)
+		copy(out, src)
 	}
 	out, ok := s.appendIntElems(out)
 	if !ok {
@@ -89,6 +158,37 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 	}
 	p.buf = out
 	return out[:len(out):len(out)], true
+}
+
+// matchInts consumes want's values from an integer array's elements, each
+// followed by a comma or, for the last, the closing bracket (done). It
+// reports false, having consumed an unknown amount, when the elements
+// differ from want or are not plain integers.
+func (s *jscan) matchInts(want []int) (done, ok bool) {
+	for i, w := range want {
+		v, ok := s.Int()
+		if !ok || v != w {
+			return false, false
+		}
+		s.WS()
+		if s.I >= len(s.B) {
+			return false, false
+		}
+		switch s.B[s.I] {
+		case ',':
+			s.I++
+			s.WS()
+		case ']':
+			if i != len(want)-1 {
+				return false, false
+			}
+			s.I++
+			return true, true
+		default:
+			return false, false
+		}
+	}
+	return false, true
 }
 
 // promptIDs consumes a prompt_token_ids array as ints does. When s.prefix

@@ -23,7 +23,7 @@ func prefixFrom(t testing.TB, arr string) *PromptPrefix {
 		t.Fatalf("previous answer %s: %v", arr, err)
 	}
 	var p PromptPrefix
-	p.remember(r.promptText, r.resp.PromptTokenIDs)
+	p.remember(r.promptText, r.promptKnown, r.resp.PromptTokenIDs, nil)
 	return &p
 }
 
@@ -93,12 +93,12 @@ func TestPromptPrefixIsUsed(t *testing.T) {
 	// remember copies the text out of the body, which is recycled.
 	body := []byte("[1,2")
 	var q PromptPrefix
-	q.remember(body, []int{1, 2})
+	q.remember(body, 0, []int{1, 2}, nil)
 	body[1] = '9'
 	if string(q.text) != "[1,2" {
 		t.Errorf("remembered text changed with the body: %q", q.text)
 	}
-	q.remember(nil, nil)
+	q.remember(nil, 0, nil, nil)
 	if len(q.text) != 0 || q.ids != nil {
 		t.Errorf("empty text did not forget the prefix: %q %v", q.text, q.ids)
 	}
@@ -118,7 +118,7 @@ func FuzzPromptPrefix(f *testing.F) {
 			return
 		}
 		var p PromptPrefix
-		p.remember(r.promptText, r.resp.PromptTokenIDs)
+		p.remember(r.promptText, r.promptKnown, r.resp.PromptTokenIDs, nil)
 		v, s := withPromptIDs(next)
 		sameDecode(t, v, &p)
 		sameDecode(t, s, &p)

@@ -3,7 +3,6 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"slices"
 )
 
 // Sequence is one training sequence assembled from consecutive turns of a
@@ -41,12 +40,14 @@ var ErrNoTokenData = errors.New("turn has no usable token data")
 // turns merge when the later prompt's ids start with the earlier prompt plus
 // completion ids; otherwise a new sequence starts and a Drift names the
 // turn. Nil turns are an error; so is a turn without token data. It does
-// not modify the turns.
+// not modify the turns; a sequence's InputIDs may be the array the client
+// placed the last turn's ids in (see PromptPrefix), shared with the turns,
+// so treat them as read-only.
 func Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
 	var (
 		seqs   []Sequence
 		drifts []Drift
-		cur    *Sequence
+		first  int // the first turn of the sequence being gathered
 	)
 	for i, t := range turns {
 		if t == nil {
@@ -58,51 +59,62 @@ func Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
 		if len(t.Logprobs) != len(t.CompletionIDs) {
 			return nil, nil, fmt.Errorf("turn %d: %w: %d logprobs for %d completion ids", i, ErrNoTokenData, len(t.Logprobs), len(t.CompletionIDs))
 		}
-		if cur != nil {
-			n := commonPrefix(cur.InputIDs, t.PromptIDs)
-			if n == len(cur.InputIDs) {
-				appendSpan(cur, t.PromptIDs[n:], nil)
-				appendSpan(cur, t.CompletionIDs, t.Logprobs)
-				cur.NumTurns++
-				continue
-			}
-			drifts = append(drifts, Drift{Turn: i, At: n})
+		if i == 0 {
+			continue
 		}
-		seqs = append(seqs, Sequence{FirstTurn: i, NumTurns: 1})
-		cur = &seqs[len(seqs)-1]
-		// Sized for the whole trajectory: without drift, the last turn's
-		// prompt and completion are exactly the merged sequence.
-		size := len(t.PromptIDs) + len(t.CompletionIDs)
-		if last := turns[len(turns)-1]; last != nil {
-			size = max(size, len(last.PromptIDs)+len(last.CompletionIDs))
+		if at, ok := extends(t.PromptIDs, turns[i-1]); !ok {
+			drifts = append(drifts, Drift{Turn: i, At: at})
+			seqs = append(seqs, mergeTurns(turns[first:i], first))
+			first = i
 		}
-		cur.InputIDs = make([]int, 0, size)
-		cur.LossMask = make([]int8, 0, size)
-		cur.Logprobs = make([]float64, 0, size)
-		appendSpan(cur, t.PromptIDs, nil)
-		appendSpan(cur, t.CompletionIDs, t.Logprobs)
+	}
+	if len(turns) > 0 {
+		seqs = append(seqs, mergeTurns(turns[first:], first))
 	}
 	return seqs, drifts, nil
 }
 
-// appendSpan appends ids to s: sampled (mask 1, with logprobs) when lps is
-// non-nil, context (mask 0, logprob 0) otherwise.
-func appendSpan(s *Sequence, ids []int, lps []float64) {
-	s.InputIDs = append(s.InputIDs, ids...)
-	var m int8
-	if lps != nil {
-		m = 1
-		s.Logprobs = append(s.Logprobs, lps...)
-	} else {
-		n := len(s.Logprobs)
-		s.Logprobs = slices.Grow(s.Logprobs, len(ids))[:n+len(ids)]
-		clear(s.Logprobs[n:])
+// extends reports whether prompt starts with prev's prompt and completion
+// ids, and where they first differ. Ids the client placed in one array
+// (see PromptPrefix) are the same memory and need no comparing.
+func extends(prompt []int, prev *Turn) (at int, ok bool) {
+	pp, pc := prev.PromptIDs, prev.CompletionIDs
+	n := len(pp) + len(pc)
+	if len(prompt) >= n && &prompt[0] == &pp[0] && &prompt[len(pp)] == &pc[0] {
+		return n, true
 	}
-	n := len(s.LossMask)
-	s.LossMask = slices.Grow(s.LossMask, len(ids))[:n+len(ids)]
-	for i := n; i < len(s.LossMask); i++ {
-		s.LossMask[i] = m
+	at = commonPrefix(pp, prompt)
+	if at < len(pp) {
+		return at, false
 	}
+	at += commonPrefix(pc, prompt[len(pp):])
+	return at, at == n
+}
+
+// mergeTurns returns the sequence of run, turns that each extend the one
+// before: the last turn's prompt and completion, with mask 1 and the
+// sampler's logprobs on every turn's completion. Each turn's prompt is a
+// prefix of the sequence, so its completion sits right after it.
+func mergeTurns(run []*Turn, first int) Sequence {
+	last := run[len(run)-1]
+	ids := last.contiguous()
+	n := len(last.PromptIDs) + len(last.CompletionIDs)
+	if ids == nil {
+		ids = make([]int, n)
+		copy(ids, last.PromptIDs)
+		copy(ids[len(last.PromptIDs):], last.CompletionIDs)
+	}
+	mask := make([]int8, n)
+	logprobs := make([]float64, n)
+	for _, t := range run {
+		at := len(t.PromptIDs)
+		m := mask[at : at+len(t.CompletionIDs)]
+		for j := range m {
+			m[j] = 1
+		}
+		copy(logprobs[at:], t.Logprobs)
+	}
+	return Sequence{InputIDs: ids, LossMask: mask, Logprobs: logprobs, FirstTurn: first, NumTurns: len(run)}
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.

@@ -108,6 +108,22 @@ type Turn struct {
 	Latency  time.Duration `json:"latency,omitempty"`
 	// Attempts counts HTTP attempts, 1 when the first succeeded.
 	Attempts int `json:"attempts,omitempty"`
+
+	// tokens is PromptIDs then CompletionIDs as one view, when the client
+	// placed them so in the trajectory's array (see PromptPrefix);
+	// Sequences then uses it instead of copying. It is trusted only while
+	// PromptIDs and CompletionIDs still point into it (see contiguous).
+	tokens []int
+}
+
+// contiguous returns t's prompt and completion ids as one slice when they
+// lie one after the other in one array, else nil.
+func (t *Turn) contiguous() []int {
+	n, m := len(t.PromptIDs), len(t.CompletionIDs)
+	if n == 0 || m == 0 || len(t.tokens) != n+m || &t.tokens[0] != &t.PromptIDs[0] || &t.tokens[n] != &t.CompletionIDs[0] {
+		return nil
+	}
+	return t.tokens[: n+m : n+m]
 }
 
 // HasTokens reports whether the turn carries token data.

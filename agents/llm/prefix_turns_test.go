@@ -1,0 +1,139 @@
+package llm
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"pgregory.net/rapid"
+)
+
+// vllmAnswer returns a vLLM chat answer with the given prompt ids,
+// completion ids and their logprobs.
+func vllmAnswer(prompt, completion []int, logprobs []float64) string {
+	ints := func(v []int) string {
+		s := make([]string, len(v))
+		for i, n := range v {
+			s[i] = strconv.Itoa(n)
+		}
+		return "[" + strings.Join(s, ",") + "]"
+	}
+	entries := make([]string, len(logprobs))
+	for i, lp := range logprobs {
+		entries[i] = fmt.Sprintf(`{"token":"t","logprob":%s,"bytes":[],"top_logprobs":[]}`, strconv.FormatFloat(lp, 'g', -1, 64))
+	}
+	return `{"id":"x","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},` +
+		`"logprobs":{"content":[` + strings.Join(entries, ",") + `]},"finish_reason":"stop","stop_reason":null,"token_ids":` + ints(completion) + `}],` +
+		fmt.Sprintf(`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d},`, len(prompt), len(completion), len(prompt)+len(completion)) +
+		`"prompt_token_ids":` + ints(prompt) + `}`
+}
+
+// wireTurn decodes an answer carrying t's ids with p, as the vLLM dialect
+// does, and returns the turn the client would record.
+func wireTurn(tb interface{ Fatalf(string, ...any) }, p *PromptPrefix, t *Turn) *Turn {
+	r, err := decodeChatPrefix([]byte(vllmAnswer(t.PromptIDs, t.CompletionIDs, t.Logprobs)), false, p)
+	if err != nil {
+		tb.Fatalf("decode: %v", err)
+	}
+	got := &Turn{PromptIDs: r.resp.PromptTokenIDs, CompletionIDs: r.ch.TokenIDs, Logprobs: r.logprobs}
+	if err := checkTokens(got); err != nil {
+		tb.Fatalf("%v", err)
+	}
+	p.rememberTurn(r.promptText, r.promptKnown, got)
+	return got
+}
+
+// genWireTrajectory is genTrajectory with a third kind of turn: one whose
+// prompt repeats the previous prompt and a changed completion (a template
+// that re-renders the answer), which drifts inside the ids the client
+// placed after the previous prompt.
+func genWireTrajectory(t *rapid.T) []*Turn {
+	turns := genTrajectory(t)
+	for i := 1; i < len(turns); i++ {
+		prev := turns[i-1]
+		if rapid.IntRange(0, 3).Draw(t, "rerender") == 0 {
+			comp := slices.Clone(prev.CompletionIDs)
+			comp[rapid.IntRange(0, len(comp)-1).Draw(t, "at")] += 1000
+			tail := rapid.SliceOfN(rapid.IntRange(0, 50), 0, 5).Draw(t, "tail")
+			turns[i].PromptIDs = slices.Concat(prev.PromptIDs, comp, tail)
+		}
+	}
+	return turns
+}
+
+// TestPromptPrefixTurnsProperty checks that turns decoded through one
+// PromptPrefix carry the ids of the answers, that no later answer changes
+// an earlier turn's ids, and that their sequences are those of the same
+// turns in arrays of their own, sharing the client's array when the
+// trajectory never drifted.
+func TestPromptPrefixTurnsProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		plain := genWireTrajectory(t)
+		var p PromptPrefix
+		wired := make([]*Turn, len(plain))
+		for i, pt := range plain {
+			wired[i] = wireTurn(t, &p, pt)
+			for j := range i + 1 {
+				if !slices.Equal(wired[j].PromptIDs, plain[j].PromptIDs) || !slices.Equal(wired[j].CompletionIDs, plain[j].CompletionIDs) {
+					t.Fatalf("after answer %d, turn %d holds %v %v, want %v %v", i, j,
+						wired[j].PromptIDs, wired[j].CompletionIDs, plain[j].PromptIDs, plain[j].CompletionIDs)
+				}
+			}
+		}
+		want, wantDrifts, err := Sequences(plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, gotDrifts, err := Sequences(wired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotDrifts, wantDrifts) {
+			t.Fatalf("sequences through the prefix differ:\n got %+v %v\nwant %+v %v", got, gotDrifts, want, wantDrifts)
+		}
+		last := wired[len(wired)-1]
+		if seq := got[len(got)-1]; &seq.InputIDs[0] != &last.PromptIDs[0] {
+			t.Errorf("the last sequence copied the ids the client placed in one array")
+		}
+	})
+}
+
+// TestPromptPrefixCompletionInPlace follows one trajectory: the completion
+// goes right after its prompt, the next prompt's new ids after it, and a
+// prompt that is exactly the previous prompt and completion adds nothing.
+func TestPromptPrefixCompletionInPlace(t *testing.T) {
+	var p PromptPrefix
+	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-1, -2}})
+	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6}, CompletionIDs: []int{7}, Logprobs: []float64{-3}})
+	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int{8}, Logprobs: []float64{-4}})
+	if &t1.PromptIDs[0] != &t2.PromptIDs[0] || &t2.PromptIDs[0] != &t3.PromptIDs[0] || &t1.CompletionIDs[0] != &t2.PromptIDs[3] || &t2.CompletionIDs[0] != &t3.PromptIDs[6] {
+		t.Fatal("the turns do not share one array with each completion after its prompt")
+	}
+	for _, tr := range []*Turn{t1, t2, t3} {
+		if cap(tr.PromptIDs) != len(tr.PromptIDs) || cap(tr.CompletionIDs) != len(tr.CompletionIDs) {
+			t.Errorf("views not capped at their length: %v %v", tr.PromptIDs, tr.CompletionIDs)
+		}
+	}
+	seqs, drifts, err := Sequences([]*Turn{t1, t2, t3})
+	if err != nil || len(seqs) != 1 || len(drifts) != 0 {
+		t.Fatalf("sequences %+v drifts %v err %v", seqs, drifts, err)
+	}
+	s := seqs[0]
+	if !slices.Equal(s.InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(s.LossMask, []int8{0, 0, 0, 1, 1, 0, 1, 1}) ||
+		!slices.Equal(s.Logprobs, []float64{0, 0, 0, -1, -2, 0, -3, -4}) {
+		t.Errorf("sequence %+v", s)
+	}
+	if &s.InputIDs[0] != &t1.PromptIDs[0] {
+		t.Error("the sequence copied the ids")
+	}
+	// A copied turn (its ids edited by the caller) is not trusted.
+	edited := *t3
+	edited.CompletionIDs = []int{9}
+	seqs, _, err = Sequences([]*Turn{t1, t2, &edited})
+	if err != nil || !slices.Equal(seqs[0].InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 9}) {
+		t.Errorf("edited turn: %v %v", seqs, err)
+	}
+}
