@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 )
 
 // apiError is a request failure with the HTTP status and OpenAI error type a
@@ -148,7 +149,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":{"message":"encode response","type":"InternalServerError","param":null,"code":500}}`)
 	}
-	w.Header().Set("Content-Type", "application/json")
+	// With the length announced, as uvicorn announces it for a JSON
+	// response, the body goes out as it is rather than chunked.
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
 }
