@@ -80,6 +80,11 @@ func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int
 		return nil, nil, nil
 	}
 	if known > 0 && known == len(p.text) && known <= len(text) {
+		if cap(p.text) < len(text) {
+			grown := make([]byte, known, 2*len(text))
+			copy(grown, p.text)
+			p.text = grown
+		}
 		p.text = append(p.text, text[known:]...)
 	} else {
 		if cap(p.text) < len(text) {
@@ -198,7 +203,7 @@ func (s *jscan) matchInts(want []int) (done, ok bool) {
 func (s *jscan) promptIDs() ([]int, bool) {
 	s.WS()
 	start := s.I
-	s.promptText = nil
+	s.promptText, s.promptKnown = nil, 0
 	var (
 		out []int
 		ok  bool
@@ -212,6 +217,7 @@ func (s *jscan) promptIDs() ([]int, bool) {
 			if !ok {
 				return nil, false
 			}
+			s.promptKnown = n
 		}
 	}
 	if out == nil {

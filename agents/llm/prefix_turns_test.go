@@ -11,16 +11,19 @@ import (
 	"pgregory.net/rapid"
 )
 
+// idsJSON writes ids as a compact JSON array.
+func idsJSON(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return "[" + strings.Join(s, ",") + "]"
+}
+
 // vllmAnswer returns a vLLM chat answer with the given prompt ids,
 // completion ids and their logprobs.
 func vllmAnswer(prompt, completion []int, logprobs []float64) string {
-	ints := func(v []int) string {
-		s := make([]string, len(v))
-		for i, n := range v {
-			s[i] = strconv.Itoa(n)
-		}
-		return "[" + strings.Join(s, ",") + "]"
-	}
+	ints := idsJSON
 	entries := make([]string, len(logprobs))
 	for i, lp := range logprobs {
 		entries[i] = fmt.Sprintf(`{"token":"t","logprob":%s,"bytes":[],"top_logprobs":[]}`, strconv.FormatFloat(lp, 'g', -1, 64))
@@ -76,6 +79,9 @@ func TestPromptPrefixTurnsProperty(t *testing.T) {
 		wired := make([]*Turn, len(plain))
 		for i, pt := range plain {
 			wired[i] = wireTurn(t, &p, pt)
+			if want := strings.TrimSuffix(idsJSON(pt.PromptIDs), "]"); string(p.text) != want {
+				t.Fatalf("after answer %d the remembered text is %q, want %q", i, p.text, want)
+			}
 			for j := range i + 1 {
 				if !slices.Equal(wired[j].PromptIDs, plain[j].PromptIDs) || !slices.Equal(wired[j].CompletionIDs, plain[j].CompletionIDs) {
 					t.Fatalf("after answer %d, turn %d holds %v %v, want %v %v", i, j,
@@ -107,7 +113,11 @@ func TestPromptPrefixTurnsProperty(t *testing.T) {
 func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	var p PromptPrefix
 	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-1, -2}})
+	text1 := &p.text[0]
 	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6}, CompletionIDs: []int{7}, Logprobs: []float64{-3}})
+	if string(p.text) != "[1,2,3,4,5,6" || &p.text[0] != text1 {
+		t.Errorf("remembered text %q: not extended in place by the new ids' text", p.text)
+	}
 	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int{8}, Logprobs: []float64{-4}})
 	if &t1.PromptIDs[0] != &t2.PromptIDs[0] || &t2.PromptIDs[0] != &t3.PromptIDs[0] || &t1.CompletionIDs[0] != &t2.PromptIDs[3] || &t2.CompletionIDs[0] != &t3.PromptIDs[6] {
 		t.Fatal("the turns do not share one array with each completion after its prompt")
