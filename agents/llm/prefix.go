@@ -18,6 +18,13 @@ import "bytes"
 //     the same bytes: the client compares them and copies the known ids
 //     instead of decoding thousands of numbers again.
 //
+// The turns of a trajectory share one growing id array: each answer's
+// completion ids are placed right after its prompt ids, the next prompt's
+// ids are checked against them and its new ids written after them, so the
+// array ends up holding the whole conversation's token sequence once and
+// Sequences takes it as is. Nothing is ever written over ids a turn holds:
+// a prompt that does not continue the completion gets an array of its own.
+//
 // Anything else (an edited message, drift, a server writing numbers
 // differently, the slow paths) is simply encoded or decoded in full: the
 // request body and the results are the same with or without a
