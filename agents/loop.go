@@ -119,11 +119,20 @@ func (l *loop) runCalls(ctx context.Context, calls []openai.ToolCall) []CallReco
 	for i, w := range work {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func() {
+		run := func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			records[i] = w(ctx)
-		}()
+		}
+		if i == len(work)-1 {
+			// The last call (most often the only one) runs on this
+			// goroutine: its stack has grown already, where a new
+			// goroutine's would grow again through the tool's argument
+			// validation and decoding, a copy at each doubling.
+			run()
+			continue
+		}
+		go run()
 	}
 	wg.Wait()
 	return records
