@@ -100,7 +100,7 @@ func assembleStep(cfg GroupConfig, b SampleBuilder, plan stepPlan, group int, re
 // sampleTrajectory is what sample building needs of one trajectory. A
 // missing trajectory counts as failed.
 func sampleTrajectory(tr *agents.Trajectory, seqs TrajectoryResult, version int64, formatOK bool) Trajectory {
-	out := Trajectory{Sequences: seqs.Sequences, PolicyVersion: version, FormatOK: formatOK, FinishReason: "error"}
+	out := Trajectory{Sequences: seqs.Sequences, PolicyVersion: version, FormatOK: formatOK, FinishReason: "error", validated: seqs.validated}
 	if tr != nil {
 		out.FinishReason = tr.FinishReason()
 		out.NumTurns = len(tr.Turns)

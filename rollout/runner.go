@@ -146,5 +146,6 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 			return TrajectoryResult{SequenceError: fmt.Sprintf("sequence %d: %v", i, verr)}
 		}
 	}
+	out.validated = true
 	return out
 }

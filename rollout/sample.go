@@ -70,6 +70,10 @@ type Trajectory struct {
 	NumTurns      int
 	FinishReason  string
 	FormatOK      bool
+
+	// validated skips Build's check of the sequences (see
+	// TrajectoryResult.validated).
+	validated bool
 }
 
 // GroupTrajectories holds the trajectories of one query's group: Planner[k]
@@ -204,6 +208,9 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 
 // validate checks every sequence of t.
 func (t Trajectory) validate() error {
+	if t.validated {
+		return nil
+	}
 	for s, seq := range t.Sequences {
 		if err := seq.Validate(); err != nil {
 			return fmt.Errorf("sequence %d: %w", s, err)

@@ -64,6 +64,11 @@ type TrajectoryResult struct {
 	Sequences     []Sequence `json:"sequences"`
 	Drifts        int        `json:"drifts"`
 	SequenceError string     `json:"sequence_error,omitempty"`
+
+	// validated records that trajectorySequences checked every sequence
+	// in this process, so sample building need not check them again. It
+	// does not travel: a result decoded from elsewhere is checked.
+	validated bool
 }
 
 // RolloutResult is the outcome of one RolloutTask: the rollout tree, its
