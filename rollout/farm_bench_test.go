@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -145,11 +144,8 @@ func (c *simChild) cpuTime(b *testing.B) time.Duration {
 
 // selfUsage returns this process's CPU time and peak RSS in bytes.
 func selfUsage(b *testing.B) (time.Duration, int64) {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), ru.Maxrss * 1024
+	b.Helper()
+	return benchproc.Usage(b)
 }
 
 // timingRunner records each rollout's duration and its ideal latency: the

@@ -10,12 +10,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/mgrpo/mgrpo/internal/benchproc"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
@@ -128,11 +128,8 @@ func (c cpuClock) report(b *testing.B) {
 
 func processCPU(tb testing.TB) time.Duration {
 	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatalf("getrusage: %v", err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu, _ := benchproc.Usage(tb)
+	return cpu
 }
 
 // cannedTransport answers every request in memory with a pre-encoded body,

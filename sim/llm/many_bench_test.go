@@ -8,10 +8,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/benchproc"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
@@ -225,11 +225,8 @@ func (p *manyConvPlayer) observe(name, arguments string) json.RawMessage {
 // cpuTime returns the process's user and system CPU time.
 func cpuTime(tb testing.TB) time.Duration {
 	tb.Helper()
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu, _ := benchproc.Usage(tb)
+	return cpu
 }
 
 // BenchmarkChatManyConversations measures the server's CPU per chat call
