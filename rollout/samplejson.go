@@ -106,7 +106,7 @@ func appendTokenArrays(dst []byte, s *Sample) ([]byte, bool) {
 	dst = append(dst, `,"input_ids":`...)
 	dst = appendJSONInts(dst, s.InputIDs)
 	dst = append(dst, `,"loss_mask":`...)
-	dst = appendJSONMask(dst, s.LossMask)
+	dst = appendJSONInts(dst, s.LossMask)
 	dst = append(dst, `,"logprobs":`...)
 	if s.Logprobs == nil {
 		return append(dst, "null"...), true
@@ -130,17 +130,23 @@ func appendTokenArrays(dst []byte, s *Sample) ([]byte, bool) {
 	return append(dst, ']'), true
 }
 
-// appendJSONInts appends an int slice as encoding/json does: null when nil.
-// The digits are written straight into room reserved once for the whole
-// array: this loop writes most of a step file's bytes.
-func appendJSONInts(dst []byte, v []int) []byte {
+// appendJSONInts appends an integer slice (token ids, a loss mask) as
+// encoding/json does: null when nil. The digits are written straight into
+// room reserved once for the whole array: this loop writes most of a step
+// file's bytes.
+func appendJSONInts[T int | int8](dst []byte, v []T) []byte {
 	if v == nil {
 		return append(dst, "null"...)
 	}
-	// Room for every value at its longest ("-9223372036854775808,").
+	// Room for every value at its longest ("-9223372036854775808," for an
+	// int), and at least the eight bytes putSmallUint stores at once.
+	width := 21
+	if _, small := any(v[:0]).([]int8); small {
+		width = 8
+	}
 	l := len(dst)
-	dst = slices.Grow(dst, 2+21*len(v))
-	b := dst[l : l+2+21*len(v)]
+	dst = slices.Grow(dst, 2+width*len(v))
+	b := dst[l : l+2+width*len(v)]
 	b[0] = '['
 	pos := 1
 	for i, n := range v {
@@ -157,34 +163,6 @@ func appendJSONInts(dst []byte, v []int) []byte {
 		default:
 			pos += len(strconv.AppendInt(b[pos:pos], int64(n), 10))
 		}
-	}
-	b[pos] = ']'
-	return dst[:l+pos+1]
-}
-
-// appendJSONMask appends a loss mask as encoding/json writes an []int8:
-// null when nil.
-func appendJSONMask(dst []byte, v []int8) []byte {
-	if v == nil {
-		return append(dst, "null"...)
-	}
-	// Room for every value at its longest ("-128,").
-	l := len(dst)
-	dst = slices.Grow(dst, 2+5*len(v))
-	b := dst[l : l+2+5*len(v)]
-	b[0] = '['
-	pos := 1
-	for i, m := range v {
-		if i > 0 {
-			b[pos] = ','
-			pos++
-		}
-		if uint8(m) < 10 {
-			b[pos] = '0' + byte(m)
-			pos++
-			continue
-		}
-		pos += len(strconv.AppendInt(b[pos:pos], int64(m), 10))
 	}
 	b[pos] = ']'
 	return dst[:l+pos+1]
