@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -146,4 +147,100 @@ func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	if err != nil || !slices.Equal(seqs[0].InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 9}) {
 		t.Errorf("edited turn: %v %v", seqs, err)
 	}
+}
+
+// TestPromptPrefixTurnsThroughDialects runs one trajectory against the sim
+// through each token-capturing dialect with a PromptPrefix and again
+// without one: the turns carry the same ids either way, the prefixed turns
+// share one array, and their sequence is the one built from copies,
+// without copying the ids.
+func TestPromptPrefixTurnsThroughDialects(t *testing.T) {
+	for _, dialect := range []string{DialectVLLM, DialectSGLang} {
+		t.Run(dialect, func(t *testing.T) {
+			s := mustSim(t, simConfig(dialect, 3), nil)
+			c := mustClient(t, Config{Role: "executor", Dialect: dialect, Endpoints: []string{s.ts.URL}, CaptureTokens: true})
+			w := mustWorld(t)
+			run := func(p *PromptPrefix) []*Turn {
+				msgs := []histMsg{{Role: "system", Content: "You are a research executor."}, {Role: "user", Content: w.Questions[0].Question}}
+				var turns []*Turn
+				for turn := range 4 {
+					tr, err := c.Chat(context.Background(), Request{Messages: msgs, Tools: executorTools(), Prefix: p,
+						Sampling: &Sampling{Seed: ptr(int64(turn)), MaxTokens: 512}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					turns = append(turns, tr)
+					msgs = append(msgs, tr.Message)
+					if len(tr.ToolCalls) == 0 {
+						msgs = append(msgs, histMsg{Role: "user", Content: "Go on."})
+					}
+					for _, call := range tr.ToolCalls {
+						msgs = append(msgs, toolMsg(runTool(w, call), call.ID))
+					}
+				}
+				return turns
+			}
+			var p PromptPrefix
+			shared, plain := run(&p), run(nil)
+			for i := range shared {
+				if !slices.Equal(shared[i].PromptIDs, plain[i].PromptIDs) || !slices.Equal(shared[i].CompletionIDs, plain[i].CompletionIDs) {
+					t.Fatalf("turn %d: ids differ with a prefix", i)
+				}
+			}
+			for i := 1; i < len(shared); i++ {
+				prev, cur := shared[i-1], shared[i]
+				if &cur.PromptIDs[0] == &prev.PromptIDs[0] && &cur.PromptIDs[len(prev.PromptIDs)] != &prev.CompletionIDs[0] {
+					t.Errorf("turn %d extends turn %d's array but not after its completion", i, i-1)
+				}
+			}
+			got, gotDrifts, err := Sequences(shared)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantDrifts, err := Sequences(plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotDrifts, wantDrifts) {
+				t.Fatalf("sequences differ with a prefix: %d vs %d sequences, drifts %v vs %v", len(got), len(want), gotDrifts, wantDrifts)
+			}
+			last := shared[len(shared)-1]
+			if seq := got[len(got)-1]; &seq.InputIDs[0] != &last.PromptIDs[0] {
+				t.Error("the last sequence copied the ids the client placed in one array")
+			}
+		})
+	}
+}
+
+// FuzzPromptPrefixCompletion checks that after an answer whose completion
+// was placed after its prompt, any next answer decodes as it does without
+// a prefix, and leaves the earlier turn's ids as they were.
+func FuzzPromptPrefixCompletion(f *testing.F) {
+	f.Add([]byte{1, 2, 3}, []byte{4, 5}, "[1,2,3,4,5,6]")
+	f.Add([]byte{1, 2, 3}, []byte{4, 5}, "[1,2,3,4,5]")
+	f.Add([]byte{1, 2, 3}, []byte{4, 5}, "[1,2,3,4,9,6]")
+	f.Add([]byte{1, 2, 3}, []byte{4, 5}, "[1,2,3,4]")
+	f.Add([]byte{1, 2, 3}, []byte{4, 5}, "[1,2,3, 4 ,5,6]")
+	f.Add([]byte{10}, []byte{200}, "[10,200,-1]")
+	f.Fuzz(func(t *testing.T, prevRaw, compRaw []byte, next string) {
+		if len(prevRaw) == 0 || len(compRaw) == 0 {
+			return
+		}
+		ids := func(raw []byte) []int {
+			out := make([]int, len(raw))
+			for i, b := range raw {
+				out[i] = int(b)
+			}
+			return out
+		}
+		prompt, comp := ids(prevRaw), ids(compRaw)
+		var p PromptPrefix
+		first := wireTurn(t, &p, &Turn{PromptIDs: prompt, CompletionIDs: comp, Logprobs: make([]float64, len(comp))})
+		v, s := withPromptIDs(next)
+		sameDecode(t, v, &p)
+		sameDecode(t, s, &p)
+		if !slices.Equal(first.PromptIDs, prompt) || !slices.Equal(first.CompletionIDs, comp) {
+			t.Fatalf("the first turn's ids became %v %v, want %v %v", first.PromptIDs, first.CompletionIDs, prompt, comp)
+		}
+	})
 }
