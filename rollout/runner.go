@@ -80,10 +80,10 @@ func Execute(ctx context.Context, runner Runner, scoring Scoring, task RolloutTa
 }
 
 // withoutPromptIDs returns a copy of tree whose turns carry no prompt token
-// ids. Once the sequences are assembled they hold every prompt token, and
-// the per-turn prompt ids, which grow with the conversation, would make a
-// step's results quadratic in its conversations' length. The runner's tree
-// is left as it was.
+// ids (see llm.Turn.WithoutPromptIDs). Once the sequences are assembled they
+// hold every prompt token, and the turns' ids would keep every array their
+// trajectory outgrew alive until the step ends. The runner's tree is left
+// as it was.
 func withoutPromptIDs(tree *agents.Rollout) *agents.Rollout {
 	strip := func(tr *agents.Trajectory) *agents.Trajectory {
 		if tr == nil {
@@ -93,9 +93,7 @@ func withoutPromptIDs(tree *agents.Rollout) *agents.Rollout {
 		c.Turns = make([]*llm.Turn, len(tr.Turns))
 		for i, t := range tr.Turns {
 			if t != nil {
-				tc := *t
-				tc.PromptIDs = nil
-				c.Turns[i] = &tc
+				c.Turns[i] = t.WithoutPromptIDs()
 			}
 		}
 		return &c

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"slices"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -124,6 +125,18 @@ func (t *Turn) contiguous() []int {
 		return nil
 	}
 	return t.tokens[: n+m : n+m]
+}
+
+// WithoutPromptIDs returns a copy of t without its prompt ids and with
+// completion ids of its own. A trajectory's turns share one id array that
+// is replaced by a larger one as the conversation grows (see
+// PromptPrefix); a turn kept after its sequence is assembled would
+// otherwise keep its array, outgrown by the later turns, alive.
+func (t *Turn) WithoutPromptIDs() *Turn {
+	c := *t
+	c.PromptIDs, c.tokens = nil, nil
+	c.CompletionIDs = slices.Clone(t.CompletionIDs)
+	return &c
 }
 
 // HasTokens reports whether the turn carries token data.

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -31,5 +32,25 @@ func TestTurnJSONRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, &got, cmpopts.IgnoreUnexported(Turn{})); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
+
+// TestTurnWithoutPromptIDs checks that the copy holds nothing of the
+// trajectory's shared id array and that the turn itself is unchanged.
+func TestTurnWithoutPromptIDs(t *testing.T) {
+	var p PromptPrefix
+	turn := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-1, -2}})
+	if turn.contiguous() == nil {
+		t.Fatal("the client did not place the completion after the prompt")
+	}
+	c := turn.WithoutPromptIDs()
+	if c.PromptIDs != nil || c.tokens != nil || c.contiguous() != nil {
+		t.Errorf("copy keeps prompt ids %v, tokens %v", c.PromptIDs, c.tokens)
+	}
+	if !slices.Equal(c.CompletionIDs, []int{4, 5}) || &c.CompletionIDs[0] == &turn.CompletionIDs[0] {
+		t.Errorf("copy's completion ids %v share the turn's array", c.CompletionIDs)
+	}
+	if !slices.Equal(turn.PromptIDs, []int{1, 2, 3}) || turn.contiguous() == nil {
+		t.Errorf("the turn changed: %v %v", turn.PromptIDs, turn.CompletionIDs)
 	}
 }
