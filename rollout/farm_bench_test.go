@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -127,19 +128,31 @@ func startSimChild(b *testing.B, lat simLatency) *simChild {
 	return &simChild{cmd: cmd, llmURL: f[1], webURL: f[2]}
 }
 
-// cpuTime returns the CPU time (user + system) the child has used so far,
-// from /proc (clock ticks of 10 ms).
+// cpuTime returns the CPU time (user + system) the child has used so far.
 func (c *simChild) cpuTime(b *testing.B) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	return procStat(b, c.cmd.Process.Pid).cpu
+}
+
+// procCounters are a process's CPU time and minor page faults so far.
+type procCounters struct {
+	cpu    time.Duration
+	faults int64
+}
+
+// procStat reads a process's counters from /proc (CPU time in clock ticks
+// of 10 ms).
+func procStat(b *testing.B, pid int) procCounters {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	// Fields after the parenthesised command name: state is field 3, utime
-	// and stime are fields 14 and 15.
+	// Fields after the parenthesised command name: state is field 3,
+	// minflt field 10, utime and stime fields 14 and 15.
 	rest := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	minflt, _ := strconv.ParseInt(rest[7], 10, 64)
 	ut, _ := strconv.ParseInt(rest[11], 10, 64)
 	st, _ := strconv.ParseInt(rest[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return procCounters{cpu: time.Duration(ut+st) * 10 * time.Millisecond, faults: minflt}
 }
 
 // selfUsage returns this process's CPU time and peak RSS in bytes.
@@ -151,18 +164,26 @@ func selfUsage(b *testing.B) (time.Duration, int64) {
 // timingRunner records each rollout's duration and its ideal latency: the
 // sim's modeled latency (see simLatency) summed along the rollout's
 // critical path (each planner turn, plus for each planner turn the slowest
-// executor it started).
+// executor it started). When total rollouts have finished it calls
+// onLast, so that a benchmark can read counters at the end of the rollout
+// phase, before the step's files are written.
 type timingRunner struct {
-	inner Runner
-	lat   simLatency
-	keep  bool
+	inner  Runner
+	lat    simLatency
+	keep   bool
+	total  int
+	onLast func()
 
-	mu            sync.Mutex
-	actual, ideal time.Duration
-	n             int
-	calls         int
-	callLatency   time.Duration
-	trees         []*agents.Rollout
+	mu                  sync.Mutex
+	actual, ideal       time.Duration
+	maxActual, maxIdeal time.Duration
+	n                   int
+	calls               int
+	// callLatency is the modeled latency of every call, measured the
+	// latency the client saw (Turn.Latency: waiting for an in-flight
+	// slot, the round trip and decoding included).
+	callLatency, measured time.Duration
+	trees                 []*agents.Rollout
 }
 
 func (r *timingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
@@ -170,22 +191,30 @@ func (r *timingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agent
 	tree := r.inner.Run(ctx, task, t)
 	took := time.Since(start)
 	ideal := criticalLatency(tree, r.lat)
-	calls, callLatency := 0, time.Duration(0)
+	calls, callLatency, measured := 0, time.Duration(0), time.Duration(0)
 	for _, tr := range append([]*agents.Trajectory{tree.Planner}, tree.Executors...) {
 		if tr != nil {
 			calls += len(tr.Turns)
 			callLatency += trajectoryLatency(tr, r.lat)
+			for _, turn := range tr.Turns {
+				measured += turn.Latency
+			}
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.actual += took
 	r.ideal += ideal
+	r.maxActual, r.maxIdeal = max(r.maxActual, took), max(r.maxIdeal, ideal)
 	r.calls += calls
 	r.callLatency += callLatency
+	r.measured += measured
 	r.n++
 	if r.keep && len(r.trees) < 64 {
 		r.trees = append(r.trees, tree)
+	}
+	if r.n == r.total && r.onLast != nil {
+		r.onLast()
 	}
 	return tree
 }
@@ -393,10 +422,18 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 				batch := concurrency * perSlot / group
 				tasks := simTasks(b, batch)
 				rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
-					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: inFlight, h2c: h2c}), lat: m.lat}
+					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: inFlight, h2c: h2c}), lat: m.lat, total: batch * group}
 				var sum StepSummary
 				cpu0, _ := selfUsage(b)
 				sim0 := child.cpuTime(b)
+				self0, child0 := procStat(b, os.Getpid()), procStat(b, child.cmd.Process.Pid)
+				// The first step's rollout phase, up to its last rollout.
+				var self1, child1 procCounters
+				var phaseCalls int
+				rr.onLast = func() {
+					self1, child1 = procStat(b, os.Getpid()), procStat(b, child.cmd.Process.Pid)
+					phaseCalls = rr.calls
+				}
 				start := time.Now()
 				for b.Loop() {
 					sum = benchFarm(b, rr, tasks, batch, group, concurrency, true)
@@ -413,10 +450,28 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 				b.ReportMetric(sum.RolloutsPerSecond/idealRate, "step-ideal-fraction")
 				b.ReportMetric(meanIdeal, "ideal-latency-s")
 				b.ReportMetric(meanActual, "latency-s")
+				b.ReportMetric(rr.maxIdeal.Seconds(), "max-ideal-latency-s")
+				b.ReportMetric(rr.maxActual.Seconds(), "max-latency-s")
 				b.ReportMetric(rr.callLatency.Seconds()/float64(rr.calls), "mean-call-latency-s")
+				b.ReportMetric(rr.measured.Seconds()/float64(rr.calls), "measured-call-latency-s")
 				b.ReportMetric(float64(rr.calls)/elapsed.Seconds(), "calls/s")
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(rr.calls), "farm-cpu-µs/call")
 				b.ReportMetric(float64((sim1-sim0).Microseconds())/float64(rr.calls), "sim-cpu-µs/call")
+				// What the rollout phase costs and what the ideal rate
+				// would need: CPU per call of both processes times the
+				// ideal call rate is the number of cores a farm holding
+				// this many rollouts in flight at the ideal latency would
+				// keep busy (this machine has runtime.NumCPU()).
+				farmPhase := float64((self1.cpu - self0.cpu).Microseconds()) / float64(phaseCalls)
+				simPhase := float64((child1.cpu - child0.cpu).Microseconds()) / float64(phaseCalls)
+				idealCalls := idealRate * float64(rr.calls) / float64(rr.n)
+				b.ReportMetric(farmPhase, "rollout-phase-farm-cpu-µs/call")
+				b.ReportMetric(simPhase, "rollout-phase-sim-cpu-µs/call")
+				b.ReportMetric(float64(self1.faults-self0.faults)/float64(phaseCalls), "rollout-phase-farm-faults/call")
+				b.ReportMetric(float64(child1.faults-child0.faults)/float64(phaseCalls), "rollout-phase-sim-faults/call")
+				b.ReportMetric(idealCalls, "ideal-calls/s")
+				b.ReportMetric((farmPhase+simPhase)*idealCalls/1e6, "cores-at-ideal")
+				b.ReportMetric(float64(runtime.NumCPU()), "cores")
 				b.ReportMetric(float64(sum.FailedRollouts), "failed-rollouts")
 				b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 			})
