@@ -401,7 +401,12 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 // criticalLatency) over the mean measured one, i.e. the throughput C/W of
 // a saturated farm relative to C/W*; step-ideal-fraction is the step's
 // measured throughput over C/W*, which also pays for the step's tail
-// (slots idle while the last rollouts finish). Run each size in its own
+// (slots idle while the last rollouts finish). The rollout phase (up to
+// the step's last rollout, before its files are written) is also reported
+// as each process's CPU time and minor page faults per call, and
+// cores-at-ideal multiplies their CPU per call by the ideal call rate: the
+// cores a farm holding this many rollouts in flight at the ideal latency
+// would keep busy, to compare with the machine's. Run each size in its own
 // process so that peak RSS is that size's. The model clients use the
 // client's default transport, HTTP/1.1 with one connection per call in
 // flight, capped at http1InFlightCap calls per role so that both roles'
