@@ -473,6 +473,7 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 				b.ReportMetric(float64(rr.calls)/elapsed.Seconds(), "calls/s")
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(rr.calls), "farm-cpu-µs/call")
 				b.ReportMetric(float64((sim1-sim0).Microseconds())/float64(rr.calls), "sim-cpu-µs/call")
+				b.ReportMetric(float64(procStat(b, os.Getpid()).faults-self0.faults)/float64(rr.calls), "farm-faults/call")
 				// What the rollout phase costs and what the ideal rate
 				// would need: CPU per call of both processes times the
 				// ideal call rate is the number of cores a farm holding
