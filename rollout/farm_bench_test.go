@@ -179,9 +179,9 @@ type timingRunner struct {
 	maxActual, maxIdeal time.Duration
 	n                   int
 	calls               int
-	// callLatency is the modeled latency of every call, measured the
-	// latency the client saw (Turn.Latency: waiting for an in-flight
-	// slot, the round trip and decoding included).
+	// callLatency sums every call's modeled latency, measured the latency
+	// the client saw (Turn.Latency: the wait for an in-flight slot, the
+	// round trip and decoding included).
 	callLatency, measured time.Duration
 	trees                 []*agents.Rollout
 }
@@ -352,7 +352,6 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	var promptTokens int64
 	warm0, _ := selfUsage(b)
 	warm := benchFarm(b, rr, tasks, batch, group, concurrency, false)
-	warm1, _ := selfUsage(b)
 	cpu0, _ := selfUsage(b)
 	sim0 := child.cpuTime(b)
 	start := time.Now()
@@ -372,7 +371,7 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	b.ReportMetric(float64(simCPU.Microseconds())/float64(calls), "sim-cpu-µs/call")
 	b.ReportMetric(float64(simCPU)/float64(simCPU+farmCPU), "sim-cpu-share")
 	// Reported here: b.Loop deletes metrics reported before it starts.
-	b.ReportMetric(float64((warm1-warm0).Microseconds())/float64(warm.LLMCalls), "first-step-farm-cpu-µs/call")
+	b.ReportMetric(float64((cpu0-warm0).Microseconds())/float64(warm.LLMCalls), "first-step-farm-cpu-µs/call")
 	b.ReportMetric(float64(calls)/float64(rollouts), "calls/rollout")
 	b.ReportMetric(meanPromptBytes(b, rr.trees), "history-bytes/call")
 	b.ReportMetric(float64(promptTokens)/float64(calls), "prompt-tokens/call")
@@ -441,7 +440,6 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: inFlight, h2c: h2c}), lat: m.lat, total: batch * group}
 				var sum StepSummary
 				cpu0, _ := selfUsage(b)
-				sim0 := child.cpuTime(b)
 				self0, child0 := procStat(b, os.Getpid()), procStat(b, child.cmd.Process.Pid)
 				// The first step's rollout phase, up to its last rollout.
 				var self1, child1 procCounters
@@ -472,7 +470,7 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 				b.ReportMetric(rr.measured.Seconds()/float64(rr.calls), "measured-call-latency-s")
 				b.ReportMetric(float64(rr.calls)/elapsed.Seconds(), "calls/s")
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(rr.calls), "farm-cpu-µs/call")
-				b.ReportMetric(float64((sim1-sim0).Microseconds())/float64(rr.calls), "sim-cpu-µs/call")
+				b.ReportMetric(float64((sim1-child0.cpu).Microseconds())/float64(rr.calls), "sim-cpu-µs/call")
 				b.ReportMetric(float64(procStat(b, os.Getpid()).faults-self0.faults)/float64(rr.calls), "farm-faults/call")
 				// What the rollout phase costs and what the ideal rate
 				// would need: CPU per call of both processes times the
