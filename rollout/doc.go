@@ -1,41 +1,16 @@
-// Package rollout turns groups of finished rollouts into training data: it
-// scores them with the M-GRPO rewards, computes the hierarchical
-// group-relative advantages, aligns each rollout's executor trajectories to a
-// fixed count d̄, builds token-level Samples and writes them, with per-query
-// statistics, to step directories.
+// Package rollout is the pure M-GRPO layer: it turns groups of finished
+// rollouts into training data. It computes the M-GRPO rewards, the
+// hierarchical group-relative advantages and the alignment of each rollout's
+// executor trajectories to a fixed count d̄, builds token-level Samples and
+// writes them, with per-query statistics and step summaries, to step
+// directories. It also defines the values that cross process boundaries: the
+// unit of work ([RolloutTask]), [Sample], [QueryStats] and [StepSummary].
 //
-// The M-GRPO math, alignment, samples and sinks work on plain values
-// (rewards, counts, token sequences). The farm (see below) runs the agents
-// and converts their trajectories into these values.
-//
-// # Farm
-//
-// A [Farm] runs the steps of a run. Step s takes the next B tasks of the
-// task list (wrapping around) and schedules B×K [RolloutTask] units, each
-// with a stable id (run/step/query/k) and its own seed ([RolloutSeed]), with
-// at most [FarmConfig.Concurrency] rollouts in flight across the whole step.
-// [Execute] carries out one unit: the [Runner] (an [AgentRunner] around the
-// planner or the single agent) produces the rollout tree, the turns of each
-// trajectory are assembled into token sequences, and [Scoring] computes
-// r_correct, R_M and each executor's R_S. A failure is data: a planner
-// error, a runner panic or turns that form no sequences are recorded in the
-// [RolloutResult], which scores 0 with invalid format; a scorer or judge
-// error is recorded and counts as 0. Units and results are plain
-// serialisable values, so that workers elsewhere can carry them out.
-//
-// Once every result of a step is in, the farm resolves d̄ (fixed; or auto:
-// the quantile of the previous step's d_k, or of this step's own for the
-// first step, the calibration pass), groups the results by query in task
-// and rollout order whatever order they finished in, runs [ProcessGroup]
-// and [SampleBuilder.Build], and writes planner.jsonl, executor.jsonl,
-// stats.jsonl and rollouts.jsonl through the [Sink]. rollouts.jsonl holds
-// each tree with its scores and errors, without what depends on timing or
-// scheduling (times, latencies, endpoints, cache hits, random tool call
-// ids) and without token ids, so that the same seed writes the same bytes.
-//
-// When the run's context is cancelled, no further rollout starts, rollouts
-// in flight get [FarmConfig.Grace] to finish and are then cancelled and
-// abandoned; a step that did not complete writes nothing.
+// Everything here works on plain values (rewards, counts, token sequences)
+// and imports nothing of the agents, the model client or the tools, so the
+// shared store and the trainer bridge can depend on it. The runtime that
+// runs the agents and converts their trajectories into these values is
+// package rollout/farm.
 //
 // # Rewards
 //

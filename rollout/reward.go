@@ -50,7 +50,7 @@ func (w RewardWeights) MainReward(formatOK bool, correct float64) float64 {
 	if !formatOK {
 		return 0
 	}
-	return w.Alpha1 + w.Alpha2*unit(correct)
+	return w.Alpha1 + w.Alpha2*ClampUnit(correct)
 }
 
 // SubReward returns R_S for an executor trajectory: 0 when formatOK is false,
@@ -60,11 +60,12 @@ func (w RewardWeights) SubReward(formatOK bool, correctMain, expert float64) flo
 	if !formatOK {
 		return 0
 	}
-	return w.Beta1 + w.Beta2*unit(correctMain) + w.Beta3*unit(expert)
+	return w.Beta1 + w.Beta2*ClampUnit(correctMain) + w.Beta3*ClampUnit(expert)
 }
 
-// unit clamps v to [0, 1]; NaN becomes 0.
-func unit(v float64) float64 {
+// ClampUnit clamps v to [0, 1]; NaN becomes 0. Correctness values and
+// expert scores go through it before they enter a reward.
+func ClampUnit(v float64) float64 {
 	switch {
 	case math.IsNaN(v) || v <= 0:
 		return 0
@@ -141,7 +142,7 @@ func (f ExpertFallback) Expert(formatOK bool, correctMain float64) float64 {
 	case ExpertFallbackZero:
 		return 0
 	case ExpertFallbackCorrectMain:
-		return unit(correctMain)
+		return ClampUnit(correctMain)
 	default:
 		if formatOK {
 			return 1
@@ -174,5 +175,5 @@ func ExpertScore(ctx context.Context, judge ExpertJudge, fallback ExpertFallback
 	if err != nil {
 		return 0, raw, fmt.Errorf("rate executor report: %w", err)
 	}
-	return unit(score), raw, nil
+	return ClampUnit(score), raw, nil
 }

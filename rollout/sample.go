@@ -71,9 +71,11 @@ type Trajectory struct {
 	FinishReason  string
 	FormatOK      bool
 
-	// validated skips Build's check of the sequences (see
-	// TrajectoryResult.validated).
-	validated bool
+	// Validated skips Build's check of the sequences. Set it only when
+	// this process has already checked every sequence with
+	// Sequence.Validate (the farm does so as it derives them); sequences
+	// decoded from elsewhere must be checked.
+	Validated bool
 }
 
 // GroupTrajectories holds the trajectories of one query's group: Planner[k]
@@ -94,12 +96,12 @@ type SampleBuilder struct {
 	// PadPolicyVersion is the policy_version of padding samples.
 	PadPolicyVersion int64
 
-	// shareTokens makes samples use the trajectories' token slices instead
-	// of copies. The farm sets it: its trajectories belong to the step
-	// being assembled and are never modified, and copying every sequence
-	// (once more for each duplicate) was a fifth of all the memory a step
-	// allocated.
-	shareTokens bool
+	// ShareTokens makes samples use the trajectories' token slices instead
+	// of copies, so samples alias the caller's slices and each other. The
+	// farm sets it: its trajectories belong to the step being assembled and
+	// are never modified, and copying every sequence (once more for each
+	// duplicate) was a fifth of all the memory a step allocated.
+	ShareTokens bool
 }
 
 // Build returns the planner and executor samples of one group. The
@@ -166,7 +168,7 @@ func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, ex
 }
 
 // sample assembles one Sample. Slices are copied so that samples never alias
-// the caller's buffers or each other, unless b.shareTokens is set; shared
+// the caller's buffers or each other, unless b.ShareTokens is set; shared
 // slices are capped at their length so that appending to one never writes
 // into another.
 func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *SubRef, t Trajectory, seq Sequence, reward, adv float64) Sample {
@@ -179,7 +181,7 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 		dup = &v
 	}
 	ids, mask, logprobs := seq.InputIDs, seq.LossMask, seq.Logprobs
-	if b.shareTokens {
+	if b.ShareTokens {
 		ids, mask, logprobs = ids[:len(ids):len(ids)], mask[:len(mask):len(mask)], logprobs[:len(logprobs):len(logprobs)]
 	} else {
 		ids = append([]int(nil), ids...)
@@ -208,7 +210,7 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 
 // validate checks every sequence of t.
 func (t Trajectory) validate() error {
-	if t.validated {
+	if t.Validated {
 		return nil
 	}
 	for s, seq := range t.Sequences {

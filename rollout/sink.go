@@ -40,11 +40,11 @@ type StepFiles struct {
 	// deterministic.
 	Rollouts []json.RawMessage
 
-	// rolloutsCompact records that every Rollouts entry came from
+	// RolloutsCompact says that every Rollouts entry came from
 	// json.Marshal, which writes valid JSON without insignificant
 	// whitespace, so DirSink need not compact (and re-validate) it again.
-	// The farm sets it; values built elsewhere are compacted.
-	rolloutsCompact bool
+	// The farm sets it; leave it false for values built any other way.
+	RolloutsCompact bool
 }
 
 // Sink receives the files of finished steps.
@@ -110,7 +110,7 @@ func (s DirSink) WriteStep(ctx context.Context, step int, files StepFiles) (err 
 		{PlannerFile, func(w io.Writer) error { return writeSamplesJSONL(w, files.Planner) }},
 		{ExecutorFile, func(w io.Writer) error { return writeSamplesJSONL(w, files.Executor) }},
 		{StatsFile, func(w io.Writer) error { return writeJSONL(w, files.Stats) }},
-		{RolloutsFile, func(w io.Writer) error { return writeRawJSONL(w, files.Rollouts, files.rolloutsCompact) }},
+		{RolloutsFile, func(w io.Writer) error { return writeRawJSONL(w, files.Rollouts, files.RolloutsCompact) }},
 	}
 	if s.Parquet {
 		jobs = append(jobs,

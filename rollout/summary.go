@@ -1,11 +1,6 @@
 package rollout
 
-import (
-	"time"
-
-	"github.com/mgrpo/mgrpo/agents"
-	"github.com/mgrpo/mgrpo/tools/remote"
-)
+import "time"
 
 // StepSummary describes one completed step. Every field except the timings
 // is a pure function of the step's results.
@@ -61,98 +56,4 @@ type StepSummary struct {
 	// RolloutsPerSecond is Rollouts over the time the rollouts took.
 	WallTime          time.Duration `json:"wall_time"`
 	RolloutsPerSecond float64       `json:"rollouts_per_second"`
-}
-
-// Progress reports a running step, once per finished rollout.
-type Progress struct {
-	Step int
-	// Done of Total rollouts of the step have finished.
-	Done, Total int
-	// MeanReward is the mean R_M of the finished rollouts.
-	MeanReward float64
-	// Errors counts finished rollouts that failed.
-	Errors int
-	// Rate is finished rollouts per second since the step started.
-	Rate float64
-}
-
-// summarize fills the result-derived fields of a summary.
-func summarize(sum *StepSummary, results []RolloutResult) {
-	sum.Rollouts = len(results)
-	sum.DHistogram = map[int]int{}
-	sum.ToolErrors = map[string]int{}
-	var mainSum, subSum, correctSum float64
-	var plannerOK, execOK, subScored int
-	for i := range results {
-		r := &results[i]
-		if r.Failed() {
-			sum.FailedRollouts++
-		}
-		mainSum += r.Scores.Main
-		correctSum += r.Scores.Correct
-		if r.Scores.FormatOK {
-			plannerOK++
-		}
-		if r.Scores.ScoreError != "" {
-			sum.ScoreErrors++
-		}
-		d := len(r.Tree.Executors)
-		sum.DHistogram[d]++
-		sum.Executors += d
-		for _, s := range r.Scores.Subs {
-			if s.FormatOK {
-				execOK++
-			}
-			if s.ExpertError != "" {
-				sum.ExpertErrors++
-			}
-			subSum += s.Reward
-			subScored++
-		}
-		for _, tr := range append([]TrajectoryResult{r.Planner}, r.Executors...) {
-			sum.DriftEvents += tr.Drifts
-			if tr.SequenceError != "" {
-				sum.SequenceErrors++
-			}
-		}
-		for _, tr := range r.trajectories() {
-			countTrajectory(sum, tr)
-		}
-	}
-	if n := float64(len(results)); n > 0 {
-		sum.MeanMainReward = mainSum / n
-		sum.Accuracy = correctSum / n
-		sum.PlannerFormatValid = float64(plannerOK) / n
-	}
-	if subScored > 0 {
-		sum.ExecutorFormatValid = float64(execOK) / float64(subScored)
-		sum.MeanSubReward = subSum / float64(subScored)
-	}
-}
-
-// countTrajectory adds a trajectory's model calls, tokens and tool calls.
-func countTrajectory(sum *StepSummary, tr *agents.Trajectory) {
-	if tr == nil {
-		return
-	}
-	for _, t := range tr.Turns {
-		if t == nil {
-			continue
-		}
-		sum.LLMCalls++
-		prompt, completion := t.Usage.PromptTokens, t.Usage.CompletionTokens
-		if prompt == 0 && completion == 0 {
-			prompt, completion = len(t.PromptIDs), len(t.CompletionIDs)
-		}
-		sum.PromptTokens += int64(prompt)
-		sum.CompletionTokens += int64(completion)
-	}
-	for _, s := range tr.Steps {
-		for _, c := range s.Calls {
-			sum.ToolCalls++
-			if c.Meta.Class != remote.ClassOK {
-				sum.ToolErrors[string(c.Meta.Class)]++
-			}
-		}
-	}
 }

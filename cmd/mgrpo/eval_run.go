@@ -12,6 +12,7 @@ import (
 	"github.com/mgrpo/mgrpo/bench/evalrun"
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // evalRunFlags are the flags of `mgrpo eval` itself (the runner), on top
@@ -98,7 +99,7 @@ func runEval(c *cli.Context) error {
 		Benchmark: benchmark, Items: items, Runs: c.Int("runs"), Out: cfg.Out, Agent: st.agent(), Scorer: scorer,
 		Concurrency: cfg.Concurrency, Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger,
 		OnProgress: func(p evalrun.Progress) {
-			progress.report(rollout.Progress{Step: 1, Done: p.Done, Total: p.Total, Errors: p.Errors,
+			progress.report(farm.Progress{Step: 1, Done: p.Done, Total: p.Total, Errors: p.Errors,
 				MeanReward: float64(p.Correct) / float64(max(p.Done, 1)), Rate: p.Rate})
 		},
 	}

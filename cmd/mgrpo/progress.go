@@ -14,6 +14,7 @@ import (
 	"github.com/mattn/go-isatty"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // progressReporter shows a run's progress: a line redrawn in place on a
@@ -37,7 +38,7 @@ func newProgressReporter(w io.Writer, logger *slog.Logger) *progressReporter {
 }
 
 // report is the farm's OnProgress hook.
-func (p *progressReporter) report(pr rollout.Progress) {
+func (p *progressReporter) report(pr farm.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.terminal {

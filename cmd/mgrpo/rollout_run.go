@@ -16,6 +16,7 @@ import (
 	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
 
@@ -60,7 +61,7 @@ func executeRun(ctx context.Context, cfg runConfig, logger *slog.Logger, stdout,
 			}
 		}
 	}
-	tasks, err := rollout.LoadTasks(cfg.Tasks)
+	tasks, err := farm.LoadTasks(cfg.Tasks)
 	if err != nil {
 		return usageError{err}
 	}
@@ -81,11 +82,11 @@ func executeRun(ctx context.Context, cfg runConfig, logger *slog.Logger, stdout,
 	}
 
 	progress := newProgressReporter(stderr, logger)
-	farm, err := rollout.NewFarm(rollout.FarmConfig{
+	farm, err := farm.New(farm.Config{
 		Run: cfg.Run, Seed: cfg.Seed, Steps: cfg.Steps, BatchSize: cfg.BatchSize, GroupSize: cfg.GroupSize,
 		Mode: mode, DBar: dbar, DropZeroVariance: cfg.DropZeroVariance, Weights: weights,
 		Scorer: rolloutScorer{scorer}, Expert: expert, ExpertFallback: fallback,
-		Concurrency: cfg.Concurrency, Runner: &rollout.AgentRunner{Planner: st.planner, Single: st.single},
+		Concurrency: cfg.Concurrency, Runner: &farm.AgentRunner{Planner: st.planner, Single: st.single},
 		Sink:  &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"},
 		Grace: cfg.Grace.Duration, Logger: logger, OnProgress: progress.report,
 	}, tasks)

@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
@@ -31,17 +32,17 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 	for _, tk := range tasks {
 		gold[tk.ID] = tk.Answer
 	}
-	w := DefaultRewardWeights()
+	w := rollout.DefaultRewardWeights()
 	// Both runs play the same servers: observations hold the sim web's
 	// URLs, and a new server would listen on another port.
 	cfg := simllm.DefaultConfig()
 	cfg.Seed = 5
 	llmURL, webURL := startSimServers(t, cfg)
-	run := func() (string, *recordingRunner, []StepSummary) {
-		rec := &recordingRunner{inner: newSimRunner(t, llmURL, webURL, simRunnerConfig{mode: ModeMGRPO})}
+	run := func() (string, *recordingRunner, []rollout.StepSummary) {
+		rec := &recordingRunner{inner: newSimRunner(t, llmURL, webURL, simRunnerConfig{mode: rollout.ModeMGRPO})}
 		dir := t.TempDir()
-		fc := FarmConfig{Run: "e2e", Seed: 3, Steps: steps, BatchSize: B, GroupSize: K, Mode: ModeMGRPO, DBar: DBarSpec{Auto: true},
-			Weights: w, Scorer: exactScorer{}, Concurrency: 12, Runner: rec, Sink: DirSink{Dir: dir}}
+		fc := Config{Run: "e2e", Seed: 3, Steps: steps, BatchSize: B, GroupSize: K, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
+			Weights: w, Scorer: exactScorer{}, Concurrency: 12, Runner: rec, Sink: rollout.DirSink{Dir: dir}}
 		return dir, rec, mustRunFarm(t, fc, tasks)
 	}
 	dir, rec, sums := run()
@@ -58,7 +59,7 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 		for _, st := range stats {
 			checkMoments(t, st.MainRewards, st.MainMean, st.MainStd, st.QueryID+" main")
 			checkMoments(t, st.SubRewards, st.SubMean, st.SubStd, st.QueryID+" sub")
-			var qPlanner, qExec []Sample
+			var qPlanner, qExec []rollout.Sample
 			for _, smp := range planner {
 				if smp.QueryID == st.QueryID {
 					qPlanner = append(qPlanner, smp)
@@ -73,9 +74,9 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 				t.Errorf("step %d %s: %d planner and %d executor samples with dbar %d, want %d and %d", s, st.QueryID, len(qPlanner), len(qExec), st.DBar, K, K*st.DBar)
 			}
 			correct := make([]float64, K)
-			subReward := map[SubRef]float64{}
+			subReward := map[rollout.SubRef]float64{}
 			for k := range K {
-				tree := rec.trees[RolloutTask{Run: "e2e", Step: s, QueryID: st.QueryID, K: k}.ID()]
+				tree := rec.trees[rollout.RolloutTask{Run: "e2e", Step: s, QueryID: st.QueryID, K: k}.ID()]
 				if tree.Planner.Error != "" {
 					t.Fatalf("step %d %s/%d: planner error %s", s, st.QueryID, k, tree.Planner.Error)
 				}
@@ -95,7 +96,7 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 				}
 				kept := 0
 				for i, e := range tree.Executors {
-					ref := SubRef{Rollout: k, SubIndex: i}
+					ref := rollout.SubRef{Rollout: k, SubIndex: i}
 					expert := 0.0
 					if e.FormatOK {
 						expert = 1 // fallback "format"
@@ -112,13 +113,13 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 			}
 			var subRewards []float64
 			for _, smp := range qExec {
-				src := SubRef{Rollout: smp.Rollout, SubIndex: *smp.SubIndex}
+				src := rollout.SubRef{Rollout: smp.Rollout, SubIndex: *smp.SubIndex}
 				if smp.DuplicateOf != nil {
 					src = *smp.DuplicateOf
 					if src.Rollout != smp.Rollout && st.D[smp.Rollout] != 0 {
 						t.Errorf("step %d %s: rollout %d with %d executors has a duplicate from rollout %d", s, st.QueryID, smp.Rollout, st.D[smp.Rollout], src.Rollout)
 					}
-					tree := rec.trees[RolloutTask{Run: "e2e", Step: s, QueryID: st.QueryID, K: src.Rollout}.ID()]
+					tree := rec.trees[rollout.RolloutTask{Run: "e2e", Step: s, QueryID: st.QueryID, K: src.Rollout}.ID()]
 					checkTokens(t, smp, tree.Executors[src.SubIndex].Turns)
 				}
 				if want := subReward[src]; smp.Reward != want {
@@ -142,12 +143,12 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 
 	again, _, _ := run()
 	for s := 1; s <= steps; s++ {
-		for _, name := range []string{PlannerFile, ExecutorFile, StatsFile, RolloutsFile} {
-			a, err := os.ReadFile(filepath.Join(StepDir(dir, s), name))
+		for _, name := range []string{rollout.PlannerFile, rollout.ExecutorFile, rollout.StatsFile, rollout.RolloutsFile} {
+			a, err := os.ReadFile(filepath.Join(rollout.StepDir(dir, s), name))
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := os.ReadFile(filepath.Join(StepDir(again, s), name))
+			b, err := os.ReadFile(filepath.Join(rollout.StepDir(again, s), name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +162,7 @@ func TestFarmPlaysTheSimWorld(t *testing.T) {
 // checkTokens checks that smp is exactly the trajectory of turns: the last
 // turn's prompt and completion, every turn's completion at its position with
 // mask 1 and the server's logprobs, and mask 0 with logprob 0 elsewhere.
-func checkTokens(t *testing.T, smp Sample, turns []*llm.Turn) {
+func checkTokens(t *testing.T, smp rollout.Sample, turns []*llm.Turn) {
 	t.Helper()
 	name := smp.QueryID + "/" + string(smp.Role)
 	last := turns[len(turns)-1]
@@ -217,9 +218,9 @@ func checkMoments(t *testing.T, rewards []float64, mean, std float64, name strin
 
 // checkAdvantage checks Â = (R − μ)/(σ + ε) from the stats, 0 for a group
 // whose rewards are all equal.
-func checkAdvantage(t *testing.T, smp Sample, rewards []float64, mean, std float64) {
+func checkAdvantage(t *testing.T, smp rollout.Sample, rewards []float64, mean, std float64) {
 	t.Helper()
-	want := (smp.Reward - mean) / (std + Epsilon)
+	want := (smp.Reward - mean) / (std + rollout.Epsilon)
 	if slices.Min(rewards) == slices.Max(rewards) {
 		want = 0
 	}

@@ -1,20 +1,22 @@
-package rollout
+package farm
 
 import (
 	"context"
 	"fmt"
 	"sync"
+
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // Scoring holds what scoring a rollout needs: the mode, the reward weights,
 // the answer scorer and the expert judge (or the fallback used without
 // one).
 type Scoring struct {
-	Mode           Mode
-	Weights        RewardWeights
-	Scorer         Scorer
-	Expert         ExpertJudge
-	ExpertFallback ExpertFallback
+	Mode           rollout.Mode
+	Weights        rollout.RewardWeights
+	Scorer         rollout.Scorer
+	Expert         rollout.ExpertJudge
+	ExpertFallback rollout.ExpertFallback
 }
 
 // RolloutScores are the rewards of one rollout and the verdicts behind them.
@@ -28,7 +30,7 @@ type RolloutScores struct {
 	Correct float64 `json:"correct"`
 	// Verdict is the scorer's full verdict (raw judge output included); nil
 	// when the scorer was not asked or failed.
-	Verdict *Verdict `json:"verdict,omitempty"`
+	Verdict *rollout.Verdict `json:"verdict,omitempty"`
 	// ScoreError records a scorer failure; the rollout then scores as wrong.
 	ScoreError string `json:"score_error,omitempty"`
 	// Main is R_M.
@@ -68,7 +70,7 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 			sc.ScoreError = fmt.Sprintf("score answer: %v", err)
 		} else {
 			sc.Verdict = &v
-			sc.Correct = unit(v.Correct)
+			sc.Correct = rollout.ClampUnit(v.Correct)
 		}
 	}
 	sc.Main = s.Weights.MainReward(sc.FormatOK, sc.Correct)
@@ -90,7 +92,7 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 				if e != nil {
 					task, report = e.Task, e.Final
 				}
-				score, raw, err := ExpertScore(ctx, s.Expert, s.ExpertFallback, task, report, sub.FormatOK, sc.Correct)
+				score, raw, err := rollout.ExpertScore(ctx, s.Expert, s.ExpertFallback, task, report, sub.FormatOK, sc.Correct)
 				sub.Expert, sub.ExpertRaw = score, raw
 				if err != nil {
 					sub.ExpertError = err.Error()

@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"encoding/json"
@@ -9,15 +9,16 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // rolloutRecord is one line of rollouts.jsonl: a rollout tree with its
 // scores and errors, for inspection.
 type rolloutRecord struct {
-	ID     string        `json:"id"`
-	Task   RolloutTask   `json:"task"`
-	Error  string        `json:"error,omitempty"`
-	Scores RolloutScores `json:"scores"`
+	ID     string              `json:"id"`
+	Task   rollout.RolloutTask `json:"task"`
+	Error  string              `json:"error,omitempty"`
+	Scores RolloutScores       `json:"scores"`
 	// Drifts and SequenceErrors summarise the sequence assembly of the
 	// planner (first) and each executor.
 	Drifts         []int           `json:"drifts"`

@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/web"
 	"github.com/mgrpo/mgrpo/tools"
@@ -67,7 +68,7 @@ func startSimWorld(tb testing.TB, cfg simllm.Config, webCfg web.Config) (llmURL,
 
 // simRunnerConfig sizes the clients of a sim runner.
 type simRunnerConfig struct {
-	mode Mode
+	mode rollout.Mode
 	// maxInFlight caps each role's concurrent calls (0: the client default).
 	maxInFlight int64
 	// visitBudget caps visit observations in characters (0: the default).
@@ -113,7 +114,7 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 		tb.Fatal(err)
 	}
 	execCfg := agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()}
-	if rc.mode == ModeSingle {
+	if rc.mode == rollout.ModeSingle {
 		s, err := agents.NewSingle(execCfg)
 		if err != nil {
 			tb.Fatal(err)
@@ -139,7 +140,7 @@ type recordingRunner struct {
 	trees map[string]*agents.Rollout
 }
 
-func (r *recordingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
+func (r *recordingRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout {
 	tree := r.inner.Run(ctx, task, t)
 	r.mu.Lock()
 	defer r.mu.Unlock()

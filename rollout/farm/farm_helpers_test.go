@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // runnerFunc adapts a function to Runner.
-type runnerFunc func(ctx context.Context, task RolloutTask, t Task) *agents.Rollout
+type runnerFunc func(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout
 
-func (f runnerFunc) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
+func (f runnerFunc) Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout {
 	return f(ctx, task, t)
 }
 
@@ -28,12 +29,12 @@ func (f runnerFunc) Run(ctx context.Context, task RolloutTask, t Task) *agents.R
 // runs of space do not matter.
 type exactScorer struct{}
 
-func (exactScorer) Score(_ context.Context, _, prediction, gold string) (Verdict, error) {
+func (exactScorer) Score(_ context.Context, _, prediction, gold string) (rollout.Verdict, error) {
 	norm := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 	if prediction != "" && norm(prediction) == norm(gold) {
-		return Verdict{Correct: 1, Method: "exact"}, nil
+		return rollout.Verdict{Correct: 1, Method: "exact"}, nil
 	}
-	return Verdict{Correct: 0, Method: "exact"}, nil
+	return rollout.Verdict{Correct: 0, Method: "exact"}, nil
 }
 
 // scriptedTrajectory builds a trajectory of n turns whose prompts extend
@@ -67,7 +68,7 @@ func scriptedTrajectory(role string, index, n, base int, final string) *agents.T
 
 // scriptedRollout builds a rollout with d executors; the planner answers
 // answer.
-func scriptedRollout(t Task, task RolloutTask, d int, answer string) *agents.Rollout {
+func scriptedRollout(t Task, task rollout.RolloutTask, d int, answer string) *agents.Rollout {
 	base := 1000 * (task.K + 1)
 	p := scriptedTrajectory(agents.RolePlanner, 0, 2, base, "<answer>"+answer+"</answer>")
 	p.Answer = answer
@@ -89,18 +90,18 @@ func testTasks(n int) []Task {
 }
 
 // testFarmConfig returns a valid configuration writing to dir.
-func testFarmConfig(dir string, runner Runner) FarmConfig {
-	return FarmConfig{
-		Run: "test", Seed: 7, Steps: 1, BatchSize: 2, GroupSize: 4, Mode: ModeMGRPO, DBar: DBarSpec{Fixed: 2},
-		Weights: DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: 3, Runner: runner,
-		Sink: DirSink{Dir: dir},
+func testFarmConfig(dir string, runner Runner) Config {
+	return Config{
+		Run: "test", Seed: 7, Steps: 1, BatchSize: 2, GroupSize: 4, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Fixed: 2},
+		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: 3, Runner: runner,
+		Sink: rollout.DirSink{Dir: dir},
 	}
 }
 
 // mustRunFarm builds and runs a farm, failing the test on any error.
-func mustRunFarm(tb testing.TB, cfg FarmConfig, tasks []Task) []StepSummary {
+func mustRunFarm(tb testing.TB, cfg Config, tasks []Task) []rollout.StepSummary {
 	tb.Helper()
-	f, err := NewFarm(cfg, tasks)
+	f, err := New(cfg, tasks)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,17 +113,17 @@ func mustRunFarm(tb testing.TB, cfg FarmConfig, tasks []Task) []StepSummary {
 }
 
 // mustReadStep reads the samples and stats of one step.
-func mustReadStep(tb testing.TB, dir string, step int) (planner, executor []Sample, stats []QueryStats) {
+func mustReadStep(tb testing.TB, dir string, step int) (planner, executor []rollout.Sample, stats []rollout.QueryStats) {
 	tb.Helper()
-	sd := StepDir(dir, step)
+	sd := rollout.StepDir(dir, step)
 	var err error
-	if planner, err = ReadSamplesJSONL(filepath.Join(sd, PlannerFile)); err != nil {
+	if planner, err = rollout.ReadSamplesJSONL(filepath.Join(sd, rollout.PlannerFile)); err != nil {
 		tb.Fatal(err)
 	}
-	if executor, err = ReadSamplesJSONL(filepath.Join(sd, ExecutorFile)); err != nil {
+	if executor, err = rollout.ReadSamplesJSONL(filepath.Join(sd, rollout.ExecutorFile)); err != nil {
 		tb.Fatal(err)
 	}
-	if stats, err = ReadStatsJSONL(filepath.Join(sd, StatsFile)); err != nil {
+	if stats, err = rollout.ReadStatsJSONL(filepath.Join(sd, rollout.StatsFile)); err != nil {
 		tb.Fatal(err)
 	}
 	return planner, executor, stats
@@ -177,6 +178,6 @@ func (j *countingJudge) Rate(_ context.Context, subtask, report string) (float64
 // failingScorer always fails.
 type failingScorer struct{}
 
-func (failingScorer) Score(context.Context, string, string, string) (Verdict, error) {
-	return Verdict{}, errors.New("judge unreachable")
+func (failingScorer) Score(context.Context, string, string, string) (rollout.Verdict, error) {
+	return rollout.Verdict{}, errors.New("judge unreachable")
 }

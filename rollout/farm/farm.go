@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"context"
@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // DefaultGrace is how long in-flight rollouts may go on after the run's
-// context is cancelled when FarmConfig.Grace is 0.
+// context is cancelled when Config.Grace is 0.
 const DefaultGrace = 30 * time.Second
 
-// FarmConfig configures a Farm.
-type FarmConfig struct {
+// Config configures a Farm.
+type Config struct {
 	// Run names the run; it is written into every sample and task id.
 	Run string
 	// Seed is the run seed: rollout seeds (RolloutSeed) and the alignment
@@ -23,20 +25,20 @@ type FarmConfig struct {
 	// (wrapping around the task list) and runs GroupSize rollouts of each.
 	Steps, BatchSize, GroupSize int
 	// Mode selects the agents and the emitted samples.
-	Mode Mode
+	Mode rollout.Mode
 	// DBar is d̄, fixed or auto (modes with a sub side only).
-	DBar DBarSpec
+	DBar rollout.DBarSpec
 	// DropZeroVariance drops zero-variance groups' samples instead of
 	// emitting them with zero advantages.
 	DropZeroVariance bool
 	// Weights are the reward coefficients.
-	Weights RewardWeights
+	Weights rollout.RewardWeights
 	// Scorer judges planner answers against gold answers (r_correct).
-	Scorer Scorer
+	Scorer rollout.Scorer
 	// Expert, when set, rates executor reports (r_expert); without it,
 	// ExpertFallback (empty: DefaultExpertFallback) says what r_expert is.
-	Expert         ExpertJudge
-	ExpertFallback ExpertFallback
+	Expert         rollout.ExpertJudge
+	ExpertFallback rollout.ExpertFallback
 	// Concurrency bounds the rollouts in flight across the whole step: a
 	// free slot takes the next rollout of any query, so no group waits on
 	// another group's slow rollout.
@@ -44,7 +46,7 @@ type FarmConfig struct {
 	// Runner carries out rollouts (an *AgentRunner in production).
 	Runner Runner
 	// Sink receives each completed step's files.
-	Sink Sink
+	Sink rollout.Sink
 	// PolicyVersion returns the current policy version; it is read once
 	// when a step is scheduled. Nil means version 0.
 	PolicyVersion func() int64
@@ -62,7 +64,7 @@ type FarmConfig struct {
 }
 
 // Validate reports every invalid field of c, each named with how to fix it.
-func (c FarmConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Run == "" {
@@ -77,10 +79,10 @@ func (c FarmConfig) Validate() error {
 	if c.GroupSize < 1 {
 		add("GroupSize %d: must be at least 1 (rollouts per query; the paper uses 8)", c.GroupSize)
 	}
-	mode, err := ParseMode(string(c.Mode))
+	mode, err := rollout.ParseMode(string(c.Mode))
 	switch {
 	case c.Mode == "":
-		add("Mode: empty; set %s, %s or %s", ModeMGRPO, ModeFrozenSub, ModeSingle)
+		add("Mode: empty; set %s, %s or %s", rollout.ModeMGRPO, rollout.ModeFrozenSub, rollout.ModeSingle)
 	case err != nil:
 		add("Mode: %v", err)
 	}
@@ -93,7 +95,7 @@ func (c FarmConfig) Validate() error {
 	if c.Scorer == nil {
 		add("Scorer: nil; set the answer scorer (r_correct), e.g. normalized exact match")
 	}
-	if _, err := ParseExpertFallback(string(c.ExpertFallback)); err != nil {
+	if _, err := rollout.ParseExpertFallback(string(c.ExpertFallback)); err != nil {
 		add("ExpertFallback: %v", err)
 	}
 	if c.Concurrency < 1 {
@@ -124,15 +126,15 @@ func (c FarmConfig) Validate() error {
 // bounded concurrency, scores them and, once every rollout of the step is
 // in, computes advantages and writes the step through the sink.
 type Farm struct {
-	cfg     FarmConfig
+	cfg     Config
 	tasks   []Task
 	scoring Scoring
 	log     *slog.Logger
 }
 
-// NewFarm validates cfg and the tasks: at least BatchSize tasks (a step
+// New validates cfg and the tasks: at least BatchSize tasks (a step
 // never holds one query twice) with distinct, non-empty ids.
-func NewFarm(cfg FarmConfig, tasks []Task) (*Farm, error) {
+func New(cfg Config, tasks []Task) (*Farm, error) {
 	errs := []error{cfg.Validate()}
 	if len(tasks) == 0 {
 		errs = append(errs, errors.New("tasks: none given"))
@@ -152,7 +154,7 @@ func NewFarm(cfg FarmConfig, tasks []Task) (*Farm, error) {
 		return nil, fmt.Errorf("rollout farm: %w", err)
 	}
 	if cfg.ExpertFallback == "" {
-		cfg.ExpertFallback = DefaultExpertFallback
+		cfg.ExpertFallback = rollout.DefaultExpertFallback
 	}
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
@@ -177,7 +179,7 @@ func NewFarm(cfg FarmConfig, tasks []Task) (*Farm, error) {
 // summaries of the completed steps and an error wrapping the context's
 // cause. Any other error (the sink failing, a malformed trajectory
 // reaching sample building) also stops the run.
-func (f *Farm) Run(ctx context.Context) ([]StepSummary, error) {
+func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 	f.log.Info("rollout run", "run", f.cfg.Run, "mode", f.cfg.Mode, "steps", f.cfg.Steps,
 		"batch_size", f.cfg.BatchSize, "group_size", f.cfg.GroupSize, "dbar", f.cfg.DBar.String(),
 		"concurrency", f.cfg.Concurrency, "tasks", len(f.tasks))
@@ -189,7 +191,7 @@ func (f *Farm) Run(ctx context.Context) ([]StepSummary, error) {
 		}
 	}
 	var (
-		sums  []StepSummary
+		sums  []rollout.StepSummary
 		prevD []int
 	)
 	for step := 1; step <= f.cfg.Steps; step++ {
@@ -208,7 +210,7 @@ func (f *Farm) Run(ctx context.Context) ([]StepSummary, error) {
 
 // runStep runs, assembles and writes one step; it returns the step's
 // summary and its observed d_k.
-func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (StepSummary, []int, error) {
+func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.StepSummary, []int, error) {
 	start := time.Now()
 	var version int64
 	if f.cfg.PolicyVersion != nil {
@@ -218,7 +220,7 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (StepSummary,
 	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version)
 	results, err := f.runUnits(ctx, plan)
 	if err != nil {
-		return StepSummary{}, nil, err
+		return rollout.StepSummary{}, nil, err
 	}
 	rolloutTime := time.Since(start)
 
@@ -228,22 +230,22 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (StepSummary,
 	}
 	dbar, err := f.resolveDBar(step, prevD, d)
 	if err != nil {
-		return StepSummary{}, nil, err
+		return rollout.StepSummary{}, nil, err
 	}
-	gcfg := GroupConfig{Mode: f.cfg.Mode, DBar: dbar, DropZeroVariance: f.cfg.DropZeroVariance, RunSeed: f.cfg.Seed, Step: step}
+	gcfg := rollout.GroupConfig{Mode: f.cfg.Mode, DBar: dbar, DropZeroVariance: f.cfg.DropZeroVariance, RunSeed: f.cfg.Seed, Step: step}
 	// The samples share the results' token slices (see StepFiles).
-	builder := SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version, shareTokens: true}
+	builder := rollout.SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version, ShareTokens: true}
 	asm, err := assembleStep(gcfg, builder, plan, f.cfg.GroupSize, results)
 	if err != nil {
-		return StepSummary{}, nil, err
+		return rollout.StepSummary{}, nil, err
 	}
 	// The rollouts are all in: a cancellation that arrived during the grace
 	// period must not keep a complete step from being written.
 	if err := f.cfg.Sink.WriteStep(context.WithoutCancel(ctx), step, asm.files); err != nil {
-		return StepSummary{}, nil, fmt.Errorf("rollout step %d: %w", step, err)
+		return rollout.StepSummary{}, nil, fmt.Errorf("rollout step %d: %w", step, err)
 	}
 
-	sum := StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks), Counters: asm.counters,
+	sum := rollout.StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks), Counters: asm.counters,
 		PlannerSamples: len(asm.files.Planner), ExecutorSamples: len(asm.files.Executor)}
 	if f.cfg.Mode.TrainsExecutor() {
 		sum.DBar = dbar

@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/benchproc"
+	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
@@ -186,7 +187,7 @@ type timingRunner struct {
 	trees                 []*agents.Rollout
 }
 
-func (r *timingRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
+func (r *timingRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout {
 	start := time.Now()
 	tree := r.inner.Run(ctx, task, t)
 	took := time.Since(start)
@@ -303,11 +304,11 @@ func dirBytes(b *testing.B, dir string) int64 {
 
 // benchFarm runs one step of batch×group rollouts with concurrency slots
 // against the sim child and returns the summary.
-func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) StepSummary {
+func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) rollout.StepSummary {
 	b.Helper()
-	cfg := FarmConfig{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: ModeMGRPO, DBar: DBarSpec{Auto: true},
-		Weights: DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: DirSink{Dir: b.TempDir()}}
-	f, err := NewFarm(cfg, tasks)
+	cfg := Config{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
+		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: rollout.DirSink{Dir: b.TempDir()}}
+	f, err := New(cfg, tasks)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -315,7 +316,7 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := cfg.Sink.(DirSink).Dir
+	dir := cfg.Sink.(rollout.DirSink).Dir
 	b.ReportMetric(float64(dirBytes(b, dir))/float64(sums[0].LLMCalls)/1024, "file-KB/call")
 	if !keepFiles {
 		os.RemoveAll(dir)
@@ -347,7 +348,7 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	child := startSimChild(b, simLatency{})
 	const batch, group, concurrency = 16, 8, 64
 	tasks := simTasks(b, batch)
-	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: ModeMGRPO, visitBudget: 0, h2c: os.Getenv(benchH2CEnv) != ""}), keep: true}
+	rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL, simRunnerConfig{mode: rollout.ModeMGRPO, visitBudget: 0, h2c: os.Getenv(benchH2CEnv) != ""}), keep: true}
 	var calls, rollouts, failed int
 	var promptTokens int64
 	warm0, _ := selfUsage(b)
@@ -437,8 +438,8 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 				batch := concurrency * perSlot / group
 				tasks := simTasks(b, batch)
 				rr := &timingRunner{inner: newSimRunner(b, child.llmURL, child.webURL,
-					simRunnerConfig{mode: ModeMGRPO, visitBudget: 4000, maxInFlight: inFlight, h2c: h2c}), lat: m.lat, total: batch * group}
-				var sum StepSummary
+					simRunnerConfig{mode: rollout.ModeMGRPO, visitBudget: 4000, maxInFlight: inFlight, h2c: h2c}), lat: m.lat, total: batch * group}
+				var sum rollout.StepSummary
 				cpu0, _ := selfUsage(b)
 				self0, child0 := procStat(b, os.Getpid()), procStat(b, child.cmd.Process.Pid)
 				// The first step's rollout phase, up to its last rollout.

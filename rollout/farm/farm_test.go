@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"bytes"
@@ -14,10 +14,11 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 func TestRolloutTaskIDAndSeed(t *testing.T) {
-	a := RolloutTask{Run: "r/1", Step: 3, QueryID: "q 7", K: 2}
+	a := rollout.RolloutTask{Run: "r/1", Step: 3, QueryID: "q 7", K: 2}
 	if got, want := a.ID(), "r%2F1/3/q%207/2"; got != want {
 		t.Errorf("ID() = %q, want %q", got, want)
 	}
@@ -28,7 +29,7 @@ func TestRolloutTaskIDAndSeed(t *testing.T) {
 		q    string
 		k    int
 	}{{1, 1, "q", 0}, {1, 1, "q", 1}, {1, 2, "q", 0}, {2, 1, "q", 0}, {1, 1, "r", 0}, {1, 1, "q1", 0}} {
-		s := RolloutSeed(c.seed, c.step, c.q, c.k)
+		s := rollout.RolloutSeed(c.seed, c.step, c.q, c.k)
 		if s < 0 {
 			t.Errorf("RolloutSeed%v = %d, want ≥ 0", c, s)
 		}
@@ -36,29 +37,29 @@ func TestRolloutTaskIDAndSeed(t *testing.T) {
 			t.Errorf("RolloutSeed%v equals the seed of %s", c, prev)
 		}
 		seeds[s] = strings.Repeat("x", 1)
-		if again := RolloutSeed(c.seed, c.step, c.q, c.k); again != s {
+		if again := rollout.RolloutSeed(c.seed, c.step, c.q, c.k); again != s {
 			t.Errorf("RolloutSeed%v not stable: %d then %d", c, s, again)
 		}
 	}
 }
 
 func TestFarmConfigValidate(t *testing.T) {
-	runner := runnerFunc(func(context.Context, RolloutTask, Task) *agents.Rollout { return nil })
+	runner := runnerFunc(func(context.Context, rollout.RolloutTask, Task) *agents.Rollout { return nil })
 	tests := []struct {
 		name   string
-		mutate func(*FarmConfig)
+		mutate func(*Config)
 		want   []string
 	}{
-		{"valid", func(*FarmConfig) {}, nil},
-		{"empty", func(c *FarmConfig) { *c = FarmConfig{} }, []string{"Run: empty", "Steps 0", "BatchSize 0", "GroupSize 0",
+		{"valid", func(*Config) {}, nil},
+		{"empty", func(c *Config) { *c = Config{} }, []string{"Run: empty", "Steps 0", "BatchSize 0", "GroupSize 0",
 			"Mode: empty", "Weights:", "Scorer: nil", "Concurrency 0", "Runner: nil", "Sink: nil"}},
-		{"bad mode", func(c *FarmConfig) { c.Mode = "grpo" }, []string{"Mode: unknown"}},
-		{"no dbar", func(c *FarmConfig) { c.DBar = DBarSpec{} }, []string{"DBar 0"}},
-		{"dbar not needed in single", func(c *FarmConfig) { c.DBar = DBarSpec{}; c.Mode = ModeSingle }, nil},
-		{"bad fallback", func(c *FarmConfig) { c.ExpertFallback = "guess" }, []string{"ExpertFallback"}},
-		{"negative grace", func(c *FarmConfig) { c.Grace = -time.Second }, []string{"Grace -1s"}},
-		{"single without single agent", func(c *FarmConfig) { c.Mode = ModeSingle; c.Runner = &AgentRunner{} }, []string{"mode single needs"}},
-		{"planner missing", func(c *FarmConfig) { c.Runner = &AgentRunner{} }, []string{"mode mgrpo needs an AgentRunner with a Planner"}},
+		{"bad mode", func(c *Config) { c.Mode = "grpo" }, []string{"Mode: unknown"}},
+		{"no dbar", func(c *Config) { c.DBar = rollout.DBarSpec{} }, []string{"DBar 0"}},
+		{"dbar not needed in single", func(c *Config) { c.DBar = rollout.DBarSpec{}; c.Mode = rollout.ModeSingle }, nil},
+		{"bad fallback", func(c *Config) { c.ExpertFallback = "guess" }, []string{"ExpertFallback"}},
+		{"negative grace", func(c *Config) { c.Grace = -time.Second }, []string{"Grace -1s"}},
+		{"single without single agent", func(c *Config) { c.Mode = rollout.ModeSingle; c.Runner = &AgentRunner{} }, []string{"mode single needs"}},
+		{"planner missing", func(c *Config) { c.Runner = &AgentRunner{} }, []string{"mode mgrpo needs an AgentRunner with a Planner"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,15 +85,15 @@ func TestFarmConfigValidate(t *testing.T) {
 }
 
 func TestNewFarmRejectsBadTasks(t *testing.T) {
-	runner := runnerFunc(func(context.Context, RolloutTask, Task) *agents.Rollout { return nil })
+	runner := runnerFunc(func(context.Context, rollout.RolloutTask, Task) *agents.Rollout { return nil })
 	cfg := testFarmConfig(t.TempDir(), runner)
 	cfg.BatchSize = 3
-	if _, err := NewFarm(cfg, testTasks(2)); err == nil || !strings.Contains(err.Error(), "BatchSize 3: more than the 2 tasks") {
-		t.Errorf("NewFarm with 2 tasks for batch 3: err = %v", err)
+	if _, err := New(cfg, testTasks(2)); err == nil || !strings.Contains(err.Error(), "BatchSize 3: more than the 2 tasks") {
+		t.Errorf("New with 2 tasks for batch 3: err = %v", err)
 	}
 	dup := append(testTasks(3), Task{ID: "q1", Question: "?", Answer: "!"})
-	if _, err := NewFarm(cfg, dup); err == nil || !strings.Contains(err.Error(), `duplicate id "q1"`) {
-		t.Errorf("NewFarm with a duplicate id: err = %v", err)
+	if _, err := New(cfg, dup); err == nil || !strings.Contains(err.Error(), `duplicate id "q1"`) {
+		t.Errorf("New with a duplicate id: err = %v", err)
 	}
 }
 
@@ -103,10 +104,10 @@ func TestNewFarmRejectsBadTasks(t *testing.T) {
 func TestFarmSchedulesEveryUnitOnce(t *testing.T) {
 	var (
 		mu    sync.Mutex
-		seen  = map[string]RolloutTask{}
+		seen  = map[string]rollout.RolloutTask{}
 		track inFlight
 	)
-	runner := runnerFunc(func(ctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		track.enter()
 		defer track.leave()
 		mu.Lock()
@@ -135,7 +136,7 @@ func TestFarmSchedulesEveryUnitOnce(t *testing.T) {
 		t.Errorf("peak rollouts in flight = %d, want 2…3 (Concurrency 3)", peak)
 	}
 	for id, task := range seen {
-		if want := RolloutSeed(7, task.Step, task.QueryID, task.K); task.Seed != want {
+		if want := rollout.RolloutSeed(7, task.Step, task.QueryID, task.K); task.Seed != want {
 			t.Errorf("%s: seed %d, want %d", id, task.Seed, want)
 		}
 		if task.PolicyVersion != 42 {
@@ -173,7 +174,7 @@ func TestFarmSchedulesEveryUnitOnce(t *testing.T) {
 // TestFarmRecordsFailedRollouts checks that failing rollouts are kept,
 // scored 0 with invalid format and counted.
 func TestFarmRecordsFailedRollouts(t *testing.T) {
-	runner := runnerFunc(func(ctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		switch {
 		case task.QueryID == "q0" && task.K == 1:
 			// The planner's model call gave up after one successful turn.
@@ -196,7 +197,7 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 	sums := mustRunFarm(t, testFarmConfig(dir, runner), testTasks(2))
 	planner, _, stats := mustReadStep(t, dir, 1)
 
-	want := DefaultRewardWeights().MainReward(true, 1)
+	want := rollout.DefaultRewardWeights().MainReward(true, 1)
 	wantMain := map[string][]float64{"q0": {want, 0, 0, want}, "q1": {0, want, want, 0}}
 	for _, st := range stats {
 		for k, r := range st.MainRewards {
@@ -216,7 +217,7 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 	if got := len(planner); got != 8-3 {
 		t.Errorf("%d planner samples, want 5", got)
 	}
-	lines := bytes.Split(bytes.TrimSpace(mustReadFile(t, filepath.Join(StepDir(dir, 1), RolloutsFile))), []byte("\n"))
+	lines := bytes.Split(bytes.TrimSpace(mustReadFile(t, filepath.Join(rollout.StepDir(dir, 1), rollout.RolloutsFile))), []byte("\n"))
 	if len(lines) != 8 {
 		t.Fatalf("%d lines in rollouts.jsonl, want 8", len(lines))
 	}
@@ -240,9 +241,9 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 }
 
 func TestScoringRewards(t *testing.T) {
-	w := DefaultRewardWeights()
+	w := rollout.DefaultRewardWeights()
 	task := Task{ID: "q", Question: "Q?", Answer: "Paris"}
-	rt := RolloutTask{Run: "r", Step: 1, QueryID: "q"}
+	rt := rollout.RolloutTask{Run: "r", Step: 1, QueryID: "q"}
 	tree := func(answer string) *agents.Rollout {
 		r := scriptedRollout(task, rt, 3, answer)
 		r.Executors[1].FormatOK = false // no report
@@ -257,22 +258,22 @@ func TestScoringRewards(t *testing.T) {
 		wantJudged int
 		wantErr    string
 	}{
-		{"correct, fallback format", Scoring{Mode: ModeMGRPO, Weights: w, Scorer: exactScorer{}, ExpertFallback: ExpertFallbackFormat},
+		{"correct, fallback format", Scoring{Mode: rollout.ModeMGRPO, Weights: w, Scorer: exactScorer{}, ExpertFallback: rollout.ExpertFallbackFormat},
 			" paris ", 0.1 + 0.9, []float64{0.1 + 0.4 + 0.5, 0, 0.1 + 0.4 + 0.5}, 0, ""},
-		{"wrong, fallback zero", Scoring{Mode: ModeMGRPO, Weights: w, Scorer: exactScorer{}, ExpertFallback: ExpertFallbackZero},
+		{"wrong, fallback zero", Scoring{Mode: rollout.ModeMGRPO, Weights: w, Scorer: exactScorer{}, ExpertFallback: rollout.ExpertFallbackZero},
 			"Lyon", 0.1, []float64{0.1, 0, 0.1}, 0, ""},
-		{"correct, judge 0.5", Scoring{Mode: ModeMGRPO, Weights: w, Scorer: exactScorer{}, Expert: &countingJudge{score: 0.5}},
+		{"correct, judge 0.5", Scoring{Mode: rollout.ModeMGRPO, Weights: w, Scorer: exactScorer{}, Expert: &countingJudge{score: 0.5}},
 			"Paris", 1, []float64{0.1 + 0.4 + 0.25, 0, 0.1 + 0.4 + 0.25}, 2, ""},
-		{"judge fails", Scoring{Mode: ModeMGRPO, Weights: w, Scorer: exactScorer{}, Expert: &countingJudge{err: errors.New("503")}},
+		{"judge fails", Scoring{Mode: rollout.ModeMGRPO, Weights: w, Scorer: exactScorer{}, Expert: &countingJudge{err: errors.New("503")}},
 			"Paris", 1, []float64{0.5, 0, 0.5}, 2, ""},
-		{"scorer fails", Scoring{Mode: ModeMGRPO, Weights: w, Scorer: failingScorer{}, ExpertFallback: ExpertFallbackFormat},
+		{"scorer fails", Scoring{Mode: rollout.ModeMGRPO, Weights: w, Scorer: failingScorer{}, ExpertFallback: rollout.ExpertFallbackFormat},
 			"Paris", 0.1, []float64{0.6, 0, 0.6}, 0, "judge unreachable"},
-		{"frozen-sub judges no executor", Scoring{Mode: ModeFrozenSub, Weights: w, Scorer: exactScorer{}, Expert: &countingJudge{score: 1}},
+		{"frozen-sub judges no executor", Scoring{Mode: rollout.ModeFrozenSub, Weights: w, Scorer: exactScorer{}, Expert: &countingJudge{score: 1}},
 			"Paris", 1, []float64{0, 0, 0}, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := Execute(context.Background(), runnerFunc(func(context.Context, RolloutTask, Task) *agents.Rollout { return tree(tc.answer) }), tc.scoring, rt, task)
+			res := Execute(context.Background(), runnerFunc(func(context.Context, rollout.RolloutTask, Task) *agents.Rollout { return tree(tc.answer) }), tc.scoring, rt, task)
 			sc := res.Scores
 			if math.Abs(sc.Main-tc.wantMain) > 1e-12 {
 				t.Errorf("main reward %v, want %v", sc.Main, tc.wantMain)
@@ -303,7 +304,7 @@ func TestScoringRewards(t *testing.T) {
 // TestFarmDBarAuto checks that the first step calibrates d̄ on its own d_k
 // and later steps use the previous step's.
 func TestFarmDBarAuto(t *testing.T) {
-	runner := runnerFunc(func(ctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		d := 1 + task.K%3 // step 1: d_k in 1…3
 		if task.Step == 2 {
 			d = 5
@@ -312,7 +313,7 @@ func TestFarmDBarAuto(t *testing.T) {
 	})
 	dir := t.TempDir()
 	cfg := testFarmConfig(dir, runner)
-	cfg.Steps, cfg.DBar = 3, DBarSpec{Auto: true}
+	cfg.Steps, cfg.DBar = 3, rollout.DBarSpec{Auto: true}
 	sums := mustRunFarm(t, cfg, testTasks(2))
 	for i, want := range []int{3, 3, 5} {
 		if sums[i].DBar != want {
@@ -329,27 +330,27 @@ func TestFarmDBarAuto(t *testing.T) {
 }
 
 func TestFarmModes(t *testing.T) {
-	delegating := runnerFunc(func(ctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	delegating := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		answer := tk.Answer
 		if task.K%2 == 1 {
 			answer = "wrong"
 		}
 		return scriptedRollout(tk, task, task.K%3, answer)
 	})
-	single := runnerFunc(func(ctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	single := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		r := scriptedRollout(tk, task, 0, tk.Answer)
 		r.Planner.Role = agents.RoleSingle
 		return r
 	})
 	tests := []struct {
-		mode                Mode
+		mode                rollout.Mode
 		runner              Runner
 		wantExec, wantDBar  int
 		wantSubRewardsEmpty bool
 	}{
-		{ModeMGRPO, delegating, 2 * 4 * 2, 2, false},
-		{ModeFrozenSub, delegating, 0, 0, true},
-		{ModeSingle, single, 0, 0, true},
+		{rollout.ModeMGRPO, delegating, 2 * 4 * 2, 2, false},
+		{rollout.ModeFrozenSub, delegating, 0, 0, true},
+		{rollout.ModeSingle, single, 0, 0, true},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode), func(t *testing.T) {
@@ -362,7 +363,7 @@ func TestFarmModes(t *testing.T) {
 				t.Errorf("%d planner and %d executor samples, want 8 and %d", len(planner), len(exec), tc.wantExec)
 			}
 			for _, s := range planner {
-				if s.Role != RolePlanner {
+				if s.Role != rollout.RolePlanner {
 					t.Errorf("planner sample with role %q", s.Role)
 				}
 			}
@@ -370,7 +371,7 @@ func TestFarmModes(t *testing.T) {
 				if st.DBar != tc.wantDBar || (len(st.SubRewards) == 0) != tc.wantSubRewardsEmpty {
 					t.Errorf("%s: dbar %d, sub rewards %v; want dbar %d, empty %v", st.QueryID, st.DBar, st.SubRewards, tc.wantDBar, tc.wantSubRewardsEmpty)
 				}
-				if tc.mode == ModeFrozenSub && strings.Join(strings.Fields(strings.Trim(jsonString(st.D), "[]")), "") != "0,1,2,0" {
+				if tc.mode == rollout.ModeFrozenSub && strings.Join(strings.Fields(strings.Trim(jsonString(st.D), "[]")), "") != "0,1,2,0" {
 					t.Errorf("%s: d = %v, want the observed [0 1 2 0]", st.QueryID, st.D)
 				}
 			}
@@ -396,7 +397,7 @@ func TestFarmInterrupted(t *testing.T) {
 	stuck := make(chan struct{})
 	defer close(stuck)
 	var once sync.Once
-	runner := runnerFunc(func(rctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	runner := runnerFunc(func(rctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		if task.Step == 2 && task.K == 0 {
 			once.Do(cancel)
 			<-stuck // ignores cancellation: must be abandoned
@@ -406,7 +407,7 @@ func TestFarmInterrupted(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testFarmConfig(dir, runner)
 	cfg.Steps, cfg.Grace = 3, 100*time.Millisecond
-	f, err := NewFarm(cfg, testTasks(2))
+	f, err := New(cfg, testTasks(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -441,7 +442,7 @@ func TestFarmInterruptedStepFinishesInGrace(t *testing.T) {
 	var started sync.WaitGroup
 	started.Add(8)
 	go func() { started.Wait(); cancel(errors.New("SIGINT")) }()
-	runner := runnerFunc(func(rctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+	runner := runnerFunc(func(rctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		started.Done()
 		<-ctx.Done() // the run's context, not rctx: keeps going into the grace period
 		return scriptedRollout(tk, task, 1, tk.Answer)
@@ -449,7 +450,7 @@ func TestFarmInterruptedStepFinishesInGrace(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testFarmConfig(dir, runner)
 	cfg.Steps, cfg.Concurrency, cfg.Grace = 2, 8, 10*time.Second
-	f, err := NewFarm(cfg, testTasks(2))
+	f, err := New(cfg, testTasks(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,10 +461,10 @@ func TestFarmInterruptedStepFinishesInGrace(t *testing.T) {
 	if len(sums) != 1 {
 		t.Fatalf("%d summaries, want 1", len(sums))
 	}
-	if _, err := os.Stat(StepDir(dir, 1)); err != nil {
+	if _, err := os.Stat(rollout.StepDir(dir, 1)); err != nil {
 		t.Errorf("step 1 not written: %v", err)
 	}
-	if _, err := os.Stat(StepDir(dir, 2)); err == nil {
+	if _, err := os.Stat(rollout.StepDir(dir, 2)); err == nil {
 		t.Errorf("step 2 written after the cancellation")
 	}
 }
@@ -472,7 +473,7 @@ func TestFarmInterruptedStepFinishesInGrace(t *testing.T) {
 // finishing in different orders: the step files are byte-identical.
 func TestFarmDeterministic(t *testing.T) {
 	run := func(jitter bool) string {
-		runner := runnerFunc(func(ctx context.Context, task RolloutTask, tk Task) *agents.Rollout {
+		runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 			if jitter {
 				time.Sleep(time.Duration(task.Seed%5) * time.Millisecond)
 			}
@@ -484,15 +485,15 @@ func TestFarmDeterministic(t *testing.T) {
 		})
 		dir := t.TempDir()
 		cfg := testFarmConfig(dir, runner)
-		cfg.Steps, cfg.DBar, cfg.Concurrency = 2, DBarSpec{Auto: true}, 8
+		cfg.Steps, cfg.DBar, cfg.Concurrency = 2, rollout.DBarSpec{Auto: true}, 8
 		mustRunFarm(t, cfg, testTasks(3))
 		return dir
 	}
 	a, b := run(false), run(true)
 	for step := 1; step <= 2; step++ {
-		for _, name := range []string{PlannerFile, ExecutorFile, StatsFile, RolloutsFile} {
-			x := mustReadFile(t, filepath.Join(StepDir(a, step), name))
-			y := mustReadFile(t, filepath.Join(StepDir(b, step), name))
+		for _, name := range []string{rollout.PlannerFile, rollout.ExecutorFile, rollout.StatsFile, rollout.RolloutsFile} {
+			x := mustReadFile(t, filepath.Join(rollout.StepDir(a, step), name))
+			y := mustReadFile(t, filepath.Join(rollout.StepDir(b, step), name))
 			if !bytes.Equal(x, y) {
 				t.Errorf("step %d %s differs between runs with the same seed", step, name)
 			}

@@ -1,10 +1,11 @@
-package rollout
+package farm
 
 import (
 	"encoding/json"
 	"fmt"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // stepPlan is one step's schedule: its tasks and their rollout tasks.
@@ -12,7 +13,7 @@ type stepPlan struct {
 	step  int
 	tasks []Task
 	// units[q*K+k] is rollout k of tasks[q].
-	units         []RolloutTask
+	units         []rollout.RolloutTask
 	policyVersion int64
 }
 
@@ -25,9 +26,9 @@ func planStep(run string, seed uint64, step, batch, group int, tasks []Task, ver
 		t := tasks[(first+i)%len(tasks)]
 		p.tasks = append(p.tasks, t)
 		for k := range group {
-			p.units = append(p.units, RolloutTask{
+			p.units = append(p.units, rollout.RolloutTask{
 				Run: run, Step: step, QueryID: t.ID, K: k,
-				Seed: RolloutSeed(seed, step, t.ID, k), PolicyVersion: version,
+				Seed: rollout.RolloutSeed(seed, step, t.ID, k), PolicyVersion: version,
 			})
 		}
 	}
@@ -36,26 +37,26 @@ func planStep(run string, seed uint64, step, batch, group int, tasks []Task, ver
 
 // assembly is what a step's results turn into.
 type assembly struct {
-	files    StepFiles
-	counters StepCounters
+	files    rollout.StepFiles
+	counters rollout.StepCounters
 }
 
 // assembleStep groups a step's results by query (results[q*K+k] is rollout k
 // of plan.tasks[q]), computes rewards' advantages and the alignment with
 // ProcessGroup, and builds the samples, statistics and inspection lines, all
 // in task and rollout order whatever order the rollouts finished in.
-func assembleStep(cfg GroupConfig, b SampleBuilder, plan stepPlan, group int, results []RolloutResult) (assembly, error) {
+func assembleStep(cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPlan, group int, results []RolloutResult) (assembly, error) {
 	var out assembly
 	// Typically each rollout yields one planner and d̄ executor samples.
-	out.files.Planner = make([]Sample, 0, len(results))
-	out.files.Executor = make([]Sample, 0, len(results)*max(cfg.DBar, 0))
+	out.files.Planner = make([]rollout.Sample, 0, len(results))
+	out.files.Executor = make([]rollout.Sample, 0, len(results)*max(cfg.DBar, 0))
 	out.files.Rollouts = make([]json.RawMessage, 0, len(results))
 	// The inspection lines come from json.Marshal.
-	out.files.rolloutsCompact = true
+	out.files.RolloutsCompact = true
 	for q, t := range plan.tasks {
 		rs := results[q*group : (q+1)*group]
-		in := GroupInput{QueryID: t.ID, Rollouts: make([]RolloutRewards, group)}
-		tr := GroupTrajectories{Planner: make([]Trajectory, group), Executors: make([][]Trajectory, group)}
+		in := rollout.GroupInput{QueryID: t.ID, Rollouts: make([]rollout.RolloutRewards, group)}
+		tr := rollout.GroupTrajectories{Planner: make([]rollout.Trajectory, group), Executors: make([][]rollout.Trajectory, group)}
 		for k := range rs {
 			r := &rs[k]
 			if r.Task.QueryID != t.ID || r.Task.K != k {
@@ -63,18 +64,18 @@ func assembleStep(cfg GroupConfig, b SampleBuilder, plan stepPlan, group int, re
 			}
 			in.Rollouts[k].Main = r.Scores.Main
 			tr.Planner[k] = sampleTrajectory(r.Tree.Planner, r.Planner, r.Task.PolicyVersion, r.Scores.FormatOK)
-			if cfg.Mode == ModeSingle {
+			if cfg.Mode == rollout.ModeSingle {
 				// A single agent never delegates; the group has no sub side.
 				continue
 			}
 			in.Rollouts[k].Subs = make([]float64, len(r.Scores.Subs))
-			tr.Executors[k] = make([]Trajectory, len(r.Scores.Subs))
+			tr.Executors[k] = make([]rollout.Trajectory, len(r.Scores.Subs))
 			for i, s := range r.Scores.Subs {
 				in.Rollouts[k].Subs[i] = s.Reward
 				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], r.Task.PolicyVersion, s.FormatOK)
 			}
 		}
-		res, err := ProcessGroup(cfg, in)
+		res, err := rollout.ProcessGroup(cfg, in)
 		if err != nil {
 			return assembly{}, fmt.Errorf("assemble step %d: %w", plan.step, err)
 		}
@@ -99,8 +100,8 @@ func assembleStep(cfg GroupConfig, b SampleBuilder, plan stepPlan, group int, re
 
 // sampleTrajectory is what sample building needs of one trajectory. A
 // missing trajectory counts as failed.
-func sampleTrajectory(tr *agents.Trajectory, seqs TrajectoryResult, version int64, formatOK bool) Trajectory {
-	out := Trajectory{Sequences: seqs.Sequences, PolicyVersion: version, FormatOK: formatOK, FinishReason: "error", validated: seqs.validated}
+func sampleTrajectory(tr *agents.Trajectory, seqs TrajectoryResult, version int64, formatOK bool) rollout.Trajectory {
+	out := rollout.Trajectory{Sequences: seqs.Sequences, PolicyVersion: version, FormatOK: formatOK, FinishReason: "error", Validated: seqs.validated}
 	if tr != nil {
 		out.FinishReason = tr.FinishReason()
 		out.NumTurns = len(tr.Turns)

@@ -1,4 +1,4 @@
-package rollout
+package farm
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // Runner carries out one rollout task. Implementations must be safe for
@@ -16,7 +17,7 @@ import (
 // trajectories (a planner Error), never returned; a cancelled context ends
 // the rollout early with a partial tree.
 type Runner interface {
-	Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout
+	Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout
 }
 
 // AgentRunner runs rollouts with the project's agents: a Planner (modes
@@ -31,7 +32,7 @@ var _ Runner = (*AgentRunner)(nil)
 
 // Run runs the planner or single agent on t's question with the task's id
 // as stickiness key and the task's seed.
-func (r *AgentRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents.Rollout {
+func (r *AgentRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout {
 	q := agents.Query{Key: task.ID(), Question: t.Question, Seed: task.Seed}
 	if r.Single != nil {
 		return r.Single.Run(ctx, q)
@@ -40,13 +41,13 @@ func (r *AgentRunner) Run(ctx context.Context, task RolloutTask, t Task) *agents
 }
 
 // validateFor checks that the runner has the agent mode needs.
-func (r *AgentRunner) validateFor(mode Mode) error {
+func (r *AgentRunner) validateFor(mode rollout.Mode) error {
 	switch {
 	case r.Planner != nil && r.Single != nil:
 		return errors.New("Runner: AgentRunner has both a Planner and a Single agent; set exactly one")
-	case mode == ModeSingle && r.Single == nil:
+	case mode == rollout.ModeSingle && r.Single == nil:
 		return errors.New("Runner: mode single needs an AgentRunner with a Single agent (agents.NewSingle)")
-	case mode != ModeSingle && r.Planner == nil:
+	case mode != rollout.ModeSingle && r.Planner == nil:
 		return fmt.Errorf("Runner: mode %s needs an AgentRunner with a Planner (agents.NewPlanner)", mode)
 	}
 	return nil
@@ -57,7 +58,7 @@ func (r *AgentRunner) validateFor(mode Mode) error {
 // a runner that panics or returns no tree, a planner error and turns that
 // form no sequences are all recorded in the result. This is the whole of
 // what a worker does with a task; the farm calls it for every unit.
-func Execute(ctx context.Context, runner Runner, scoring Scoring, task RolloutTask, t Task) RolloutResult {
+func Execute(ctx context.Context, runner Runner, scoring Scoring, task rollout.RolloutTask, t Task) RolloutResult {
 	res := RolloutResult{Task: task}
 	res.Tree, res.Error = runSafely(ctx, runner, task, t)
 	if res.Tree.Planner == nil {
@@ -108,7 +109,7 @@ func withoutPromptIDs(tree *agents.Rollout) *agents.Rollout {
 }
 
 // runSafely calls the runner, turning a panic or a nil tree into an error.
-func runSafely(ctx context.Context, runner Runner, task RolloutTask, t Task) (tree *agents.Rollout, failure string) {
+func runSafely(ctx context.Context, runner Runner, task rollout.RolloutTask, t Task) (tree *agents.Rollout, failure string) {
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
@@ -137,9 +138,9 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 	if err != nil {
 		return TrajectoryResult{SequenceError: err.Error()}
 	}
-	out := TrajectoryResult{Sequences: make([]Sequence, len(seqs)), Drifts: len(drifts)}
+	out := TrajectoryResult{Sequences: make([]rollout.Sequence, len(seqs)), Drifts: len(drifts)}
 	for i, s := range seqs {
-		out.Sequences[i] = Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs}
+		out.Sequences[i] = rollout.Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs}
 		if verr := out.Sequences[i].Validate(); verr != nil {
 			return TrajectoryResult{SequenceError: fmt.Sprintf("sequence %d: %v", i, verr)}
 		}
