@@ -3,8 +3,6 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"strings"
 )
 
 // Sentinel errors. Every error a call returns wraps one of these or is a
@@ -139,27 +137,6 @@ func asFormatError(err error) *FormatError {
 
 func (e *FormatError) Error() string {
 	return fmt.Sprintf("tool call %d: %s", e.Index, e.Reason)
-}
-
-// redactURL returns u with any user info replaced, and without the query
-// string (which may carry keys).
-func redactURL(u string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		// Unparseable: drop everything after the scheme's authority marker
-		// rather than risk printing a secret.
-		if i := strings.Index(u, "@"); i >= 0 {
-			return "<redacted>" + u[i:]
-		}
-		return u
-	}
-	if p.User != nil {
-		p.User = url.User("redacted")
-	}
-	if p.RawQuery != "" {
-		p.RawQuery = "redacted"
-	}
-	return p.String()
 }
 
 // snippet returns the first bytes of body, for error messages.

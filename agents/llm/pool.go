@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -122,11 +123,11 @@ func NewPool(role string, bases []string, cfg PoolConfig, probe *http.Client, lo
 	for i, b := range bases {
 		u, err := url.Parse(strings.TrimSpace(b))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("pool %s: endpoint %d %q: want an http(s) base URL", role, i, redactURL(b))
+			return nil, fmt.Errorf("pool %s: endpoint %d %q: want an http(s) base URL", role, i, redact.URL(b))
 		}
 		u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/v1")
 		u.RawQuery, u.Fragment = "", ""
-		p.eps = append(p.eps, &endpoint{idx: i, base: u, display: redactURL(u.String()), sem: semaphore.NewWeighted(cfg.MaxInFlightPerEndpoint)})
+		p.eps = append(p.eps, &endpoint{idx: i, base: u, display: redact.URL(u.String()), sem: semaphore.NewWeighted(cfg.MaxInFlightPerEndpoint)})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel

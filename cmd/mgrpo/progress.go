@@ -79,16 +79,6 @@ func printSummaries(w io.Writer, out string, summaries []rollout.StepSummary, wa
 	fmt.Fprintf(w, "%d step(s) in %s; samples in %s\n", len(summaries), wall.Round(time.Millisecond), out)
 }
 
-// redact drops credentials and the query string from a URL for messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparsable URL>"
-	}
-	u.User, u.RawQuery = nil, ""
-	return u.String()
-}
-
 // unwrapURLError returns the cause of a *url.Error, whose own text repeats
 // the URL (with any credentials).
 func unwrapURLError(err error) error {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim/web"
@@ -170,17 +171,17 @@ func preflight(ctx context.Context, cfg runConfig, single bool) error {
 			u := strings.TrimSuffix(strings.TrimSuffix(base, "/"), "/v1") + "/health"
 			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s endpoint %s: %w", r.name, redact(base), err))
+				errs = append(errs, fmt.Errorf("%s endpoint %s: %w", r.name, redact.URL(base), err))
 				continue
 			}
 			resp, err := client.Do(req)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s endpoint %s is unreachable: %w", r.name, redact(base), unwrapURLError(err)))
+				errs = append(errs, fmt.Errorf("%s endpoint %s is unreachable: %w", r.name, redact.URL(base), unwrapURLError(err)))
 				continue
 			}
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
-				errs = append(errs, fmt.Errorf("%s endpoint %s: /health answered %s", r.name, redact(base), resp.Status))
+				errs = append(errs, fmt.Errorf("%s endpoint %s: /health answered %s", r.name, redact.URL(base), resp.Status))
 			}
 		}
 	}

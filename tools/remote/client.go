@@ -11,6 +11,7 @@ import (
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 )
 
@@ -143,7 +144,7 @@ func Execute(r *resty.Request, method, url string, maxBytes int64) (*Response, e
 // message chosen by the caller (already extracted from the body) shortened
 // and stripped of secrets.
 func StatusErrorFrom(r *Response, message string, secrets ...string) *StatusError {
-	se := &StatusError{Code: r.Status, Message: Redact(shorten(message, 300), secrets...)}
+	se := &StatusError{Code: r.Status, Message: redact.Secrets(shorten(message, 300), secrets...)}
 	if d, ok := ParseRetryAfter(r.Header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = d
 	}

@@ -121,12 +121,3 @@ func TestParseRetryAfter(t *testing.T) {
 		}
 	}
 }
-
-func TestRedact(t *testing.T) {
-	if got := Redact("key sk-abcdef in text", "sk-abcdef"); got != "key [REDACTED] in text" {
-		t.Errorf("Redact = %q", got)
-	}
-	if got := RedactURL("https://u:p@x.example/s?api_key=SECRET&q=1"); got != "https://x.example/s?api_key=REDACTED&q=1" {
-		t.Errorf("RedactURL = %q", got)
-	}
-}

@@ -134,36 +134,3 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	}
 	return max(t.Sub(now), 0), true
 }
-
-// Redact replaces every occurrence of each non-empty secret in s.
-func Redact(s string, secrets ...string) string {
-	for _, sec := range secrets {
-		if len(sec) >= 4 {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
-	}
-	return s
-}
-
-// RedactURL returns u without user info and with the values of query
-// parameters whose names suggest credentials replaced.
-func RedactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return raw
-	}
-	u.User = nil
-	q := u.Query()
-	changed := false
-	for k := range q {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "key") || strings.Contains(lk, "token") || strings.Contains(lk, "secret") {
-			q.Set(k, "REDACTED")
-			changed = true
-		}
-	}
-	if changed {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/tools/corpus"
 	"github.com/mgrpo/mgrpo/tools/remote"
 )
@@ -172,7 +173,7 @@ func scrub(err error, key string) error {
 	if key == "" || !strings.Contains(err.Error(), key) {
 		return err
 	}
-	return &scrubbed{err: err, text: remote.Redact(err.Error(), key)}
+	return &scrubbed{err: err, text: redact.Secrets(err.Error(), key)}
 }
 
 type scrubbed struct {

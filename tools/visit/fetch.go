@@ -20,6 +20,7 @@ import (
 
 	"github.com/go-resty/resty/v2"
 
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 )
@@ -145,7 +146,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Page, error) {
 		return Page{}, fmt.Errorf("visit: bad URL: %w", err)
 	}
 	if err := f.cfg.Guard.CheckURL(ctx, u); err != nil {
-		return Page{}, fmt.Errorf("visit %s: %w", remote.RedactURL(u.String()), err)
+		return Page{}, fmt.Errorf("visit %s: %w", redact.URL(u.String()), err)
 	}
 	if f.cfg.Backend == BackendJina {
 		return f.viaJina(ctx, u)
@@ -154,10 +155,10 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Page, error) {
 		SetHeader("Accept", "text/html,application/xhtml+xml,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5")
 	resp, err := remote.Execute(r, http.MethodGet, u.String(), f.cfg.MaxBytes)
 	if err != nil {
-		return Page{}, fmt.Errorf("visit %s: %w", remote.RedactURL(u.String()), err)
+		return Page{}, fmt.Errorf("visit %s: %w", redact.URL(u.String()), err)
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		return Page{}, fmt.Errorf("visit %s: %w", remote.RedactURL(u.String()), remote.StatusErrorFrom(resp, ""))
+		return Page{}, fmt.Errorf("visit %s: %w", redact.URL(u.String()), remote.StatusErrorFrom(resp, ""))
 	}
 	final := u
 	if resp.URL != "" {
@@ -167,7 +168,7 @@ func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Page, error) {
 	}
 	page := Page{URL: u.String(), FinalURL: final.String(), Bytes: len(resp.Body), Truncated: resp.Truncated}
 	if err := convert(&page, resp.Header.Get("Content-Type"), resp.Body, final); err != nil {
-		return Page{}, fmt.Errorf("visit %s: %w", remote.RedactURL(u.String()), err)
+		return Page{}, fmt.Errorf("visit %s: %w", redact.URL(u.String()), err)
 	}
 	return page, nil
 }
@@ -220,10 +221,10 @@ func (f *Fetcher) viaJina(ctx context.Context, u *url.URL) (Page, error) {
 	}
 	resp, err := remote.Execute(r, http.MethodGet, strings.TrimRight(f.cfg.JinaURL, "/")+"/"+u.String(), f.cfg.MaxBytes)
 	if err != nil {
-		return Page{}, fmt.Errorf("visit %s via jina: %w", remote.RedactURL(u.String()), scrubErr(err, f.jinaKey))
+		return Page{}, fmt.Errorf("visit %s via jina: %w", redact.URL(u.String()), scrubErr(err, f.jinaKey))
 	}
 	if resp.Status < 200 || resp.Status > 299 {
-		return Page{}, fmt.Errorf("visit %s via jina: %w", remote.RedactURL(u.String()), remote.StatusErrorFrom(resp, strings.TrimSpace(string(resp.Body)), f.jinaKey))
+		return Page{}, fmt.Errorf("visit %s via jina: %w", redact.URL(u.String()), remote.StatusErrorFrom(resp, strings.TrimSpace(string(resp.Body)), f.jinaKey))
 	}
 	text := toUTF8(resp.Body)
 	page := Page{URL: u.String(), FinalURL: u.String(), ContentType: "text/markdown", Bytes: len(resp.Body), Truncated: resp.Truncated}
@@ -241,5 +242,5 @@ func scrubErr(err error, key string) error {
 	if key == "" || !strings.Contains(err.Error(), key) {
 		return err
 	}
-	return fmt.Errorf("%s: %w", remote.Redact(err.Error(), key), remote.ErrConfig)
+	return fmt.Errorf("%s: %w", redact.Secrets(err.Error(), key), remote.ErrConfig)
 }
