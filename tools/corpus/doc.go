@@ -13,11 +13,22 @@ import (
 	"strings"
 )
 
-// Doc is one corpus document.
+// Doc is one corpus document. URL is the page a document came from, kept
+// when its line gave one (with or without an id).
 type Doc struct {
 	ID    string `json:"id"`
+	URL   string `json:"url,omitempty"`
 	Title string `json:"title"`
 	Text  string `json:"text"`
+}
+
+// Link is what a search result points at: the document's URL when it has
+// one (a model can visit it), else its id.
+func (d Doc) Link() string {
+	if d.URL != "" {
+		return d.URL
+	}
+	return d.ID
 }
 
 // Contents renders d in Search-R1's layout: the quoted title on the first
@@ -46,7 +57,7 @@ func ParseLine(line []byte) (Doc, error) {
 	if err := json.Unmarshal(line, &raw); err != nil {
 		return Doc{}, fmt.Errorf("%w: %w", ErrBadLine, err)
 	}
-	d := Doc{Title: raw.Title, Text: raw.Text}
+	d := Doc{URL: raw.URL, Title: raw.Title, Text: raw.Text}
 	if len(raw.ID) > 0 && string(raw.ID) != "null" {
 		var s string
 		if json.Unmarshal(raw.ID, &s) == nil {

@@ -31,6 +31,12 @@ func newMapping() mapping.IndexMapping {
 	doc := bleve.NewDocumentMapping()
 	doc.AddFieldMappingsAt("title", text)
 	doc.AddFieldMappingsAt("text", text)
+	// The URL is returned with a hit but never searched.
+	link := bleve.NewTextFieldMapping()
+	link.Index = false
+	link.Store = true
+	link.IncludeInAll = false
+	doc.AddFieldMappingsAt("url", link)
 	doc.Dynamic = false
 	m := bleve.NewIndexMapping()
 	m.DefaultMapping = doc
@@ -70,7 +76,7 @@ func (ix *Index) Search(ctx context.Context, q string, k int) ([]Hit, error) {
 	text := bleve.NewMatchQuery(q)
 	text.SetField("text")
 	req := bleve.NewSearchRequestOptions(bleve.NewDisjunctionQuery([]query.Query{title, text}...), k, 0, false)
-	req.Fields = []string{"title", "text"}
+	req.Fields = []string{"title", "text", "url"}
 	res, err := ix.bi.SearchInContext(ctx, req)
 	if err != nil {
 		return nil, fmt.Errorf("search corpus: %w", err)
@@ -80,6 +86,7 @@ func (ix *Index) Search(ctx context.Context, q string, k int) ([]Hit, error) {
 		d := Doc{ID: h.ID}
 		d.Title, _ = h.Fields["title"].(string)
 		d.Text, _ = h.Fields["text"].(string)
+		d.URL, _ = h.Fields["url"].(string)
 		out = append(out, Hit{Doc: d, Score: h.Score})
 	}
 	return out, nil

@@ -19,8 +19,11 @@ type retrieveRequest struct {
 	ReturnScores bool     `json:"return_scores"`
 }
 
+// retrieveDoc is one document of a /retrieve answer; url is this
+// project's addition, sent only for documents that have one.
 type retrieveDoc struct {
 	ID       string `json:"id"`
+	URL      string `json:"url,omitempty"`
 	Contents string `json:"contents"`
 }
 
@@ -76,13 +79,13 @@ func Handler(ix *Index, defaultTopK int) http.Handler {
 			if req.ReturnScores {
 				docs := make([]scoredDoc, len(hits))
 				for j, h := range hits {
-					docs[j] = scoredDoc{Document: retrieveDoc{ID: h.ID, Contents: h.Contents()}, Score: h.Score}
+					docs[j] = scoredDoc{Document: retrieveDoc{ID: h.ID, URL: h.URL, Contents: h.Contents()}, Score: h.Score}
 				}
 				result[i] = docs
 			} else {
 				docs := make([]retrieveDoc, len(hits))
 				for j, h := range hits {
-					docs[j] = retrieveDoc{ID: h.ID, Contents: h.Contents()}
+					docs[j] = retrieveDoc{ID: h.ID, URL: h.URL, Contents: h.Contents()}
 				}
 				result[i] = docs
 			}

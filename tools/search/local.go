@@ -18,7 +18,8 @@ func NewLocal(ix *corpus.Index) *Local { return &Local{ix: ix} }
 // Name implements Provider.
 func (*Local) Name() string { return "local" }
 
-// Search implements Provider. The link of a hit is its document id.
+// Search implements Provider. The link of a hit is its document's url, or
+// its id when it has none.
 func (l *Local) Search(ctx context.Context, query string, n int) ([]Result, error) {
 	hits, err := l.ix.Search(ctx, query, n)
 	if err != nil {
@@ -26,7 +27,7 @@ func (l *Local) Search(ctx context.Context, query string, n int) ([]Result, erro
 	}
 	out := make([]Result, len(hits))
 	for i, h := range hits {
-		out[i] = Result{Title: h.Title, Link: h.ID, Snippet: h.Text}
+		out[i] = Result{Title: h.Title, Link: h.Link(), Snippet: h.Text}
 	}
 	return out, nil
 }

@@ -67,3 +67,49 @@ func TestLocalAndRetrieverShareOneIndex(t *testing.T) {
 		t.Error("local without index accepted")
 	}
 }
+
+// TestLocalAndRetrieverLinkToURLs checks that a document indexed with a url
+// is linked by that url, through both providers, and one without by its id.
+func TestLocalAndRetrieverLinkToURLs(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "c.jsonl")
+	lines := `{"id": "d1", "url": "https://example.org/zebra", "title": "Zebra stripes", "text": "Zebra stripes deter flies."}
+{"url": "https://example.org/okapi", "title": "Okapi zebra cousin", "text": "The okapi has zebra legs."}
+{"id": "d3", "title": "Zebra crossing", "text": "A zebra crossing is a road marking."}
+`
+	if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "ix")
+	if _, err := corpus.Build(context.Background(), corpus.BuildConfig{In: in, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	local, err := New(Config{Name: "local", Index: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.(*Local).Close()
+	ix, err := corpus.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	srv := httptest.NewServer(corpus.Handler(ix, 3))
+	defer srv.Close()
+	retriever, err := New(Config{Name: "retriever", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"Zebra stripes": "https://example.org/zebra", "Okapi zebra cousin": "https://example.org/okapi", "Zebra crossing": "d3"}
+	for _, p := range []Provider{local, retriever} {
+		hits, err := p.Search(context.Background(), "zebra", 10)
+		if err != nil || len(hits) != 3 {
+			t.Fatalf("%s: %+v, %v", p.Name(), hits, err)
+		}
+		for _, h := range hits {
+			if h.Link != want[h.Title] {
+				t.Errorf("%s: %q links to %q, want %q", p.Name(), h.Title, h.Link, want[h.Title])
+			}
+		}
+	}
+}

@@ -65,32 +65,80 @@ const (
 	EnvTavily = "TAVILY_API_KEY"
 )
 
+// spec is one provider's entry in the registry.
 type spec struct {
+	name string
+	// base is the default endpoint root of an HTTP provider; keyEnv the
+	// environment variable of its API key ("" when it needs none).
 	base   string
 	keyEnv string
-	build  func(h httpProvider) Provider
+	// build makes the provider: from h for HTTP providers, from cfg for
+	// the others (local).
+	build func(cfg Config, h httpProvider) (Provider, error)
 }
 
-// lookup returns the HTTP provider called name.
+// registry lists every provider New knows, in the order help texts name
+// them. It is the only list of providers: Names, NameList, the CLI's help
+// and every "unknown provider" error are derived from it. A new provider is
+// one file with its type and one entry here (and a case in the conformance
+// test, conformance_test.go).
+var registry = [...]spec{
+	{name: "serper", base: "https://google.serper.dev", keyEnv: EnvSerper, build: httpBuild(func(h httpProvider) Provider { return &Serper{h} })},
+	{name: "searxng", base: "http://127.0.0.1:8888", build: httpBuild(func(h httpProvider) Provider { return &SearXNG{h} })},
+	{name: "brave", base: "https://api.search.brave.com", keyEnv: EnvBrave, build: httpBuild(func(h httpProvider) Provider { return &Brave{h} })},
+	{name: "tavily", base: "https://api.tavily.com", keyEnv: EnvTavily, build: httpBuild(func(h httpProvider) Provider { return &Tavily{h} })},
+	{name: "retriever", base: "http://127.0.0.1:8000", build: httpBuild(func(h httpProvider) Provider { return &Retriever{h} })},
+	{name: "local", build: buildLocal},
+}
+
+// httpBuild adapts a constructor of an HTTP provider to spec.build.
+func httpBuild(f func(h httpProvider) Provider) func(Config, httpProvider) (Provider, error) {
+	return func(_ Config, h httpProvider) (Provider, error) { return f(h), nil }
+}
+
+// buildLocal opens the bleve index of the local provider.
+func buildLocal(cfg Config, _ httpProvider) (Provider, error) {
+	if cfg.Index == "" {
+		return nil, fmt.Errorf("search provider local: %w: no index directory", remote.ErrConfig)
+	}
+	ix, err := corpus.Open(cfg.Index)
+	if err != nil {
+		return nil, fmt.Errorf("search provider local: %w", err)
+	}
+	return &Local{ix: ix}, nil
+}
+
+// lookup returns the provider called name.
 func lookup(name string) (spec, bool) {
-	switch name {
-	case "serper":
-		return spec{base: "https://google.serper.dev", keyEnv: EnvSerper, build: func(h httpProvider) Provider { return &Serper{h} }}, true
-	case "searxng":
-		return spec{base: "http://127.0.0.1:8888", build: func(h httpProvider) Provider { return &SearXNG{h} }}, true
-	case "brave":
-		return spec{base: "https://api.search.brave.com", keyEnv: EnvBrave, build: func(h httpProvider) Provider { return &Brave{h} }}, true
-	case "tavily":
-		return spec{base: "https://api.tavily.com", keyEnv: EnvTavily, build: func(h httpProvider) Provider { return &Tavily{h} }}, true
-	case "retriever":
-		return spec{base: "http://127.0.0.1:8000", build: func(h httpProvider) Provider { return &Retriever{h} }}, true
+	for _, sp := range registry {
+		if sp.name == name {
+			return sp, true
+		}
 	}
 	return spec{}, false
 }
 
-// Names lists the provider names New accepts.
+// Names lists the provider names New accepts, in registry order.
 func Names() []string {
-	return []string{"brave", "local", "retriever", "searxng", "serper", "tavily"}
+	names := make([]string, len(registry))
+	for i, sp := range registry {
+		names[i] = sp.name
+	}
+	return names
+}
+
+// NameList names the providers for help texts and errors:
+// "serper, searxng, brave, tavily, retriever or local".
+func NameList() string {
+	names := Names()
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// KeyEnv returns the environment variable holding the API key of the
+// provider called name, or "" when it needs none or is unknown.
+func KeyEnv(name string) string {
+	sp, _ := lookup(strings.ToLower(strings.TrimSpace(name)))
+	return sp.keyEnv
 }
 
 // New returns the provider cfg names. A provider that needs an API key
@@ -98,19 +146,12 @@ func Names() []string {
 // (wrapping remote.ErrConfig) that names the variable, never a value.
 func New(cfg Config) (Provider, error) {
 	name := strings.ToLower(strings.TrimSpace(cfg.Name))
-	if name == "local" {
-		if cfg.Index == "" {
-			return nil, fmt.Errorf("search provider local: %w: no index directory", remote.ErrConfig)
-		}
-		ix, err := corpus.Open(cfg.Index)
-		if err != nil {
-			return nil, fmt.Errorf("search provider local: %w", err)
-		}
-		return &Local{ix: ix}, nil
-	}
 	sp, ok := lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("unsupported search provider %q (known: %s)", cfg.Name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("unsupported search provider %q (known: %s)", cfg.Name, NameList())
+	}
+	if sp.base == "" {
+		return sp.build(cfg, httpProvider{})
 	}
 	getenv := cfg.Getenv
 	if getenv == nil {
@@ -136,7 +177,7 @@ func New(cfg Config) (Provider, error) {
 	if h.maxBytes <= 0 {
 		h.maxBytes = 4 << 20
 	}
-	return sp.build(h), nil
+	return sp.build(cfg, h)
 }
 
 // httpProvider is what the HTTP providers share.

@@ -179,14 +179,22 @@ func retrieverFake(sc scenario, rec *recorder) http.Handler {
 }
 
 func TestProviders(t *testing.T) {
-	for _, fp := range []fakeProvider{
+	fakes := []fakeProvider{
 		{name: "serper", authCode: 403, handler: serperFake, needsKey: true, errorText: "Unauthorized."},
 		{name: "searxng", authCode: 403, handler: searxngFake, errorText: "403 Forbidden"},
 		{name: "brave", authCode: 401, handler: braveFake, needsKey: true, errorText: "SUBSCRIPTION_TOKEN_INVALID"},
 		{name: "tavily", authCode: 401, handler: tavilyFake, needsKey: true, errorText: "invalid API key"},
 		{name: "retriever", authCode: 422, handler: retrieverFake, errorText: "field required"},
-	} {
+	}
+	covered := map[string]bool{"local": true} // local_test.go runs the local index
+	for _, fp := range fakes {
+		covered[fp.name] = true
 		runConformance(t, fp)
+	}
+	for _, name := range Names() {
+		if !covered[name] {
+			t.Errorf("provider %q is registered but has no conformance case: add a fake to TestProviders", name)
+		}
 	}
 }
 

@@ -27,7 +27,10 @@ type RetrieveRequest struct {
 
 // RetrieveDoc is one document of a /retrieve answer.
 type RetrieveDoc struct {
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// URL is sent by `mgrpo corpus serve` for documents that have one;
+	// Search-R1's own server does not send it.
+	URL      string `json:"url,omitempty"`
 	Contents string `json:"contents"`
 }
 
@@ -52,7 +55,8 @@ func (p *Retriever) Search(ctx context.Context, query string, n int) ([]Result, 
 // DecodeRetrieve decodes the first query's hits of a /retrieve answer,
 // scored ({"document": …, "score": …}) or not (bare documents), into at
 // most n results. The title is the first line of contents (wiki-18 puts it
-// there, quoted) and the link is the document id.
+// there, quoted) and the link is the document's url when the answer has
+// one, else its id.
 func DecodeRetrieve(body []byte, n int) ([]Result, error) {
 	var resp struct {
 		Result [][]json.RawMessage `json:"result"`
@@ -80,7 +84,11 @@ func DecodeRetrieve(body []byte, n int) ([]Result, error) {
 			doc = *hit.Document
 		}
 		title, text := SplitContents(doc.Contents)
-		out = append(out, Result{Title: title, Link: doc.ID, Snippet: text})
+		link := doc.ID
+		if doc.URL != "" {
+			link = doc.URL
+		}
+		out = append(out, Result{Title: title, Link: link, Snippet: text})
 	}
 	return out, nil
 }
