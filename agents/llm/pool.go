@@ -305,16 +305,7 @@ func (p *Pool) prober(ctx context.Context) {
 func (p *Pool) healthy(ctx context.Context, e *endpoint) bool {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.ProbeInterval)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.base.JoinPath("health").String(), nil)
-	if err != nil {
-		return false
-	}
-	resp, err := p.probe.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
+	return p.probeHealth(ctx, e) == nil
 }
 
 // scrapeWaiting sums the waiting-queue gauges of e's /metrics.
