@@ -16,8 +16,12 @@ type CompareOptions struct {
 	Level float64
 	// Seed seeds the bootstrap (--seed, default 1 in cmd; any fixed value gives reproducible output).
 	Seed uint64
-	// JSON prints the comparison as JSON instead of text (--json).
+	// JSON prints the comparison as JSON instead of text (--json), with
+	// every changed question.
 	JSON bool
+	// Limit caps the changed questions listed as text (--limit, default
+	// 20 in cmd); 0 lists all.
+	Limit int
 }
 
 // Compare runs `mgrpo eval compare`: it pairs the questions of dirA/results.jsonl and
@@ -33,7 +37,7 @@ func Compare(dirA, dirB string, opts CompareOptions, stdout io.Writer) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(c)
 	}
-	return report.WriteComparison(stdout, c)
+	return report.WriteComparison(stdout, c, opts.Limit)
 }
 
 // Report rewrites summary.json, report.md and accuracy.svg of an eval directory from its

@@ -128,6 +128,13 @@ func TestCompareAndReport(t *testing.T) {
 		t.Errorf("compare output:\n%s", out.String())
 	}
 	out.Reset()
+	if err := Compare(dirA, dirB, CompareOptions{Seed: 1, Limit: 1}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(out.String(), " -> "); got != 1 || !strings.Contains(out.String(), "… and 1 more") {
+		t.Errorf("compare with --limit 1 listed %d questions:\n%s", got, out.String())
+	}
+	out.Reset()
 	if err := Compare(dirA, dirB, CompareOptions{Seed: 1, JSON: true}, &out); err != nil || !strings.Contains(out.String(), `"diff": 0.5`) {
 		t.Errorf("compare JSON: %v\n%s", err, out.String())
 	}

@@ -131,9 +131,10 @@ func perQuestion(rs []bench.Result) map[string]float64 {
 	return out
 }
 
-// WriteComparison prints c as text: the headline difference with its interval, then one line per
-// changed question.
-func WriteComparison(w io.Writer, c Comparison) error {
+// WriteComparison prints c as text: the headline difference with its
+// interval, then the changed questions, largest change first, at most limit
+// of them (limit ≤ 0: all), and how many more there are.
+func WriteComparison(w io.Writer, c Comparison, limit int) error {
 	if _, err := fmt.Fprintf(w, "questions compared: %d (only in A: %d, only in B: %d)\naccuracy A: %.4f  B: %.4f  diff (B−A): %+.4f  %.0f%% CI [%+.4f, %+.4f]\n",
 		c.Common, c.OnlyA, c.OnlyB, c.AccuracyA, c.AccuracyB, c.Diff, 100*c.CI.Level, c.CI.Low, c.CI.High); err != nil {
 		return err
@@ -141,8 +142,17 @@ func WriteComparison(w io.Writer, c Comparison) error {
 	if _, err := fmt.Fprintf(w, "changed questions: %d\n", len(c.Changed)); err != nil {
 		return err
 	}
-	for _, q := range c.Changed {
+	shown := c.Changed
+	if limit > 0 && len(shown) > limit {
+		shown = shown[:limit]
+	}
+	for _, q := range shown {
 		if _, err := fmt.Fprintf(w, "%s\t%.2f -> %.2f\t%+.2f\n", q.ID, q.AccuracyA, q.AccuracyB, q.AccuracyB-q.AccuracyA); err != nil {
+			return err
+		}
+	}
+	if more := len(c.Changed) - len(shown); more > 0 {
+		if _, err := fmt.Fprintf(w, "… and %d more (--limit 0 lists all, --json prints every one)\n", more); err != nil {
 			return err
 		}
 	}

@@ -42,7 +42,7 @@ func TestCompareKnownDifference(t *testing.T) {
 		t.Errorf("same seed gave %+v then %+v", c.CI, again.CI)
 	}
 	var sb strings.Builder
-	if err := WriteComparison(&sb, c); err != nil {
+	if err := WriteComparison(&sb, c, 0); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(sb.String(), "diff (B−A): +0.3000") || !strings.Contains(sb.String(), "q10\t0.00 -> 1.00\t+1.00") {
