@@ -47,13 +47,17 @@ type StepFiles struct {
 	RolloutsCompact bool
 }
 
-// Sink receives the files of finished steps.
+// Sink receives the files and summaries of finished steps.
 type Sink interface {
 	// WriteStep stores the files of step. It is not idempotent: a step that
 	// was already written is an error wrapping ErrStepExists. A failed call
 	// leaves nothing visible. Implementations need not be safe for
 	// concurrent calls for the same step, and must not modify files.
 	WriteStep(ctx context.Context, step int, files StepFiles) error
+	// WriteSummary stores the summary of a step whose files were written.
+	// It is idempotent by step: a second summary of the same step replaces
+	// the first. Not safe for concurrent use.
+	WriteSummary(ctx context.Context, sum StepSummary) error
 }
 
 // DirSink writes each step to Dir/step-NNNNNN/ (see StepDir).

@@ -1,7 +1,5 @@
 package rollout
 
-import "time"
-
 // StepSummary describes one completed step. Every field except the timings
 // is a pure function of the step's results.
 type StepSummary struct {
@@ -52,8 +50,9 @@ type StepSummary struct {
 	LLMCalls         int   `json:"llm_calls"`
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
-	// WallTime is the step's duration from scheduling to written files;
-	// RolloutsPerSecond is Rollouts over the time the rollouts took.
-	WallTime          time.Duration `json:"wall_time"`
-	RolloutsPerSecond float64       `json:"rollouts_per_second"`
+	// WallSeconds is the step's duration from scheduling to written files,
+	// in seconds; RolloutsPerSecond is Rollouts over the time the rollouts
+	// took.
+	WallSeconds       float64 `json:"wall_seconds"`
+	RolloutsPerSecond float64 `json:"rollouts_per_second"`
 }

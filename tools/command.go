@@ -31,7 +31,7 @@ type SearchCommand struct {
 	Queries []string
 	// Results is the number of hits per query; 0 means 10.
 	Results int
-	// Timeout bounds the call; 0 means 60s.
+	// Timeout bounds the call; 0 means DefaultCommandTimeout.
 	Timeout time.Duration
 	// Getenv reads API keys; nil means os.Getenv.
 	Getenv func(string) string
@@ -74,7 +74,7 @@ type VisitCommand struct {
 	MaxBytes int64
 	// MaxRedirects caps redirects; 0 means 5.
 	MaxRedirects int
-	// Timeout bounds the call; 0 means 60s.
+	// Timeout bounds the call; 0 means DefaultCommandTimeout.
 	Timeout time.Duration
 	// SummarizerURL, SummarizerModel and SummarizerDialect ("openai",
 	// "vllm" or "sglang"; default "openai") enable goal-directed extraction
@@ -119,9 +119,13 @@ func RunVisitCommand(ctx context.Context, opts VisitCommand, stdout io.Writer) e
 	return runOnce(ctx, vt, args, opts.Timeout, stdout)
 }
 
+// DefaultCommandTimeout bounds a tool call from the command line when the
+// command gives no timeout.
+const DefaultCommandTimeout = 60 * time.Second
+
 func runOnce(ctx context.Context, t Tool, args json.RawMessage, timeout time.Duration, stdout io.Writer) error {
 	if timeout <= 0 {
-		timeout = 60 * time.Second
+		timeout = DefaultCommandTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

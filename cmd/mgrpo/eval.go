@@ -16,7 +16,11 @@ func evalCommand() *cli.Command {
 		Usage: "evaluate agents on GAIA, WebWalkerQA, xbench-DeepSearch or JSONL tasks; score predictions; compare runs",
 		Description: "mgrpo eval --benchmark B --data PATH --runs N --out DIR [agent flags as mgrpo rollout] runs the\n" +
 			"planner (--mode mgrpo) or the single agent (--mode single) on every question and writes results.jsonl,\n" +
-			"summary.json and report.md (with an accuracy chart). An interrupted eval continues when rerun.",
+			"summary.json and report.md (with an accuracy chart). An interrupted eval continues when rerun.\n\n" +
+			"With --sim and no --data, the sim web's questions are written in the benchmark's layout (gaia,\n" +
+			"webwalkerqa, jsonl); xbench needs --data (its published file is encrypted). webwalkerqa and xbench\n" +
+			"are scored by an LLM judge, as their protocols say: give --judge-url URL --judge-model NAME, or with\n" +
+			"--sim, --judge-url sim (the simulated model plays the judge).",
 		Flags:  evalRunFlags(),
 		Action: runEval,
 		Subcommands: []*cli.Command{
@@ -56,14 +60,15 @@ func evalCommand() *cli.Command {
 					&cli.IntFlag{Name: "resamples", Value: 10000, Usage: "bootstrap resamples"},
 					&cli.Float64Flag{Name: "confidence", Value: 0.95, Usage: "confidence level of the interval"},
 					&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "bootstrap seed"},
-					&cli.BoolFlag{Name: "json", Usage: "print JSON instead of text"},
+					&cli.BoolFlag{Name: "json", Usage: "print JSON instead of text (every changed question)"},
+					&cli.IntFlag{Name: "limit", Value: 20, Usage: "changed questions listed, largest change first (0: all)"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.NArg() != 2 {
 						return usagef("eval compare takes two result directories, got %d arguments", c.NArg())
 					}
 					return evalcmd.Compare(c.Args().Get(0), c.Args().Get(1), evalcmd.CompareOptions{
-						Resamples: c.Int("resamples"), Level: c.Float64("confidence"), Seed: c.Uint64("seed"), JSON: c.Bool("json"),
+						Resamples: c.Int("resamples"), Level: c.Float64("confidence"), Seed: c.Uint64("seed"), JSON: c.Bool("json"), Limit: c.Int("limit"),
 					}, c.App.Writer)
 				},
 			},

@@ -7,7 +7,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,8 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	if err := app.RunContext(ctx, args); err != nil {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
-		var ue usageError
-		if errors.As(err, &ue) {
+		if isConfigError(err) {
 			return 2
 		}
 		return 1
@@ -57,10 +55,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// asUsageError marks every error urfave/cli reports about the command line
+// itself (an unknown flag, a value that does not parse, a missing required
+// flag) as a usage error, so it exits 2 like a bad configuration.
+func asUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+
+// markUsageErrors sets asUsageError on every command and subcommand.
+func markUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = asUsageError
+		markUsageErrors(c.Subcommands)
+	}
+}
+
 // newApp builds the command tree. Output goes to stdout and stderr so tests
 // can capture it.
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "mgrpo",
 		Usage:   "rollout farm for multi-agent deep-research RL with M-GRPO",
 		Version: version,
@@ -81,6 +92,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			c.App.Metadata["logger"] = logger
 			return nil
 		},
-		Commands: []*cli.Command{rolloutCommand(), simCommand(), toolCommand(), corpusCommand(), evalCommand()},
+		Commands:     []*cli.Command{rolloutCommand(), simCommand(), toolCommand(), corpusCommand(), evalCommand()},
+		OnUsageError: asUsageError,
 	}
+	markUsageErrors(app.Commands)
+	return app
 }

@@ -33,7 +33,7 @@ func TestVersionAndLogFlags(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud", "sim", "tasks", "--n", "1"}, 2, `--log-level "loud"`},
 		{"bad log format", []string{"--log-format", "xml", "sim", "tasks", "--n", "1"}, 2, `--log-format "xml"`},
 		{"json logs", []string{"--log-format", "json", "sim", "tasks", "--n", "1"}, 0, ""},
-		{"unknown flag", []string{"sim", "tasks", "--bogus"}, 1, "bogus"},
+		{"unknown flag", []string{"sim", "tasks", "--bogus"}, 2, "bogus"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/tools/search"
 )
 
 // rolloutCommand runs the rollout farm.
@@ -14,53 +18,57 @@ func rolloutCommand() *cli.Command {
 		Usage: "run M-GRPO rollouts: planner + executors on vLLM/SGLang endpoints, rewards, advantages, aligned token-level samples",
 		Description: "Runs STEPS steps of BATCH-SIZE queries × GROUP-SIZE rollouts and writes, per step,\n" +
 			"OUT/step-NNNNNN/{planner,executor,stats,rollouts}.jsonl (and Parquet with --format parquet),\n" +
-			"plus OUT/summary.jsonl. --sim runs everything against the simulated world, offline.\n\n" +
-			"Flags override the YAML file given by --config. Its keys:\n" + strings.Join(configKeys(), "\n"),
+			"plus a line of OUT/summary.jsonl. --sim runs everything against the simulated world, offline.\n" +
+			"Ctrl-C lets in-flight rollouts finish within the grace period; a second Ctrl-C stops at once.\n\n" +
+			"Flags override the YAML file given by --config. Its keys:\n" + strings.Join(stack.Keys(), "\n"),
 		Flags:  append(agentFlags(), farmFlags()...),
 		Action: runRollout,
 	}
 }
 
 // agentFlags configure the agents, their endpoints and tools; `mgrpo
-// rollout` and `mgrpo eval` share them.
+// rollout` and `mgrpo eval` share them. Defaults shown in --help are the
+// configuration's defaults (a flag overrides the YAML file only when set).
 func agentFlags() []cli.Flag {
+	d := stack.DefaultConfig()
 	return []cli.Flag{
 		&cli.PathFlag{Name: "config", Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"},
 		&cli.BoolFlag{Name: "sim", Usage: "start the simulated world in-process and point every URL at it"},
 		&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
 		&cli.StringSliceFlag{Name: "planner-url", Usage: "planner base `URL`s (comma-separated or repeated)"},
-		&cli.StringFlag{Name: "planner-model", Usage: "planner model name"},
+		&cli.StringFlag{Name: "planner-model", Usage: "planner model `NAME`"},
 		&cli.StringSliceFlag{Name: "executor-url", Usage: "executor base `URL`s"},
-		&cli.StringFlag{Name: "executor-model", Usage: "executor model name"},
-		&cli.StringFlag{Name: "dialect", Usage: "dialect of the planner and executor endpoints: vllm or sglang"},
-		&cli.StringFlag{Name: "search-provider", Usage: "serper, searxng, brave, tavily, retriever or local"},
-		&cli.StringFlag{Name: "search-url", Usage: "search provider base URL override"},
-		&cli.StringSliceFlag{Name: "allow-host", Usage: "host[:port] the visit tool may fetch despite the SSRF guard"},
-		&cli.Uint64Flag{Name: "seed", Usage: "run seed"},
-		&cli.StringFlag{Name: "mode", Usage: "mgrpo, frozen-sub or single"},
-		&cli.IntFlag{Name: "concurrency", Usage: "rollouts in flight"},
-		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base URL (key from the judge's api_key_env, default " + envJudgeKey + "); with --sim, \"sim\" uses the simulated model as judge"},
-		&cli.StringFlag{Name: "judge-model", Usage: "judge model name"},
+		&cli.StringFlag{Name: "executor-model", Usage: "executor model `NAME`"},
+		&cli.StringFlag{Name: "dialect", Value: d.Executor.Dialect, Usage: "dialect of the planner and executor endpoints: vllm or sglang"},
+		&cli.StringFlag{Name: "search-provider", Value: d.Search.Provider, Usage: search.NameList()},
+		&cli.StringFlag{Name: "search-url", Usage: "search provider base `URL` override"},
+		&cli.StringSliceFlag{Name: "allow-host", Usage: "`host[:port]` the visit tool may fetch despite the SSRF guard"},
+		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "run seed"},
+		&cli.StringFlag{Name: "mode", Value: d.Mode, Usage: "mgrpo, frozen-sub or single"},
+		&cli.IntFlag{Name: "concurrency", Value: d.Concurrency, Usage: "rollouts in flight"},
+		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base `URL` (key from the judge's api_key_env, default " + stack.EnvJudgeKey + "); with --sim, \"sim\" uses the simulated model as judge"},
+		&cli.StringFlag{Name: "judge-model", Usage: "judge model `NAME`"},
 	}
 }
 
 // farmFlags are the training-run flags of `mgrpo rollout`.
 func farmFlags() []cli.Flag {
+	d := stack.DefaultConfig()
 	return []cli.Flag{
 		&cli.PathFlag{Name: "tasks", Usage: "task `FILE` (JSON Lines: id, question, answer, metadata)"},
-		&cli.StringFlag{Name: "run", Usage: "run name (default: the out directory's name)"},
-		&cli.IntFlag{Name: "group-size", Usage: "rollouts per query (K)"},
-		&cli.StringFlag{Name: "dbar", Usage: "aligned executor trajectories per rollout: N or auto"},
-		&cli.IntFlag{Name: "batch-size", Usage: "queries per step (B)"},
-		&cli.IntFlag{Name: "steps", Usage: "number of steps"},
-		&cli.StringFlag{Name: "format", Usage: "jsonl or parquet"},
+		&cli.StringFlag{Name: "run", Usage: "run `NAME` (default: the out directory's name)"},
+		&cli.IntFlag{Name: "group-size", Value: d.GroupSize, Usage: "rollouts per query (`K`)"},
+		&cli.StringFlag{Name: "dbar", Value: d.DBar, Usage: "aligned executor trajectories per rollout: `N` or auto"},
+		&cli.IntFlag{Name: "batch-size", Value: d.BatchSize, Usage: "queries per step (`B`)"},
+		&cli.IntFlag{Name: "steps", Value: d.Steps, Usage: "number of steps"},
+		&cli.StringFlag{Name: "format", Value: d.Format, Usage: "jsonl or parquet"},
 		&cli.BoolFlag{Name: "drop-zero-variance", Usage: "drop zero-variance groups instead of zero advantages"},
-		&cli.StringFlag{Name: "expert-fallback", Usage: "r_expert without a judge: format, zero or correct-main"},
+		&cli.StringFlag{Name: "expert-fallback", Value: d.Rewards.ExpertFallback, Usage: "r_expert without a judge: format, zero or correct-main"},
 	}
 }
 
 // overlayFlags writes the flags set on the command line over cfg.
-func overlayFlags(c *cli.Context, cfg *runConfig) {
+func overlayFlags(c *cli.Context, cfg *stack.Config) {
 	str := func(name string, dst *string) {
 		if c.IsSet(name) {
 			*dst = c.String(name)
@@ -119,16 +127,31 @@ func overlayFlags(c *cli.Context, cfg *runConfig) {
 	str("judge-model", &cfg.Judge.Model)
 }
 
+// loadConfig reads --config and overlays the flags set on the command line.
+func loadConfig(c *cli.Context) (stack.Config, error) {
+	cfg, err := stack.LoadConfig(c.Path("config"))
+	if err != nil {
+		return cfg, err
+	}
+	overlayFlags(c, &cfg)
+	return cfg, nil
+}
+
 // runRollout is the action of `mgrpo rollout`: configuration, then the
 // world (sim or real endpoints), then the farm.
 func runRollout(c *cli.Context) error {
-	cfg, err := loadRunConfig(c.Path("config"))
+	cfg, err := loadConfig(c)
 	if err != nil {
-		return usageError{err}
+		return err
 	}
-	overlayFlags(c, &cfg)
-	if err := cfg.validate(); err != nil {
-		return usageError{fmt.Errorf("rollout configuration:\n%w", err)}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("rollout %w", err)
 	}
 	return executeRun(c.Context, cfg, loggerOf(c), c.App.Writer, stderrOf(c))
+}
+
+// isConfigError reports whether err is a bad command line or configuration.
+func isConfigError(err error) bool {
+	var ue usageError
+	return errors.As(err, &ue) || errors.Is(err, stack.ErrConfig)
 }

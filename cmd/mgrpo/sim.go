@@ -8,23 +8,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mgrpo/mgrpo/sim"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
-)
-
-// Default addresses of `mgrpo sim` when neither --llm nor --web is given.
-const (
-	defaultSimLLMAddr = "127.0.0.1:18000"
-	defaultSimWebAddr = "127.0.0.1:18001"
 )
 
 func simCommand() *cli.Command {
@@ -37,7 +29,7 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "llm", Usage: "serve the inference server on `ADDR` (host:port; port 0 picks one)"},
 			&cli.StringFlag{Name: "web", Usage: "serve the synthetic web on `ADDR` (host:port; port 0 picks one)"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the web generator, the policy's sampling and fault injection"},
-			&cli.IntFlag{Name: "sites", Value: web.DefaultSites, Usage: "number of sites of the synthetic web (use the same value for `mgrpo sim tasks`)"},
+			&cli.IntFlag{Name: "sites", Value: web.DefaultSites, Usage: "`N` sites in the synthetic web (give the same --sites to mgrpo sim tasks)"},
 			&cli.StringFlag{Name: "dialect", Value: simllm.DialectVLLM, Usage: "vllm or sglang"},
 			&cli.StringFlag{Name: "model", Value: simllm.DefaultModel, Usage: "served model name"},
 			&cli.IntFlag{Name: "max-model-len", Value: simllm.DefaultMaxModelLen, Usage: "context limit in tokens"},
@@ -63,7 +55,7 @@ func simCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			llmAddr, webAddr := c.String("llm"), c.String("web")
 			if llmAddr == "" && webAddr == "" {
-				llmAddr, webAddr = defaultSimLLMAddr, defaultSimWebAddr
+				llmAddr, webAddr = sim.DefaultLLMAddr, sim.DefaultWebAddr
 			}
 			var handlers []namedHandler
 			if llmAddr != "" {
@@ -76,7 +68,7 @@ func simCommand() *cli.Command {
 					return usageError{fmt.Errorf("inference server: %w", err)}
 				}
 				defer srv.Close()
-				handlers = append(handlers, namedHandler{name: "llm", addr: llmAddr, suffix: "/v1", handler: srv.Handler()})
+				handlers = append(handlers, namedHandler{Service: sim.Service{Name: "llm", Addr: llmAddr, Handler: srv.Handler()}, suffix: "/v1"})
 			}
 			if webAddr != "" {
 				world, err := web.Generate(web.Config{Seed: c.Int64("seed"), Sites: c.Int("sites")})
@@ -90,7 +82,7 @@ func simCommand() *cli.Command {
 				if key := c.String("search-api-key"); key != "" {
 					opts = append(opts, web.WithAPIKey(key))
 				}
-				handlers = append(handlers, namedHandler{name: "web", addr: webAddr, handler: world.Handler(opts...)})
+				handlers = append(handlers, namedHandler{Service: sim.Service{Name: "web", Addr: webAddr, Handler: world.Handler(opts...)}})
 			}
 			return serve(c.Context, loggerOf(c), c.App.Writer, handlers)
 		},
@@ -157,84 +149,37 @@ func readSkills(path string) (policy.Skills, error) {
 	return skills, nil
 }
 
-// namedHandler is one service of `mgrpo sim`.
+// namedHandler is one service of `mgrpo sim`, with what its printed base
+// URL ends in (e.g. "/v1").
 type namedHandler struct {
-	name    string
-	addr    string
-	suffix  string // printed after the base URL, e.g. "/v1"
-	handler http.Handler
-}
-
-// servers is a set of running HTTP services.
-type servers struct {
-	list []*http.Server
-	urls []string // base URLs, in the order of the handlers
-	wg   sync.WaitGroup
-	errc chan error
-}
-
-// startServers listens on every address first (so a taken port fails
-// before any service starts), then serves each handler in the background.
-func startServers(handlers []namedHandler) (*servers, error) {
-	listeners := make([]net.Listener, 0, len(handlers))
-	for _, h := range handlers {
-		l, err := net.Listen("tcp", h.addr)
-		if err != nil {
-			for _, l := range listeners {
-				l.Close()
-			}
-			return nil, usagef("--%s %s: %w", h.name, h.addr, err)
-		}
-		listeners = append(listeners, l)
-	}
-	s := &servers{errc: make(chan error, len(handlers))}
-	for i, h := range handlers {
-		srv := &http.Server{Handler: h.handler, ReadHeaderTimeout: 10 * time.Second}
-		s.list = append(s.list, srv)
-		s.urls = append(s.urls, "http://"+listeners[i].Addr().String())
-		s.wg.Add(1)
-		go func(l net.Listener) {
-			defer s.wg.Done()
-			if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.errc <- err
-			}
-		}(listeners[i])
-	}
-	return s, nil
-}
-
-// stop shuts the servers down, giving requests up to grace to finish;
-// stalled or streaming requests that outlive it are closed. A zero grace
-// closes at once (net/http counts a connection that never sent a request
-// as busy for its first five seconds, so a graceful stop can idle that long
-// for nothing when the caller knows no request is running).
-func (s *servers) stop(grace time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	for _, srv := range s.list {
-		if grace <= 0 || srv.Shutdown(ctx) != nil {
-			srv.Close()
-		}
-	}
-	s.wg.Wait()
+	sim.Service
+	suffix string
 }
 
 // serve starts the services, prints "name baseURL" lines, serves until ctx
 // ends or a server fails, then shuts them down.
 func serve(ctx context.Context, logger *slog.Logger, out io.Writer, handlers []namedHandler) error {
-	s, err := startServers(handlers)
+	services := make([]sim.Service, len(handlers))
+	for i, h := range handlers {
+		services[i] = h.Service
+	}
+	s, err := sim.Listen(services)
+	var le *sim.ListenError
+	if errors.As(err, &le) {
+		return usagef("--%s %s: %w", le.Service, le.Addr, le.Err)
+	}
 	if err != nil {
 		return err
 	}
 	for i, h := range handlers {
-		fmt.Fprintf(out, "%s %s%s\n", h.name, s.urls[i], h.suffix)
-		logger.Info("serving", "service", h.name, "url", s.urls[i])
+		fmt.Fprintf(out, "%s %s%s\n", h.Name, s.URLs[i], h.suffix)
+		logger.Info("serving", "service", h.Name, "url", s.URLs[i])
 	}
 	select {
 	case <-ctx.Done():
-	case err = <-s.errc:
+	case err = <-s.Err():
 	}
-	s.stop(5 * time.Second)
+	s.Stop(5 * time.Second)
 	logger.Info("stopped")
 	return err
 }

@@ -17,8 +17,8 @@ func simTasksCommand() *cli.Command {
 		Name:  "tasks",
 		Usage: "write the synthetic web's questions with their gold answers",
 		Flags: []cli.Flag{
-			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "seed of the web generator (same as `mgrpo sim --seed`)"},
-			&cli.IntFlag{Name: "sites", Value: web.DefaultSites, Usage: "number of sites of the synthetic web (same as `mgrpo sim --sites`)"},
+			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "`SEED` of the web generator (the same as mgrpo sim --seed)"},
+			&cli.IntFlag{Name: "sites", Value: web.DefaultSites, Usage: "`N` sites in the synthetic web (the same as mgrpo sim --sites)"},
 			&cli.IntFlag{Name: "n", Value: 100, Usage: "number of questions"},
 			&cli.StringFlag{Name: "out", Value: "-", Usage: "output `FILE` (- for standard output)"},
 			&cli.StringFlag{Name: "format", Value: "jsonl", Usage: "jsonl (id, question, answer, metadata), gaia (metadata.jsonl layout) or webwalkerqa (hub layout)"},

@@ -2,10 +2,12 @@ package main
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/mgrpo/mgrpo/tools"
+	"github.com/mgrpo/mgrpo/tools/search"
 )
 
 // toolCommand calls one tool from the command line, as an agent would, to
@@ -17,14 +19,14 @@ func toolCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name:  "search",
-				Usage: "run the search tool; API keys come from SERPER_API_KEY, BRAVE_API_KEY, TAVILY_API_KEY",
+				Usage: "run the search tool; API keys come from " + strings.Join(searchKeyEnvs(), ", "),
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "provider", Required: true, Usage: "serper, searxng, brave, tavily, retriever or local"},
+					&cli.StringFlag{Name: "provider", Required: true, Usage: search.NameList()},
 					&cli.StringFlag{Name: "search-url", Usage: "provider base URL override"},
 					&cli.StringFlag{Name: "index", Usage: "index directory of the local provider"},
 					&cli.StringSliceFlag{Name: "query", Required: true, Usage: "a query (repeat for several)"},
 					&cli.IntFlag{Name: "results", Value: 10, Usage: "results per query"},
-					&cli.DurationFlag{Name: "timeout", Usage: "bound on the call (default 60s)"},
+					&cli.DurationFlag{Name: "timeout", Value: tools.DefaultCommandTimeout, Usage: "bound on the call"},
 				},
 				Action: func(c *cli.Context) error {
 					return toolResult(tools.RunSearchCommand(c.Context, tools.SearchCommand{
@@ -45,7 +47,7 @@ func toolCommand() *cli.Command {
 					&cli.IntFlag{Name: "budget", Value: 30000, Usage: "observation size in characters"},
 					&cli.Int64Flag{Name: "max-bytes", Usage: "cap on the bytes read per page (default 5 MiB)"},
 					&cli.IntFlag{Name: "max-redirects", Value: 5, Usage: "redirects followed"},
-					&cli.DurationFlag{Name: "timeout", Usage: "bound on the call (default 60s)"},
+					&cli.DurationFlag{Name: "timeout", Value: tools.DefaultCommandTimeout, Usage: "bound on the call"},
 					&cli.StringFlag{Name: "summarizer-url", Usage: "OpenAI-compatible base URL of a summarizer model for goal-directed extraction"},
 					&cli.StringFlag{Name: "summarizer-model", Usage: "summarizer model name"},
 					&cli.StringFlag{Name: "summarizer-dialect", Value: "openai", Usage: "openai, vllm or sglang"},
@@ -72,4 +74,16 @@ func toolResult(err error) error {
 		return err
 	}
 	return usageError{err}
+}
+
+// searchKeyEnvs lists the environment variables of the search providers
+// that need an API key.
+func searchKeyEnvs() []string {
+	var envs []string
+	for _, name := range search.Names() {
+		if env := search.KeyEnv(name); env != "" {
+			envs = append(envs, env)
+		}
+	}
+	return envs
 }

@@ -180,14 +180,15 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 // cause. Any other error (the sink failing, a malformed trajectory
 // reaching sample building) also stops the run.
 func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
-	f.log.Info("rollout run", "run", f.cfg.Run, "mode", f.cfg.Mode, "steps", f.cfg.Steps,
+	f.log.Info("rollout run", "run", f.cfg.Run, "seed", f.cfg.Seed, "mode", f.cfg.Mode, "steps", f.cfg.Steps,
+		"rollouts_per_step", f.cfg.BatchSize*f.cfg.GroupSize,
 		"batch_size", f.cfg.BatchSize, "group_size", f.cfg.GroupSize, "dbar", f.cfg.DBar.String(),
 		"concurrency", f.cfg.Concurrency, "tasks", len(f.tasks))
 	if f.cfg.Mode.TrainsExecutor() {
 		if f.cfg.Expert == nil {
-			f.log.Info(f.cfg.ExpertFallback.Describe())
+			f.log.Info("scoring", "r_expert", f.cfg.ExpertFallback.Describe())
 		} else {
-			f.log.Info("expert judge configured: r_expert is the judge's score")
+			f.log.Info("scoring", "r_expert", "the expert judge's rating of each report")
 		}
 	}
 	var (
@@ -201,6 +202,9 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		sum, d, err := f.runStep(ctx, step, prevD)
 		if err != nil {
 			return sums, err
+		}
+		if err := f.cfg.Sink.WriteSummary(context.WithoutCancel(ctx), sum); err != nil {
+			return sums, fmt.Errorf("rollout step %d: %w", step, err)
 		}
 		sums = append(sums, sum)
 		prevD = d
@@ -251,13 +255,13 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 		sum.DBar = dbar
 	}
 	summarize(&sum, results)
-	sum.WallTime = time.Since(start)
+	sum.WallSeconds = time.Since(start).Seconds()
 	if s := rolloutTime.Seconds(); s > 0 {
 		sum.RolloutsPerSecond = float64(len(results)) / s
 	}
 	f.log.Info("step done", "step", step, "mean_main_reward", sum.MeanMainReward, "mean_sub_reward", sum.MeanSubReward,
 		"accuracy", sum.Accuracy, "failed_rollouts", sum.FailedRollouts, "planner_samples", sum.PlannerSamples,
-		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_time", sum.WallTime.Round(time.Millisecond),
+		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_seconds", sum.WallSeconds,
 		"rollouts_per_second", sum.RolloutsPerSecond)
 	return sum, d, nil
 }

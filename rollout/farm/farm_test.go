@@ -428,8 +428,8 @@ func TestFarmInterrupted(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if strings.Join(names, ",") != "step-000001" {
-		t.Errorf("output holds %v, want step-000001 only", names)
+	if strings.Join(names, ",") != "step-000001,summary.jsonl" {
+		t.Errorf("output holds %v, want step-000001 and its summary only", names)
 	}
 }
 

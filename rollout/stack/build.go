@@ -1,0 +1,205 @@
+package stack
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/tools"
+	"github.com/mgrpo/mgrpo/tools/search"
+)
+
+// EnvJudgeKey names the environment variable holding the judge endpoint's
+// API key when the judge's api_key_env does not name another; keys never
+// come from flags or files, so they stay out of shell history, process
+// lists and configuration files.
+const EnvJudgeKey = "MGRPO_JUDGE_API_KEY"
+
+// Options say what Build builds.
+type Options struct {
+	// Single builds the single agent (mode single) instead of the planner
+	// with its executors.
+	Single bool
+	// Capture asks the model clients for token data (training runs need
+	// it; evaluations do not).
+	Capture bool
+	// Getenv reads the tools' API keys (nil: os.Getenv; see Getenv).
+	Getenv func(string) string
+	// Logger receives the clients' log lines (nil: discard).
+	Logger *slog.Logger
+}
+
+// Stack is what a run needs from its endpoints: the agent (the planner
+// with its executors, or the single agent) and, when configured, the judge
+// model. Close releases the clients.
+type Stack struct {
+	Planner *agents.Planner
+	Single  *agents.Single
+	// Judge is the LLM judge, nil without one.
+	Judge   score.ChatModel
+	closers []func()
+}
+
+// Agent is what runs one rollout of a query.
+type Agent interface {
+	Run(context.Context, agents.Query) *agents.Rollout
+}
+
+// Agent returns the stack's agent.
+func (s *Stack) Agent() Agent {
+	if s.Single != nil {
+		return s.Single
+	}
+	return s.Planner
+}
+
+// Close releases the model clients. It is idempotent.
+func (s *Stack) Close() {
+	for _, c := range s.closers {
+		c()
+	}
+	s.closers = nil
+}
+
+// Build checks the endpoints (a preflight of every vLLM/SGLang endpoint's
+// /health, so an unreachable server is reported before any rollout) and
+// builds the model clients, the web tools and the agents of c. A
+// configuration error wraps ErrConfig; a failed preflight does not (the
+// configuration may be right and the server down).
+func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	prompts, err := agents.DefaultPrompts().With(c.Prompts)
+	if err != nil {
+		return nil, fmt.Errorf("%w: prompts: %w", ErrConfig, err)
+	}
+	st := &Stack{}
+	ok := false
+	defer func() {
+		if !ok {
+			st.Close()
+		}
+	}()
+	var preflight []*llm.Client
+	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
+		s := llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, Stop: e.Stop, MaxTokens: e.MaxTokens,
+			ChatTemplateKwargs: e.ChatTemplateKwargs}
+		env := e.APIKeyEnv
+		if env == "" && role == "judge" {
+			env = EnvJudgeKey
+		}
+		key := ""
+		if env != "" {
+			key = os.Getenv(env)
+		}
+		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
+			CaptureTokens: capture, Sampling: s, Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
+		}
+		st.closers = append(st.closers, cl.Close)
+		// Hosted OpenAI-style APIs have no /health; their first call tells.
+		if check && e.Dialect != llm.DialectOpenAI {
+			preflight = append(preflight, cl)
+		}
+		return cl, nil
+	}
+	executorClient, err := client("executor", c.Executor, opts.Capture, true)
+	if err != nil {
+		return nil, err
+	}
+	toolbox, err := tools.NewWebToolbox(tools.WebConfig{
+		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
+		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
+		AllowHosts: c.Search.AllowHosts,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
+	}
+	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
+	b := c.Budgets
+	plannerBudget.MaxTurns, executorBudget.MaxTurns = b.PlannerTurns, b.ExecutorTurns
+	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = b.MaxTokens, b.MaxTokens
+	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
+	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
+	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: toolbox, Budget: executorBudget, Prompts: prompts}
+	if opts.Single {
+		if st.Single, err = agents.NewSingle(execCfg); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	} else {
+		plannerClient, err := client("planner", c.Planner, opts.Capture, true)
+		if err != nil {
+			return nil, err
+		}
+		executor, err := agents.NewExecutor(execCfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: plannerBudget, Rollout: rolloutBudget, Prompts: prompts}
+		if len(c.Reasoner.URLs) > 0 {
+			if pc.Reasoner, err = client("reasoner", c.Reasoner, false, false); err != nil {
+				return nil, err
+			}
+		}
+		if st.Planner, err = agents.NewPlanner(pc); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	if len(c.Judge.URLs) > 0 {
+		judgeClient, err := client("judge", c.Judge, false, false)
+		if err != nil {
+			return nil, err
+		}
+		st.Judge = score.LLMChat{Client: judgeClient}
+	}
+	var problems []string
+	for _, cl := range preflight {
+		if err := cl.Pool().Preflight(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
+	}
+	ok = true
+	return st, nil
+}
+
+// Configure adds the stack's runner and scorers to a farm configuration:
+// r_correct is GAIA's exact match, then the judge when there is one; r_expert
+// is the judge's rating of each report, or the configuration's fallback. It
+// returns a description of r_correct for the start-of-run log.
+func (s *Stack) Configure(fc *farm.Config) (correctness string) {
+	fc.Runner = &farm.AgentRunner{Planner: s.Planner, Single: s.Single}
+	var scorer score.Scorer = score.GAIAExact
+	correctness = "GAIA exact match (no judge)"
+	if s.Judge != nil {
+		scorer = score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(s.Judge))
+		fc.Expert = score.ExpertJudge{Model: s.Judge}
+		correctness = "GAIA exact match, then the LLM judge"
+	}
+	fc.Scorer = rolloutScorer{scorer}
+	return correctness
+}
+
+// rolloutScorer adapts a bench scorer to the farm's Scorer.
+type rolloutScorer struct{ s score.Scorer }
+
+func (r rolloutScorer) Score(ctx context.Context, question, prediction, gold string) (rollout.Verdict, error) {
+	v, err := r.s.Score(ctx, score.Case{Question: question, Answer: gold, Prediction: prediction})
+	out := rollout.Verdict{Method: v.Method, Raw: strings.Join(v.JudgeOutput, "\n---\n")}
+	if v.Correct {
+		out.Correct = 1
+	}
+	return out, err
+}

@@ -1,0 +1,155 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/rollout"
+)
+
+// ErrConfig marks a configuration error: the run did not start and nothing
+// was done. Commands exit with status 2 on it.
+var ErrConfig = errors.New("configuration error")
+
+// Config is a run's whole configuration, as a YAML file holds it (keys in
+// `yaml` tags, documented in `doc` tags, listed by Keys). The CLI reads the
+// file given by --config and writes the flags set on the command line on
+// top; a `flag` tag names the flag that sets a key, so messages can name
+// both.
+type Config struct {
+	Run              string   `yaml:"run" flag:"run" doc:"run name, written into every sample (default: the out directory's name)"`
+	Tasks            string   `yaml:"tasks" flag:"tasks" doc:"JSON Lines task file (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
+	Out              string   `yaml:"out" flag:"out" doc:"output directory: step-NNNNNN/ folders, summary.jsonl"`
+	Seed             uint64   `yaml:"seed" flag:"seed" doc:"run seed: rollout seeds, alignment and the sim world derive from it"`
+	Steps            int      `yaml:"steps" flag:"steps" doc:"number of steps"`
+	BatchSize        int      `yaml:"batch_size" flag:"batch-size" doc:"queries per step (B)"`
+	GroupSize        int      `yaml:"group_size" flag:"group-size" doc:"rollouts per query (K; the paper uses 8)"`
+	DBar             string   `yaml:"dbar" flag:"dbar" doc:"executor trajectories per rollout after alignment: N or auto (0.99 quantile of observed d)"`
+	Mode             string   `yaml:"mode" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
+	DropZeroVariance bool     `yaml:"drop_zero_variance" flag:"drop-zero-variance" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
+	Concurrency      int      `yaml:"concurrency" flag:"concurrency" doc:"rollouts in flight across a step"`
+	Format           string   `yaml:"format" flag:"format" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
+	Grace            Duration `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
+	Sim              bool     `yaml:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
+
+	Planner  EndpointConfig `yaml:"planner" flag:"planner" doc:"planner model endpoints"`
+	Executor EndpointConfig `yaml:"executor" flag:"executor" doc:"executor model endpoints (single mode: the single agent's)"`
+	Reasoner EndpointConfig `yaml:"reasoner" doc:"optional reasoning model behind the planner's reason tool"`
+	Judge    EndpointConfig `yaml:"judge" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
+
+	Search  SearchConfig  `yaml:"search" doc:"executor web tools"`
+	Rewards RewardsConfig `yaml:"rewards" doc:"reward coefficients"`
+	Budgets BudgetsConfig `yaml:"budgets" doc:"agent budgets"`
+	// Prompts overrides embedded prompt templates by name.
+	Prompts map[string]string `yaml:"prompts" doc:"prompt template overrides by name (planner_system, executor_user, …)"`
+}
+
+// EndpointConfig is one role's inference endpoints. Its flags, where a role
+// has them, are --ROLE-url and --ROLE-model.
+type EndpointConfig struct {
+	URLs        []string `yaml:"urls" flag:"url" doc:"base URLs (several: a pool with stickiness and failover)"`
+	Model       string   `yaml:"model" flag:"model" doc:"served model name"`
+	Dialect     string   `yaml:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
+	Temperature *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
+	TopP        *float64 `yaml:"top_p" doc:"nucleus sampling"`
+	TopK        *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
+	Stop        []string `yaml:"stop" doc:"stop strings"`
+	MaxTokens   int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's)"`
+	// ChatTemplateKwargs is passed to the server's chat template.
+	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"chat template arguments, e.g. {enable_thinking: false}"`
+	// APIKeyEnv names the environment variable holding the endpoint's key;
+	// keys themselves never go in files or flags.
+	APIKeyEnv string `yaml:"api_key_env" doc:"environment variable holding the API key"`
+}
+
+// SearchConfig configures the executors' tools.
+type SearchConfig struct {
+	Provider   string   `yaml:"provider" flag:"search-provider" doc:"{providers}"`
+	URL        string   `yaml:"url" flag:"search-url" doc:"provider base URL override"`
+	Index      string   `yaml:"index" doc:"index directory of the local provider"`
+	AllowHosts []string `yaml:"allow_hosts" flag:"allow-host" doc:"hosts (host or host:port) visit may fetch despite the SSRF guard"`
+	MaxQueries int      `yaml:"max_queries" doc:"queries per search call"`
+	Results    int      `yaml:"results" doc:"results per query"`
+	Rate       float64  `yaml:"rate" doc:"provider requests per second (0: unlimited)"`
+}
+
+// RewardsConfig holds the reward coefficients.
+type RewardsConfig struct {
+	Alpha1         float64 `yaml:"alpha1" doc:"main reward: weight of r_format"`
+	Alpha2         float64 `yaml:"alpha2" doc:"main reward: weight of r_correct"`
+	Beta1          float64 `yaml:"beta1" doc:"sub reward: weight of r_format"`
+	Beta2          float64 `yaml:"beta2" doc:"sub reward: weight of the main rollout's r_correct"`
+	Beta3          float64 `yaml:"beta3" doc:"sub reward: weight of r_expert"`
+	ExpertFallback string  `yaml:"expert_fallback" flag:"expert-fallback" doc:"r_expert without a judge: format, zero or correct-main"`
+}
+
+// BudgetsConfig holds the agents' budgets.
+type BudgetsConfig struct {
+	PlannerTurns   int      `yaml:"planner_turns" doc:"planner model calls per rollout"`
+	ExecutorTurns  int      `yaml:"executor_turns" doc:"executor model calls per subtask"`
+	MaxTokens      int      `yaml:"max_tokens" doc:"completion tokens per call"`
+	ContextTokens  int      `yaml:"context_tokens" doc:"model context; near it the agent is told to answer now"`
+	Delegations    int      `yaml:"delegations" doc:"executors per rollout"`
+	RolloutTimeout Duration `yaml:"rollout_timeout" doc:"wall-clock limit per rollout (e.g. 10m)"`
+}
+
+// Duration is a time.Duration written as Go duration text ("30s", "10m")
+// in YAML.
+type Duration struct{ time.Duration }
+
+// UnmarshalText parses a Go duration.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("duration %q: want e.g. 30s or 10m", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText writes the duration as Go duration text.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// DefaultConfig is the configuration before the file and the flags: one
+// step of 8 questions × 8 rollouts, d̄ auto, the paper's reward weights and
+// the agents' default budgets.
+func DefaultConfig() Config {
+	w := rollout.DefaultRewardWeights()
+	pb, eb, rb := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
+	return Config{
+		Seed: 1, Steps: 1, BatchSize: 8, GroupSize: 8, DBar: "auto", Mode: string(rollout.ModeMGRPO),
+		Concurrency: 64, Format: "jsonl", Grace: Duration{30 * time.Second},
+		Planner:  EndpointConfig{Dialect: "vllm"},
+		Executor: EndpointConfig{Dialect: "vllm"},
+		Reasoner: EndpointConfig{Dialect: "openai"},
+		Judge:    EndpointConfig{Dialect: "openai"},
+		Search:   SearchConfig{Provider: "serper", MaxQueries: 5, Results: 10},
+		Rewards: RewardsConfig{Alpha1: w.Alpha1, Alpha2: w.Alpha2, Beta1: w.Beta1, Beta2: w.Beta2, Beta3: w.Beta3,
+			ExpertFallback: string(rollout.DefaultExpertFallback)},
+		Budgets: BudgetsConfig{PlannerTurns: pb.MaxTurns, ExecutorTurns: eb.MaxTurns, MaxTokens: pb.MaxTokensPerTurn,
+			ContextTokens: pb.ContextTokens, Delegations: rb.MaxDelegations, RolloutTimeout: Duration{rb.WallClock}},
+	}
+}
+
+// LoadConfig reads the YAML file at path over DefaultConfig (path "" gives
+// the defaults). Unknown keys and values of the wrong type are errors
+// (wrapping ErrConfig) that name the file, the line and the key.
+func LoadConfig(path string) (Config, error) {
+	cfg := DefaultConfig()
+	if path == "" {
+		return cfg, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, fmt.Errorf("%w: --config: %w", ErrConfig, err)
+	}
+	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
+		return cfg, fmt.Errorf("%w: --config %s: %s", ErrConfig, path, describeYAMLError(err))
+	}
+	return cfg, nil
+}

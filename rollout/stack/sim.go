@@ -1,0 +1,75 @@
+package stack
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/sim"
+	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/tools/search"
+)
+
+// SimModel is the model name the simulated inference server serves.
+const SimModel = "sim-qwen3"
+
+// simSearchKey is the API key sent to the simulated web's Serper-shaped
+// search, which accepts any key unless it was started with one.
+const simSearchKey = "sim"
+
+// StartSim starts the simulated world when c.Sim is set and points every
+// endpoint and tool of c at it: planner and executor (and the judge with
+// --judge-url sim) at the inference server, search at the web's
+// Serper-shaped API, with the web's host allowed past the SSRF guard. It
+// returns nil when c.Sim is not set. The caller closes the world.
+func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
+	if !c.Sim {
+		return nil, nil
+	}
+	w, err := sim.Start(sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range []*EndpointConfig{&c.Planner, &c.Executor} {
+		e.URLs = []string{w.LLMURL}
+		if e.Model == "" {
+			e.Model = SimModel
+		}
+	}
+	if c.SimJudge() {
+		c.Judge.URLs, c.Judge.Dialect = []string{w.LLMURL}, "openai"
+		if c.Judge.Model == "" {
+			c.Judge.Model = SimModel
+		}
+	}
+	c.Search.Provider, c.Search.URL = "serper", w.WebURL
+	c.Search.AllowHosts = append(c.Search.AllowHosts, w.WebHost)
+	logger.Info("simulated world started", "llm", w.LLMURL, "web", w.WebURL)
+	return w, nil
+}
+
+// Getenv returns how the tools read their API keys: os.Getenv, except that
+// with a simulated world the search key is one the sim's web accepts.
+func Getenv(w *sim.World) func(string) string {
+	if w == nil {
+		return os.Getenv
+	}
+	return func(k string) string {
+		if k == search.EnvSerper {
+			return simSearchKey
+		}
+		return os.Getenv(k)
+	}
+}
+
+// SimTasks returns the simulated web's questions as tasks, without
+// touching the disk.
+func SimTasks(w *sim.World) ([]farm.Task, error) {
+	var buf bytes.Buffer
+	if err := web.WriteTasks(&buf, w.Web.Questions, "jsonl"); err != nil {
+		return nil, fmt.Errorf("sim tasks: %w", err)
+	}
+	return farm.ReadTasks(&buf, "the sim web's questions")
+}

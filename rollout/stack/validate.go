@@ -1,0 +1,152 @@
+package stack
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+)
+
+// name says how a user sets a key: "group_size (--group-size)", or the key
+// alone when no flag sets it.
+func name(key, flag string) string {
+	if flag == "" {
+		return key
+	}
+	return key + " (--" + flag + ")"
+}
+
+// problems collects configuration errors.
+type problems []error
+
+func (p *problems) add(key, flag, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%s: %s", name(key, flag), fmt.Sprintf(format, args...)))
+}
+
+// Validate checks the whole configuration before anything runs: required
+// keys and their combinations, sizes, and the values the farm parses (mode,
+// dbar, reward weights, expert fallback). It returns every problem at once,
+// each naming the key and its flag and saying how to fix it, joined into an
+// error wrapping ErrConfig; nil when the configuration is usable.
+func (c Config) Validate() error {
+	var p problems
+	if c.Out == "" {
+		p.add("out", "out", "required: the directory the run writes its steps to")
+	}
+	if c.Steps < 1 {
+		p.add("steps", "steps", "%d: must be at least 1", c.Steps)
+	}
+	if c.BatchSize < 1 {
+		p.add("batch_size", "batch-size", "%d: must be at least 1 (queries per step)", c.BatchSize)
+	}
+	if c.GroupSize < 1 {
+		p.add("group_size", "group-size", "%d: must be at least 1 (rollouts per query; the paper uses 8)", c.GroupSize)
+	}
+	if c.Concurrency < 1 {
+		p.add("concurrency", "concurrency", "%d: must be at least 1 (rollouts in flight)", c.Concurrency)
+	}
+	if c.Grace.Duration < 0 {
+		p.add("grace", "", "%v: must not be negative", c.Grace.Duration)
+	}
+	if c.Budgets.RolloutTimeout.Duration < 0 {
+		p.add("budgets.rollout_timeout", "", "%v: must not be negative", c.Budgets.RolloutTimeout.Duration)
+	}
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		p.add("mode", "mode", "%q: want mgrpo, frozen-sub or single", c.Mode)
+	}
+	if _, err := rollout.ParseDBar(c.DBar); err != nil {
+		p.add("dbar", "dbar", "%q: want a positive integer or auto", c.DBar)
+	}
+	if _, err := rollout.ParseExpertFallback(c.Rewards.ExpertFallback); err != nil {
+		p.add("rewards.expert_fallback", "expert-fallback", "%q: want format, zero or correct-main", c.Rewards.ExpertFallback)
+	}
+	if err := c.weights().Validate(); err != nil {
+		p.add("rewards", "", "%v", err)
+	}
+	switch c.Format {
+	case "jsonl", "parquet":
+	default:
+		p.add("format", "format", "%q: want jsonl or parquet", c.Format)
+	}
+	if !c.Sim {
+		if c.Tasks == "" {
+			p.add("tasks", "tasks", "required without --sim: a JSON Lines file of {id, question, answer}")
+		}
+		roles := []struct {
+			key string
+			e   EndpointConfig
+		}{{"executor", c.Executor}}
+		if mode != rollout.ModeSingle {
+			roles = append(roles, struct {
+				key string
+				e   EndpointConfig
+			}{"planner", c.Planner})
+		}
+		for _, r := range roles {
+			if len(r.e.URLs) == 0 || r.e.Model == "" {
+				p.add(r.key, "", "urls and model required without --sim (--%s-url URL --%s-model NAME)", r.key, r.key)
+			}
+		}
+	}
+	switch {
+	case c.SimJudge() && !c.Sim:
+		p.add("judge.urls", "judge-url", "sim needs --sim (the simulated model plays the judge)")
+	case !c.SimJudge() && (len(c.Judge.URLs) == 0) != (c.Judge.Model == ""):
+		p.add("judge", "", "give both urls and model (--judge-url, --judge-model), or neither")
+	}
+	if (len(c.Reasoner.URLs) == 0) != (c.Reasoner.Model == "") {
+		p.add("reasoner", "", "give both urls and model, or neither")
+	}
+	if err := errors.Join(p...); err != nil {
+		return fmt.Errorf("%w:\n%w", ErrConfig, err)
+	}
+	return nil
+}
+
+// CheckTasks reports, wrapping ErrConfig, what makes tasks unusable for
+// this configuration: a step takes batch_size distinct tasks.
+func (c Config) CheckTasks(tasks []farm.Task, source string) error {
+	if len(tasks) < c.BatchSize {
+		return fmt.Errorf("%w: %s: %d: more than the %d tasks of %s; a step would hold a question twice (lower --batch-size or add tasks)",
+			ErrConfig, name("batch_size", "batch-size"), c.BatchSize, len(tasks), source)
+	}
+	return nil
+}
+
+// SimJudge reports whether the judge is the simulated world's model
+// (--judge-url sim), which plays the project's judge prompts offline.
+func (c Config) SimJudge() bool {
+	return len(c.Judge.URLs) == 1 && c.Judge.URLs[0] == "sim"
+}
+
+// weights returns the reward coefficients.
+func (c Config) weights() rollout.RewardWeights {
+	r := c.Rewards
+	return rollout.RewardWeights{Alpha1: r.Alpha1, Alpha2: r.Alpha2, Beta1: r.Beta1, Beta2: r.Beta2, Beta3: r.Beta3}
+}
+
+// FarmConfig returns the farm's configuration for c: every value c holds,
+// parsed. The caller adds what is not configuration: the runner and scorers
+// (see Stack.Configure), the sink, the logger and progress hooks. c must
+// have passed Validate; an error wraps ErrConfig.
+func (c Config) FarmConfig() (farm.Config, error) {
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		return farm.Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name("mode", "mode"), err)
+	}
+	dbar, err := rollout.ParseDBar(c.DBar)
+	if err != nil {
+		return farm.Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name("dbar", "dbar"), err)
+	}
+	fallback, err := rollout.ParseExpertFallback(c.Rewards.ExpertFallback)
+	if err != nil {
+		return farm.Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name("rewards.expert_fallback", "expert-fallback"), err)
+	}
+	return farm.Config{
+		Run: c.Run, Seed: c.Seed, Steps: c.Steps, BatchSize: c.BatchSize, GroupSize: c.GroupSize,
+		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
+		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration,
+	}, nil
+}
