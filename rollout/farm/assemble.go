@@ -88,7 +88,7 @@ func assembleStep(cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPla
 		out.files.Stats = append(out.files.Stats, res.Stats)
 		out.counters.Add(res)
 		for k := range rs {
-			line, err := inspectionRecord(&rs[k])
+			line, err := inspectionRecord(t, &rs[k])
 			if err != nil {
 				return assembly{}, fmt.Errorf("assemble step %d: encode %s: %w", plan.step, rs[k].describe(), err)
 			}

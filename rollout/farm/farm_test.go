@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -224,12 +225,23 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 	wantErr := []string{"", "give up", "runner panicked: boom", "", "runner returned no rollout", "", "", "planner: turn 1: turn has no usable token data"}
 	for i, line := range lines {
 		var rec struct {
-			ID     string        `json:"id"`
-			Error  string        `json:"error"`
-			Scores RolloutScores `json:"scores"`
+			ID         string        `json:"id"`
+			Question   string        `json:"question"`
+			GoldAnswer string        `json:"gold_answer"`
+			Error      string        `json:"error"`
+			Scores     RolloutScores `json:"scores"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatal(err)
+		}
+		if q := i / 4; rec.GoldAnswer != fmt.Sprintf("a%d", q) || rec.Question != fmt.Sprintf("question %d?", q) {
+			t.Errorf("line %d (%s): question %q, gold answer %q; want the task's", i, rec.ID, rec.Question, rec.GoldAnswer)
+		}
+		if rec.Scores.FormatOK != (rec.Scores.FormatReason == "") {
+			t.Errorf("line %d (%s): format_ok %v with format_reason %q; every invalid format needs a reason", i, rec.ID, rec.Scores.FormatOK, rec.Scores.FormatReason)
+		}
+		if wantErr[i] != "" && !strings.Contains(rec.Scores.FormatReason, wantErr[i]) {
+			t.Errorf("line %d (%s): format_reason %q does not give the cause %q", i, rec.ID, rec.Scores.FormatReason, wantErr[i])
 		}
 		if !strings.Contains(rec.Error, wantErr[i]) || (wantErr[i] == "") != (rec.Error == "") {
 			t.Errorf("line %d (%s): error %q, want %q", i, rec.ID, firstLine(rec.Error), wantErr[i])

@@ -15,10 +15,14 @@ import (
 // rolloutRecord is one line of rollouts.jsonl: a rollout tree with its
 // scores and errors, for inspection.
 type rolloutRecord struct {
-	ID     string              `json:"id"`
-	Task   rollout.RolloutTask `json:"task"`
-	Error  string              `json:"error,omitempty"`
-	Scores RolloutScores       `json:"scores"`
+	ID   string              `json:"id"`
+	Task rollout.RolloutTask `json:"task"`
+	// Question and GoldAnswer are the task's, so a line can be read without
+	// the task file.
+	Question   string        `json:"question"`
+	GoldAnswer string        `json:"gold_answer"`
+	Error      string        `json:"error,omitempty"`
+	Scores     RolloutScores `json:"scores"`
 	// Drifts and SequenceErrors summarise the sequence assembly of the
 	// planner (first) and each executor.
 	Drifts         []int           `json:"drifts"`
@@ -36,8 +40,9 @@ type rolloutRecord struct {
 // too: the samples hold them, and the per-turn prompt ids would make the
 // file quadratic in the conversation length. Messages, tool calls,
 // observations, answers, errors, finish reasons and usage stay.
-func inspectionRecord(r *RolloutResult) ([]byte, error) {
-	rec := rolloutRecord{ID: r.Task.ID(), Task: r.Task, Error: r.Error, Scores: r.Scores, Tree: inspectionTree(r.Tree)}
+func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
+	rec := rolloutRecord{ID: r.Task.ID(), Task: r.Task, Question: t.Question, GoldAnswer: t.Answer, Error: r.Error,
+		Scores: r.Scores, Tree: inspectionTree(r.Tree)}
 	rec.Drifts = append(rec.Drifts, r.Planner.Drifts)
 	errs := []string{r.Planner.SequenceError}
 	failed := r.Planner.SequenceError != ""

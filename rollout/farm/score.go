@@ -3,8 +3,10 @@ package farm
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -25,6 +27,10 @@ type RolloutScores struct {
 	// reward sees it: the agents' verdict, and false for a failed rollout or
 	// a trajectory whose turns form no sequences.
 	FormatOK bool `json:"format_ok"`
+	// FormatReason says why FormatOK is false (the rollout's error, the
+	// trajectory's error or format errors, a sequence assembly failure);
+	// empty when it is true.
+	FormatReason string `json:"format_reason,omitempty"`
 	// Correct is r_correct: the scorer's verdict on the answer, 0 when the
 	// format is invalid (no single answer to judge) or the scorer failed.
 	Correct float64 `json:"correct"`
@@ -41,8 +47,10 @@ type RolloutScores struct {
 
 // SubScore is the reward of one executor trajectory.
 type SubScore struct {
-	// FormatOK is the executor's format validity as the reward sees it.
-	FormatOK bool `json:"format_ok"`
+	// FormatOK is the executor's format validity as the reward sees it;
+	// FormatReason says why it is false.
+	FormatOK     bool   `json:"format_ok"`
+	FormatReason string `json:"format_reason,omitempty"`
 	// Expert is r_expert, from the judge or the run's fallback; 0 when the
 	// judge failed.
 	Expert float64 `json:"expert"`
@@ -63,7 +71,8 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 	tree := res.Tree
 	sc := RolloutScores{}
 	p := tree.Planner
-	sc.FormatOK = res.Error == "" && p != nil && p.FormatOK && res.Planner.SequenceError == ""
+	sc.FormatReason = formatReason(res.Error, p, res.Planner.SequenceError)
+	sc.FormatOK = sc.FormatReason == ""
 	if sc.FormatOK && s.Scorer != nil {
 		v, err := s.Scorer.Score(ctx, t.Question, tree.Answer, t.Answer)
 		if err != nil {
@@ -77,7 +86,12 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 
 	sc.Subs = make([]SubScore, len(tree.Executors))
 	for i, e := range tree.Executors {
-		sc.Subs[i].FormatOK = e != nil && e.FormatOK && i < len(res.Executors) && res.Executors[i].SequenceError == ""
+		seqErr := "no sequence result for this executor"
+		if i < len(res.Executors) {
+			seqErr = res.Executors[i].SequenceError
+		}
+		sc.Subs[i].FormatReason = formatReason("", e, seqErr)
+		sc.Subs[i].FormatOK = sc.Subs[i].FormatReason == ""
 	}
 	if s.Mode.TrainsExecutor() {
 		var wg sync.WaitGroup
@@ -103,4 +117,26 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 		wg.Wait()
 	}
 	res.Scores = sc
+}
+
+// formatReason says why a trajectory's format counts as invalid for the
+// reward, or returns "" when it is valid: the rollout failed (rolloutErr),
+// there is no trajectory, the trajectory ended with an error or format
+// errors (the agents' verdict), or its turns formed no sequences.
+func formatReason(rolloutErr string, t *agents.Trajectory, sequenceErr string) string {
+	switch {
+	case rolloutErr != "":
+		return "rollout failed: " + rolloutErr
+	case t == nil:
+		return "no trajectory"
+	case t.Error != "":
+		return "trajectory error: " + t.Error
+	case len(t.FormatErrors) > 0:
+		return "format errors: " + strings.Join(t.FormatErrors, "; ")
+	case !t.FormatOK:
+		return "the agent judged its format invalid"
+	case sequenceErr != "":
+		return "sequence assembly: " + sequenceErr
+	}
+	return ""
 }
