@@ -45,6 +45,11 @@ type StepSummary struct {
 	// whose metadata carries a failure class, by class.
 	ToolCalls  int            `json:"tool_calls"`
 	ToolErrors map[string]int `json:"tool_errors"`
+	// VisitCalls counts visit tool calls; VisitsRefused those the SSRF
+	// guard refused (a host outside the allow-list resolving to a private
+	// address, or too many redirects).
+	VisitCalls    int `json:"visit_calls"`
+	VisitsRefused int `json:"visits_refused"`
 	// LLMCalls counts model calls (turns); PromptTokens and
 	// CompletionTokens their tokens.
 	LLMCalls         int   `json:"llm_calls"`

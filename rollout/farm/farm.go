@@ -191,6 +191,8 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 			f.log.Info("scoring", "r_expert", "the expert judge's rating of each report")
 		}
 	}
+	warn := warnings{log: f.log}
+	warn.atStart(f.cfg, len(f.tasks))
 	var (
 		sums  []rollout.StepSummary
 		prevD []int
@@ -206,6 +208,7 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		if err := f.cfg.Sink.WriteSummary(context.WithoutCancel(ctx), sum); err != nil {
 			return sums, fmt.Errorf("rollout step %d: %w", step, err)
 		}
+		warn.afterStep(sum)
 		sums = append(sums, sum)
 		prevD = d
 	}

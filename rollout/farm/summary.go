@@ -6,6 +6,9 @@ import (
 	"github.com/mgrpo/mgrpo/tools/remote"
 )
 
+// visitTool is the name the visit tool records in its calls' metadata.
+const visitTool = "visit"
+
 // Progress reports a running step, once per finished rollout.
 type Progress struct {
 	Step int
@@ -95,6 +98,12 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) {
 			sum.ToolCalls++
 			if c.Meta.Class != remote.ClassOK {
 				sum.ToolErrors[string(c.Meta.Class)]++
+			}
+			if c.Meta.Tool == visitTool {
+				sum.VisitCalls++
+				if c.Meta.Class == remote.ClassRefused {
+					sum.VisitsRefused++
+				}
 			}
 		}
 	}
