@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,21 +31,36 @@ func usagef(format string, args ...any) error {
 	return usageError{fmt.Errorf(format, args...)}
 }
 
+// exitInterrupted is the exit status after a second interrupt, as a shell
+// reports a process ended by SIGINT (128 + 2).
+const exitInterrupted = 130
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	// The first signal starts a graceful stop; restoring the default
-	// handling lets a second one end the process at once.
-	go func() {
-		<-ctx.Done()
-		stop()
-	}()
-	os.Exit(run(ctx, os.Args, os.Stdout, os.Stderr))
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr, signals, os.Exit))
 }
 
-// run executes the command line and returns the exit status.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// run executes the command line and returns the exit status. The first
+// value on signals cancels the command's context (a run lets in-flight
+// rollouts finish within its grace period); a second one calls exit at once.
+// Both are logged. Tests pass a nil channel.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, exit func(int)) int {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
 	app := newApp(stdout, stderr)
+	before := app.Before
+	app.Before = func(c *cli.Context) error {
+		if err := before(c); err != nil {
+			return err
+		}
+		if signals != nil {
+			go watchSignals(ctx, done, signals, cancel, loggerOf(c), exit)
+		}
+		return nil
+	}
 	if err := app.RunContext(ctx, args); err != nil {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
 		if isConfigError(err) {
@@ -53,6 +69,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// watchSignals turns the first signal into a graceful stop and the second
+// into an immediate exit. Step files are written to a temporary name and
+// renamed, so an exit at any moment leaves only complete steps on disk. It
+// returns when the command is done (done is closed).
+func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.Signal, cancel context.CancelCauseFunc, logger *slog.Logger, exit func(int)) {
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+		// Cancelled from outside (a test, a caller's deadline): a signal
+		// now can only mean "at once".
+	case s := <-signals:
+		logger.Warn("stopping: in-flight work gets its grace period to finish; send the signal again to stop at once", "signal", s.String())
+		cancel(fmt.Errorf("%s signal received", s))
+	}
+	select {
+	case <-done:
+	case s := <-signals:
+		logger.Warn("stopping at once: in-flight rollouts are abandoned; steps already written are complete", "signal", s.String())
+		exit(exitInterrupted)
+	}
 }
 
 // asUsageError marks every error urfave/cli reports about the command line

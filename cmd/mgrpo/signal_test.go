@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/web"
+)
+
+// lockedBuffer is a bytes.Buffer safe for the logger and the test at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestSecondSignalStopsAtOnce runs a rollout against a slow model server
+// (every answer takes 3 s), interrupts it once, then again, and checks that
+// the first interrupt starts the graceful stop, the second exits at once
+// with status 130, and no step directory was written.
+func TestSecondSignalStopsAtOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a rollout against a slow sim server")
+	}
+	world, err := web.Generate(web.Config{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	webSrv := httptest.NewServer(world.Handler())
+	defer webSrv.Close()
+	cfg := simllm.DefaultConfig()
+	cfg.TTFT = 3 * time.Second
+	srv, err := simllm.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	llmSrv := httptest.NewServer(srv.Handler())
+	defer func() { srv.Close(); llmSrv.CloseClientConnections(); llmSrv.Close() }()
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	f, _ := os.Create(tasks)
+	web.WriteTasks(f, world.Questions[:2], "jsonl")
+	f.Close()
+	conf := filepath.Join(dir, "run.yaml")
+	os.WriteFile(conf, []byte("grace: 4s\n"), 0o644)
+	u, _ := url.Parse(webSrv.URL)
+	out := filepath.Join(dir, "out")
+
+	signals := make(chan os.Signal, 2)
+	exited := make(chan int, 1)
+	done := make(chan int, 1)
+	var stderr lockedBuffer
+	go func() {
+		done <- run(context.Background(), []string{"mgrpo", "rollout", "--config", conf, "--tasks", tasks, "--out", out,
+			"--planner-url", llmSrv.URL, "--planner-model", "sim-qwen3", "--executor-url", llmSrv.URL, "--executor-model", "sim-qwen3",
+			"--search-provider", "searxng", "--search-url", webSrv.URL, "--allow-host", u.Host, "--batch-size", "2", "--group-size", "2"},
+			&bytes.Buffer{}, &stderr, signals, func(code int) { exited <- code })
+	}()
+	waitFor(t, &stderr, "step start")
+	signals <- syscall.SIGINT
+	waitFor(t, &stderr, "send the signal again to stop at once")
+	sent := time.Now()
+	signals <- syscall.SIGINT
+	select {
+	case code := <-exited:
+		if code != exitInterrupted {
+			t.Errorf("exit %d after the second signal, want %d", code, exitInterrupted)
+		}
+		// Generous: the point is not waiting out the 4 s grace or the 3 s calls.
+		if waited := time.Since(sent); waited > 2*time.Second {
+			t.Errorf("the second signal took %v to exit", waited)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no exit after the second signal:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopping at once") {
+		t.Errorf("the immediate stop was not logged:\n%s", stderr.String())
+	}
+	<-done // the fake exit returns; the run then ends after its grace period
+	if _, err := os.Stat(filepath.Join(out, "step-000001")); err == nil {
+		t.Error("an interrupted step was written")
+	}
+}
+
+// waitFor polls buf until it contains s.
+func waitFor(t *testing.T, buf *lockedBuffer, s string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(buf.String(), s) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %q in:\n%s", s, buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
