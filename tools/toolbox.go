@@ -45,7 +45,7 @@ type WebConfig struct {
 func NewWebToolbox(cfg WebConfig) (*Registry, error) {
 	provider, err := search.New(cfg.Search)
 	if err != nil {
-		return nil, fmt.Errorf("search provider: %w", err)
+		return nil, err // search.New names the provider and the problem
 	}
 	entries, ttl := cfg.CacheEntries, cfg.CacheTTL
 	if entries <= 0 {

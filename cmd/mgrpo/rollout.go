@@ -151,7 +151,10 @@ func runRollout(c *cli.Context) error {
 }
 
 // isConfigError reports whether err is a bad command line or configuration.
+// urfave/cli reports a missing required flag outside its OnUsageError hook,
+// with an unexported type, so that case is recognised by its fixed wording
+// (TestCLIExitCodesAndMessages fails if the wording changes).
 func isConfigError(err error) bool {
 	var ue usageError
-	return errors.As(err, &ue) || errors.Is(err, stack.ErrConfig)
+	return errors.As(err, &ue) || errors.Is(err, stack.ErrConfig) || strings.HasPrefix(err.Error(), "Required flag")
 }

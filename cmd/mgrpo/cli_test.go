@@ -1,0 +1,226 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/web"
+)
+
+// goNames are Go spellings that must never reach a user's message.
+var goNames = []string{"GroupSize", "BatchSize", "runConfig", "Config.", "struct field"}
+
+// TestCLIExitCodesAndMessages is the table of what a new user meets on the
+// command line: each bad input exits 2 with a message naming the flag, key,
+// file or line and how to fix it, and leaves nothing on disk.
+func TestCLIExitCodesAndMessages(t *testing.T) {
+	dir := t.TempDir()
+	badType := filepath.Join(dir, "type.yaml")
+	os.WriteFile(badType, []byte("steps: 1\ngroup_size: lots\n"), 0o644)
+	twoTasks := filepath.Join(dir, "two.jsonl")
+	os.WriteFile(twoTasks, []byte(`{"id":"a","question":"q","answer":"x"}`+"\n"+`{"id":"b","question":"q","answer":"y"}`+"\n"), 0o644)
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown flag", []string{"rollout", "--sim", "--grup-size", "3"}, []string{"grup-size"}},
+		{"unparsable value", []string{"rollout", "--sim", "--group-size", "abc"}, []string{"group-size", "abc"}},
+		{"unparsable global flag value", []string{"--log-level", "loud", "rollout", "--sim"}, []string{"--log-level", "loud"}},
+		{"missing required flag", []string{"tool", "search", "--provider", "serper"}, []string{"query"}},
+		{"yaml value of the wrong type", []string{"rollout", "--sim", "--config", badType}, []string{"type.yaml", "line 2", "key group_size", "want an integer"}},
+		{"size out of range", []string{"rollout", "--sim", "--group-size", "0"}, []string{"group_size (--group-size): 0", "at least 1"}},
+		{"several problems at once", []string{"rollout", "--sim", "--steps", "0", "--batch-size", "-1", "--mode", "triple"},
+			[]string{"steps (--steps): 0", "batch_size (--batch-size): -1", `mode (--mode): "triple"`}},
+		{"more questions per step than tasks", []string{"rollout", "--sim", "--tasks", twoTasks, "--batch-size", "3"},
+			[]string{"batch_size (--batch-size): 3", "2 tasks", "two.jsonl"}},
+		{"sim judge without sim", []string{"rollout", "--tasks", twoTasks, "--judge-url", "sim"}, []string{"--judge-url", "needs --sim"}},
+		{"eval benchmark that needs a judge", []string{"eval", "--sim", "--benchmark", "webwalkerqa"}, []string{"webwalkerqa", "needs a judge", "--judge-url sim"}},
+		{"eval xbench without data", []string{"eval", "--sim", "--benchmark", "xbench", "--judge-url", "sim"}, []string{"--data", "xbench", "encrypted"}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out := filepath.Join(dir, "out", string(rune('a'+i)))
+			args := append(tt.args, "--out", out)
+			if tt.args[0] == "tool" || tt.args[0] == "--log-level" {
+				args = tt.args
+			}
+			code, stdout, stderr := runCLI(t, args...)
+			if code != 2 {
+				t.Errorf("exit %d, want 2 (stderr %q)", code, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q lacks %q", stderr, w)
+				}
+			}
+			for _, g := range goNames {
+				if strings.Contains(stderr, g) {
+					t.Errorf("stderr %q names Go's %q", stderr, g)
+				}
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Errorf("a configuration error left %s on disk", out)
+			}
+			_ = stdout
+		})
+	}
+}
+
+// TestCLIHelpShowsRealDefaults checks the help texts a new user reads.
+func TestCLIHelpShowsRealDefaults(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+		not  []string
+	}{
+		{[]string{"rollout", "--help"},
+			[]string{"--group-size K", "rollouts per query (K) (default: 8)", "queries per step (B) (default: 8)", "number of steps (default: 1)",
+				"rollouts in flight (default: 64)", "run seed (default: 1)", "serper, searxng, brave, tavily, retriever or local"}, nil},
+		{[]string{"sim", "--help"}, []string{"--sites N"}, []string{"--sites mgrpo"}},
+		{[]string{"sim", "tasks", "--help"}, []string{"--sites N", "--seed SEED"}, []string{"--seed mgrpo"}},
+		{[]string{"tool", "search", "--help"}, []string{"bound on the call (default: 1m0s)"}, []string{"default 60s", "(default: 0s)"}},
+	}
+	for _, tt := range tests {
+		_, stdout, _ := runCLI(t, tt.args...)
+		for _, w := range tt.want {
+			if !strings.Contains(stdout, w) {
+				t.Errorf("%v: help lacks %q:\n%s", tt.args, w, stdout)
+			}
+		}
+		for _, n := range tt.not {
+			if strings.Contains(stdout, n) {
+				t.Errorf("%v: help shows %q:\n%s", tt.args, n, stdout)
+			}
+		}
+	}
+}
+
+// TestCLIRunLogsAndFiles runs small sim rollouts and checks what a run
+// says and writes: the start line with the seed and every size, every line
+// through slog (JSON lines with --log-format json, notices hidden by
+// --log-level warn), no r_expert notice in single mode, warnings with
+// counts, durations with their unit, and the gold answer and the reason of
+// every invalid format in rollouts.jsonl.
+func TestCLIRunLogsAndFiles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the farm against the sim world")
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "json")
+	code, _, stderr := runCLI(t, "--log-format", "json", "rollout", "--sim", "--out", out, "--seed", "9",
+		"--steps", "2", "--batch-size", "2", "--group-size", "1", "--dbar", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var start map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("a stderr line is not a JSON log record: %q", line)
+			continue
+		}
+		if rec["msg"] == "rollout run" {
+			start = rec
+		}
+	}
+	for key, want := range map[string]float64{"seed": 9, "steps": 2, "batch_size": 2, "group_size": 1, "concurrency": 64, "rollouts_per_step": 2} {
+		if got, ok := start[key].(float64); !ok || got != want {
+			t.Errorf("start line %s = %v, want %v (line %v)", key, start[key], want, start)
+		}
+	}
+	if start["dbar"] != "2" {
+		t.Errorf("start line dbar = %v, want 2", start["dbar"])
+	}
+	if !strings.Contains(stderr, "group_size 1: every group-relative advantage is 0") {
+		t.Errorf("no warning about --group-size 1:\n%s", stderr)
+	}
+	summary := mustRead(t, filepath.Join(out, "summary.jsonl"))
+	if !strings.Contains(summary, `"wall_seconds":`) || strings.Contains(summary, `"wall_time"`) {
+		t.Errorf("summary.jsonl durations lack their unit:\n%s", summary)
+	}
+	for _, line := range readLines(t, filepath.Join(out, "step-000001", "rollouts.jsonl")) {
+		var rec struct {
+			GoldAnswer string `json:"gold_answer"`
+			Scores     struct {
+				FormatOK     bool   `json:"format_ok"`
+				FormatReason string `json:"format_reason"`
+				Subs         []struct {
+					FormatOK     bool   `json:"format_ok"`
+					FormatReason string `json:"format_reason"`
+				} `json:"subs"`
+			} `json:"scores"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.GoldAnswer == "" {
+			t.Errorf("rollouts.jsonl line without gold_answer: %.200s", line)
+		}
+		if rec.Scores.FormatOK == (rec.Scores.FormatReason != "") {
+			t.Errorf("format_ok %v with format_reason %q", rec.Scores.FormatOK, rec.Scores.FormatReason)
+		}
+		for _, s := range rec.Scores.Subs {
+			if s.FormatOK == (s.FormatReason != "") {
+				t.Errorf("executor format_ok %v with format_reason %q", s.FormatOK, s.FormatReason)
+			}
+		}
+	}
+
+	code, _, stderr = runCLI(t, "--log-level", "warn", "rollout", "--sim", "--out", filepath.Join(dir, "quiet"), "--batch-size", "1", "--group-size", "2")
+	if code != 0 || strings.Contains(stderr, "r_expert") || strings.Contains(stderr, "r_correct") {
+		t.Errorf("--log-level warn: exit %d, the scoring notices were printed anyway:\n%s", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "rollout", "--sim", "--mode", "single", "--out", filepath.Join(dir, "single"), "--batch-size", "1", "--group-size", "2")
+	if code != 0 || strings.Contains(stderr, "r_expert") || !strings.Contains(stderr, "r_correct") {
+		t.Errorf("--mode single: exit %d; want the r_correct notice and no executor/r_expert notice:\n%s", code, stderr)
+	}
+}
+
+// TestCLIWarnsWithCounts checks the two warnings that need their own
+// setups: questions that wrap around a short task list, and an SSRF guard
+// that refuses most visits because the web's host was not allowed.
+func TestCLIWarnsWithCounts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the farm against sim servers")
+	}
+	world, err := web.Generate(web.Config{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	webSrv := httptest.NewServer(world.Handler())
+	defer webSrv.Close()
+	srv, err := simllm.NewServer(simllm.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	llmSrv := httptest.NewServer(srv.Handler())
+	defer func() { llmSrv.Close(); srv.Close() }()
+	dir := t.TempDir()
+	tasks := filepath.Join(dir, "tasks.jsonl")
+	var b strings.Builder
+	web.WriteTasks(&b, world.Questions[:2], "jsonl")
+	// The questions' pages live on the test server, which the SSRF guard
+	// refuses (a loopback address) since no --allow-host is given.
+	os.WriteFile(tasks, []byte(strings.ReplaceAll(b.String(), "http://web.sim", webSrv.URL)), 0o644)
+	code, _, stderr := runCLI(t, "rollout", "--tasks", tasks, "--out", filepath.Join(dir, "out"),
+		"--planner-url", llmSrv.URL, "--planner-model", "sim-qwen3", "--executor-url", llmSrv.URL, "--executor-model", "sim-qwen3",
+		"--search-provider", "searxng", "--search-url", webSrv.URL, "--steps", "2", "--batch-size", "2", "--group-size", "2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"tasks wrap around", "questions_asked=4", "tasks=2",
+		"SSRF guard refused most page visits", "visits_refused=", "--allow-host"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if n := strings.Count(stderr, "SSRF guard refused"); n != 1 {
+		t.Errorf("the SSRF warning appeared %d times, want once", n)
+	}
+}
