@@ -2,14 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
-	"github.com/mgrpo/mgrpo/sim/web"
 )
 
 // goNames are Go spellings that must never reach a user's message.
@@ -189,28 +187,13 @@ func TestCLIWarnsWithCounts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the farm against sim servers")
 	}
-	world, err := web.Generate(web.Config{Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	webSrv := httptest.NewServer(world.Handler())
-	defer webSrv.Close()
-	srv, err := simllm.NewServer(simllm.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	llmSrv := httptest.NewServer(srv.Handler())
-	defer func() { llmSrv.Close(); srv.Close() }()
 	dir := t.TempDir()
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	var b strings.Builder
-	web.WriteTasks(&b, world.Questions[:2], "jsonl")
 	// The questions' pages live on the test server, which the SSRF guard
 	// refuses (a loopback address) since no --allow-host is given.
-	os.WriteFile(tasks, []byte(strings.ReplaceAll(b.String(), "http://web.sim", webSrv.URL)), 0o644)
-	code, _, stderr := runCLI(t, "rollout", "--tasks", tasks, "--out", filepath.Join(dir, "out"),
-		"--planner-url", llmSrv.URL, "--planner-model", "sim-qwen3", "--executor-url", llmSrv.URL, "--executor-model", "sim-qwen3",
-		"--search-provider", "searxng", "--search-url", webSrv.URL, "--steps", "2", "--batch-size", "2", "--group-size", "2")
+	s := startSimServers(t, dir, simllm.DefaultConfig(), 2)
+	code, _, stderr := runCLI(t, "rollout", "--tasks", s.tasks, "--out", filepath.Join(dir, "out"),
+		"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
+		"--search-provider", "searxng", "--search-url", s.webURL, "--steps", "2", "--batch-size", "2", "--group-size", "2")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -2,15 +2,12 @@ package main
 
 import (
 	"bytes"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
-	"github.com/mgrpo/mgrpo/sim/web"
 )
 
 func TestRolloutSim(t *testing.T) {
@@ -125,31 +122,15 @@ func TestRolloutAgainstServers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the farm against sim servers")
 	}
-	world, err := web.Generate(web.Config{Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	webSrv := httptest.NewServer(world.Handler())
-	defer webSrv.Close()
 	cfg := simllm.DefaultConfig()
 	cfg.Dialect = simllm.DialectSGLang
-	srv, err := simllm.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llmSrv := httptest.NewServer(srv.Handler())
-	defer func() { llmSrv.Close(); srv.Close() }()
 	dir := t.TempDir()
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	f, _ := os.Create(tasks)
-	web.WriteTasks(f, world.Questions[:3], "jsonl")
-	f.Close()
-	u, _ := url.Parse(webSrv.URL)
+	s := startSimServers(t, dir, cfg, 3)
 	for _, mode := range []string{"mgrpo", "frozen-sub", "single"} {
 		out := filepath.Join(dir, mode)
-		code, stdout, stderr := runCLI(t, "rollout", "--tasks", tasks, "--out", out, "--mode", mode,
-			"--planner-url", llmSrv.URL+"/v1", "--planner-model", "sim-qwen3", "--executor-url", llmSrv.URL, "--executor-model", "sim-qwen3",
-			"--dialect", "sglang", "--search-provider", "searxng", "--search-url", webSrv.URL, "--allow-host", u.Host,
+		code, stdout, stderr := runCLI(t, "rollout", "--tasks", s.tasks, "--out", out, "--mode", mode,
+			"--planner-url", s.llmURL+"/v1", "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
+			"--dialect", "sglang", "--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost,
 			"--batch-size", "3", "--group-size", "2", "--dbar", "2", "--format", "parquet")
 		if code != 0 {
 			t.Fatalf("mode %s: exit %d\nstdout %s\nstderr %s", mode, code, stdout, stderr)

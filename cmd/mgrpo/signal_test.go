@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
-	"github.com/mgrpo/mgrpo/sim/web"
 )
 
 // lockedBuffer is a bytes.Buffer safe for the logger and the test at once.
@@ -43,28 +40,12 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a rollout against a slow sim server")
 	}
-	world, err := web.Generate(web.Config{Seed: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	webSrv := httptest.NewServer(world.Handler())
-	defer webSrv.Close()
 	cfg := simllm.DefaultConfig()
 	cfg.TTFT = 3 * time.Second
-	srv, err := simllm.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	llmSrv := httptest.NewServer(srv.Handler())
-	defer func() { srv.Close(); llmSrv.CloseClientConnections(); llmSrv.Close() }()
 	dir := t.TempDir()
-	tasks := filepath.Join(dir, "tasks.jsonl")
-	f, _ := os.Create(tasks)
-	web.WriteTasks(f, world.Questions[:2], "jsonl")
-	f.Close()
+	s := startSimServers(t, dir, cfg, 2)
 	conf := filepath.Join(dir, "run.yaml")
 	os.WriteFile(conf, []byte("grace: 4s\n"), 0o644)
-	u, _ := url.Parse(webSrv.URL)
 	out := filepath.Join(dir, "out")
 
 	signals := make(chan os.Signal, 2)
@@ -72,9 +53,9 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	done := make(chan int, 1)
 	var stderr lockedBuffer
 	go func() {
-		done <- run(context.Background(), []string{"mgrpo", "rollout", "--config", conf, "--tasks", tasks, "--out", out,
-			"--planner-url", llmSrv.URL, "--planner-model", "sim-qwen3", "--executor-url", llmSrv.URL, "--executor-model", "sim-qwen3",
-			"--search-provider", "searxng", "--search-url", webSrv.URL, "--allow-host", u.Host, "--batch-size", "2", "--group-size", "2"},
+		done <- run(context.Background(), []string{"mgrpo", "rollout", "--config", conf, "--tasks", s.tasks, "--out", out,
+			"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
+			"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost, "--batch-size", "2", "--group-size", "2"},
 			&bytes.Buffer{}, &stderr, signals, func(code int) { exited <- code })
 	}()
 	waitFor(t, &stderr, "step start")

@@ -24,26 +24,7 @@ func TestLocalAndRetrieverShareOneIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	out := filepath.Join(dir, "ix")
-	if _, err := corpus.Build(context.Background(), corpus.BuildConfig{In: in, Out: out}); err != nil {
-		t.Fatal(err)
-	}
-	local, err := New(Config{Name: "local", Index: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.(*Local).Close()
-	ix, err := corpus.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	srv := httptest.NewServer(corpus.Handler(ix, 3))
-	defer srv.Close()
-	remote, err := New(Config{Name: "retriever", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, ix, remote := localAndRetriever(t, in)
 	// Use a title word of document 42 to have a known hit.
 	hits, _ := ix.Search(context.Background(), "42", 1)
 	if len(hits) == 0 {
@@ -80,26 +61,7 @@ func TestLocalAndRetrieverLinkToURLs(t *testing.T) {
 	if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(dir, "ix")
-	if _, err := corpus.Build(context.Background(), corpus.BuildConfig{In: in, Out: out}); err != nil {
-		t.Fatal(err)
-	}
-	local, err := New(Config{Name: "local", Index: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer local.(*Local).Close()
-	ix, err := corpus.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
-	srv := httptest.NewServer(corpus.Handler(ix, 3))
-	defer srv.Close()
-	retriever, err := New(Config{Name: "retriever", BaseURL: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	local, _, retriever := localAndRetriever(t, in)
 	want := map[string]string{"Zebra stripes": "https://example.org/zebra", "Okapi zebra cousin": "https://example.org/okapi", "Zebra crossing": "d3"}
 	for _, p := range []Provider{local, retriever} {
 		hits, err := p.Search(context.Background(), "zebra", 10)
@@ -112,4 +74,33 @@ func TestLocalAndRetrieverLinkToURLs(t *testing.T) {
 			}
 		}
 	}
+}
+
+// localAndRetriever indexes the JSONL corpus at in and returns the local
+// provider over the index, the opened index, and the retriever provider
+// talking to `corpus serve`'s handler over the same index; all are closed
+// when the test ends.
+func localAndRetriever(t *testing.T, in string) (local Provider, ix *corpus.Index, retriever Provider) {
+	t.Helper()
+	out := filepath.Join(filepath.Dir(in), "ix")
+	if _, err := corpus.Build(context.Background(), corpus.BuildConfig{In: in, Out: out}); err != nil {
+		t.Fatal(err)
+	}
+	local, err := New(Config{Name: "local", Index: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { local.(*Local).Close() })
+	ix, err = corpus.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	srv := httptest.NewServer(corpus.Handler(ix, 3))
+	t.Cleanup(srv.Close)
+	retriever, err = New(Config{Name: "retriever", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return local, ix, retriever
 }
