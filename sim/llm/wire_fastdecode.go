@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/mgrpo/mgrpo/internal/jsontext"
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // decodeChatFast decodes a chat request body without reflection. Clients
@@ -20,7 +20,7 @@ import (
 // content is a string has it decoded in text, with Content left nil.
 // FuzzDecodeChatFast holds it to that on arbitrary input.
 func decodeChatFast(body []byte, req *chatRequest) bool {
-	d := jsonDec{jsontext.Scanner{B: body}}
+	d := jsonDec{jsonfast.Scanner{B: body}}
 	var r chatRequest
 	if !d.chatRequest(&r) || !d.End() {
 		return false

@@ -1,9 +1,9 @@
-// Package jsontext writes JSON strings byte for byte as encoding/json
+// Package jsonfast writes JSON strings byte for byte as encoding/json
 // does, without its reflection. The client's request encoder, the sim's
 // response encoder and the sample writer all hand-write JSON on hot paths
 // and must match encoding/json exactly (requests are compared with golden
 // files, samples with json.Marshal output); they share this one escaper.
-package jsontext
+package jsonfast
 
 import (
 	"math/bits"
