@@ -67,6 +67,10 @@ type wireMessage struct {
 	Reasoning        *string         `json:"reasoning,omitempty"`
 	ReasoningContent *string         `json:"reasoning_content,omitempty"`
 	Refusal          *string         `json:"refusal,omitempty"`
+
+	// text is the content, already decoded from a JSON string by
+	// decodeChatFast, which then leaves Content nil; nil otherwise.
+	text *string
 }
 
 // streamOptions is stream_options.
@@ -222,9 +226,14 @@ func messageText(raw json.RawMessage, i int) (string, error) {
 func toMessages(in []wireMessage) ([]Message, error) {
 	out := make([]Message, 0, len(in))
 	for i, m := range in {
-		text, err := messageText(m.Content, i)
-		if err != nil {
-			return nil, err
+		var text string
+		if m.text != nil {
+			text = *m.text
+		} else {
+			var err error
+			if text, err = messageText(m.Content, i); err != nil {
+				return nil, err
+			}
 		}
 		msg := Message{Role: m.Role, Content: text, ToolCallID: m.ToolCallID, Name: m.Name}
 		switch {
