@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/mgrpo/mgrpo/internal/jsontext"
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // writeSamplesJSONL writes one Sample per line, byte for byte as
@@ -229,7 +229,7 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
 
 // appendJSONString appends s as a JSON string as the step files' encoder
 // (encoding/json with HTML escaping off) writes it.
-func appendJSONString(dst []byte, s string) []byte { return jsontext.AppendString(dst, s, false) }
+func appendJSONString(dst []byte, s string) []byte { return jsonfast.AppendString(dst, s, false) }
 
 // appendJSONUint appends u in decimal, as strconv.AppendUint does.
 func appendJSONUint(dst []byte, u uint64) []byte {

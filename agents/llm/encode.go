@@ -7,7 +7,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/internal/jsontext"
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // plainMessage is openai.ChatCompletionMessage with the JSON tags its
@@ -140,7 +140,7 @@ func fastChatRequestPrefix(cr ChatRequest, tools *toolsCache, prefix *PromptPref
 	// Find the two values among the top-level members: the head is small,
 	// and its member order is encoding/json's, not assumed here.
 	msgsAt, toolsAt := span{with: msgsJSON}, span{with: toolsJSON}
-	s := jscan{Scanner: jsontext.Scanner{B: head}}
+	s := jscan{Scanner: jsonfast.Scanner{B: head}}
 	if !s.members(func(key []byte) bool {
 		s.WS()
 		start := s.I

@@ -118,7 +118,7 @@ func FuzzEncodeChatRequest(f *testing.F) {
 }
 
 // FuzzJSONString checks appendQuoted against json.Marshal (reading strings
-// is jsontext's FuzzScannerText).
+// is jsonfast's FuzzScannerText).
 func FuzzJSONString(f *testing.F) {
 	for _, s := range []string{"", "plain text", "<a href=\"x\">&amp;</a>\n\t\r\b\f\x00\x1f", "\u2028\u2029é😀\xff\xe2\x82", `\ud83d\ude00 \ud800 \udc00\u0041 \/`} {
 		f.Add(s)

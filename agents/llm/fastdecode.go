@@ -6,7 +6,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/internal/jsontext"
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // Fast decoding of the token-heavy responses.
@@ -185,7 +185,7 @@ func once(seen *uint, bit uint) bool {
 func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, bool) {
 	sc := getScratch()
 	defer putScratch(sc)
-	s := jscan{Scanner: jsontext.Scanner{B: body}, prefix: prefix}
+	s := jscan{Scanner: jsonfast.Scanner{B: body}, prefix: prefix}
 	resp := new(ChatResponse)
 	r := &chatResult{resp: resp}
 	var (
@@ -503,7 +503,7 @@ func (s *jscan) tokenLogprobs(sc *scratch) ([]TokenLogprob, bool) {
 func fastGenerate(body []byte) (*GenerateResponse, bool) {
 	sc := getScratch()
 	defer putScratch(sc)
-	s := jscan{Scanner: jsontext.Scanner{B: body}}
+	s := jscan{Scanner: jsonfast.Scanner{B: body}}
 	g := new(GenerateResponse)
 	var (
 		seen uint

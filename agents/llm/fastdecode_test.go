@@ -9,7 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/internal/jsontext"
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // okSGLang is a small SGLang chat answer with prompt ids and meta_info.
@@ -282,7 +282,7 @@ func TestFastMessageTaken(t *testing.T) {
 			var want ChatMessage
 			err := json.Unmarshal([]byte(tc.msg), &want)
 			var got ChatMessage
-			s := jscan{Scanner: jsontext.Scanner{B: []byte(tc.msg)}}
+			s := jscan{Scanner: jsonfast.Scanner{B: []byte(tc.msg)}}
 			ok := s.message(&got) && s.End()
 			if ok != tc.take {
 				t.Fatalf("message taken %v, want %v", ok, tc.take)

@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/mgrpo/mgrpo/internal/jsontext"
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
-// jscan is the fast decoders' JSON scanner (see jsontext.Scanner: strict,
+// jscan is the fast decoders' JSON scanner (see jsonfast.Scanner: strict,
 // never panics, gives up instead of erring, so its callers then decode the
 // body with encoding/json, whose result or error is authoritative), with
 // the client's own readers for token-heavy fields.
 type jscan struct {
-	jsontext.Scanner
+	jsonfast.Scanner
 	// prefix, when set, lets promptIDs copy known prompt ids; promptText
 	// is the text of the last array promptIDs read (a slice of B), and
 	// promptKnown how many of its first bytes were the prefix's text.

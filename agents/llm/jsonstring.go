@@ -1,6 +1,6 @@
 package llm
 
-import "github.com/mgrpo/mgrpo/internal/jsontext"
+import "github.com/mgrpo/mgrpo/internal/jsonfast"
 
 // appendQuoted appends s as json.Marshal writes a string, quotes included.
-func appendQuoted(dst []byte, s string) []byte { return jsontext.AppendString(dst, s, true) }
+func appendQuoted(dst []byte, s string) []byte { return jsonfast.AppendString(dst, s, true) }

@@ -80,4 +80,14 @@
 // {"error": {"message", "type", "param", "code"}}, SGLang's OpenAI routes
 // {"object": "error", "message", "type", "param", "code"}, SGLang's /generate
 // {"error": {"message"}}.
+//
+// # Independence
+//
+// The sim is a second implementation of the wire formats, not a mirror of
+// the client's: it reads requests with encoding/json and writes responses
+// with encoders of its own, and imports none of the project's client
+// packages (agents, tools, rollout) nor their JSON fast paths
+// (internal/jsonfast). A codec bug in the client then shows up as a failed
+// test against the sim instead of being repeated by it. independence_test.go
+// holds the sim to that.
 package llm

@@ -5,8 +5,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-
-	"github.com/mgrpo/mgrpo/internal/jsontext"
 )
 
 // jsonAppender is a response type with a hand-written encoder. The chat
@@ -83,7 +81,7 @@ func (e *jsonEnc) float(f float64) {
 
 // str writes s as a JSON string with encoding/json's escapes, HTML
 // characters left literal.
-func (e *jsonEnc) str(s string) { e.b = jsontext.AppendString(e.b, s, false) }
+func (e *jsonEnc) str(s string) { e.b = appendJSONString(e.b, s) }
 
 // strPtr writes *p, or null for a nil pointer.
 func (e *jsonEnc) strPtr(p *string) {

@@ -163,8 +163,10 @@ func (s *Server) decodeBody(r *http.Request, v any) error {
 	return s.decodeBytes(buf.Bytes(), v)
 }
 
-// decodeBytes decodes body into v with encoding/json, after trying the fast
-// decoder of v's type, which gives the same result or defers.
+// decodeBytes decodes body into v with encoding/json, after trying the
+// sim's own fast decoder for v's type, which gives the same result or
+// defers. Neither shares code with the client (see doc.go), so a client
+// that writes JSON encoding/json would not read fails here.
 func (s *Server) decodeBytes(body []byte, v any) error {
 	if req, ok := v.(*chatRequest); ok && decodeChatFast(body, req) {
 		return nil

@@ -1,9 +1,13 @@
-// Package jsontext writes JSON strings byte for byte as encoding/json
-// does, without its reflection. The client's request encoder, the sim's
-// response encoder and the sample writer all hand-write JSON on hot paths
-// and must match encoding/json exactly (requests are compared with golden
-// files, samples with json.Marshal output); they share this one escaper.
-package jsontext
+// Package jsonfast holds the pieces of the client side's JSON fast paths:
+// a strict scanner for hand-written decoders that fall back to
+// encoding/json, and a string escaper that writes byte for byte what
+// encoding/json writes, without its reflection. The client's request
+// encoder and the sample writer hand-write JSON on hot paths and must match
+// encoding/json exactly (requests are compared with golden files, samples
+// with json.Marshal output); they share this one escaper. The sim must not
+// use this package: it is the client's codec, which the sim is there to
+// check (sim/llm's TestSimImportsNoClientPackage).
+package jsonfast
 
 import (
 	"math/bits"

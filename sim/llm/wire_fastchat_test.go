@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
 // decodeChatSlow is decodeBytes's encoding/json path for a chat request.
+// The fast path's results are compared with it.
 func decodeChatSlow(body []byte, strict bool) (chatRequest, error) {
 	var req chatRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -96,6 +98,12 @@ var chatFastSeeds = []string{
 	`{"tools":[{"type":"function","function":null}]}`,
 	`{"messages":[{"role":"assistant","tool_calls":[{"id":"1","index":0,"function":{"name":"f","arguments":{"a":[1,2.5e3,"\u0041",true,null]}}}]}]}`,
 	"{\"model\"\t:\r\n\"m\" ,\"n\" : 2 }\n",
+	`{"model":"m",}`, `{"model":"m"}]`, `{,}`, `{"stop":["a",]}`, `{"messages":[{"role":"user"},]}`, `{"model":"m" "n":1}`,
+	`{"n":-}`, `{"n":1.}`, `{"n":1e}`, `{"n":-01}`, `{"n":2e+3}`, `{"temperature":1E-400}`, `{"seed":"1"}`, `{"stream":tru}`, `{"stream":truex}`,
+	`{"tool_choice":{"a":[[[[{}]]]],"\u0062":"\ud83d\ude00","c":-0.5e-7}}`, `{"tool_choice":[1,2,]}`, `{"tool_choice":{"a" 1}}`,
+	`{"tool_choice":"` + "\xff" + `"}`, `{"messages":[{"role":"user","content":"\u00"}]}`, `{"messages":[{"role":"user","content":"\q"}]}`,
+	`{"messages":[{"role":"user","content":"\ud83d\u0041\uDE00\uD83D\uDE00"}]}`, `{"model":"\u006d"}`, `{"mod\u0065l":"m"}`, `{"modèle":"m"}`,
+	`{"messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":"{}"},"id":"x","type":"function","index":null}]}]}`,
 }
 
 func TestDecodeChatFastAgrees(t *testing.T) {
@@ -116,4 +124,44 @@ func FuzzDecodeChatFast(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		checkChatFast(t, body)
 	})
+}
+
+// FuzzReaderText checks reqReader.text against json.Unmarshal for s as the
+// inside of a string literal: what the reader takes decodes the same, and it
+// takes nothing json.Unmarshal rejects.
+func FuzzReaderText(f *testing.F) {
+	for _, s := range []string{"", "plain", `\" \\ \/ \b \f \n \r \t`, `\u00e9 \ud83d\ude00 \ud800 \udc00\u0041 \uD83D\uDE00`,
+		"é😀\xff\xe2\x82 \xed\xa0\x80", "ctl \x01", `bad \x`, `\u12`, `\ud83d\u12`, `\ud83d\`, "a\"b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lit := []byte(`"` + s + `"`)
+		r := reqReader{b: lit}
+		got := r.text()
+		var want string
+		err := json.Unmarshal(lit, &want)
+		if r.bad || r.i != len(lit) {
+			return // refused or stopped early: encoding/json decides
+		}
+		if err != nil {
+			t.Fatalf("text took %q, json.Unmarshal: %v", lit, err)
+		}
+		if got != want {
+			t.Fatalf("text(%q) = %q, json.Unmarshal %q", lit, got, want)
+		}
+	})
+}
+
+// TestReaderTakesFarmShape checks that the shapes clients send are read by
+// the fast path, not left to encoding/json: a refusal there is no error,
+// only lost speed, which no other test would notice.
+func TestReaderTakesFarmShape(t *testing.T) {
+	for _, body := range []string{
+		farmChatBody,
+		`{"messages":[{"role":"user","content":"` + strings.Repeat(`line \"quoted\" \u003ctag\u003e é\n`, 50) + `"}],"seed":-1,"n":2,"temperature":0.7,"top_p":1e-2,"stop":["\n\n"]}`,
+	} {
+		if !checkChatFast(t, []byte(body)) {
+			t.Errorf("fast path refused %.80q…", body)
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package jsontext
+package jsonfast
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 )
 
 // Scanner reads strict RFC 8259 JSON from B, starting at I, for the
-// hand-written decoders of the client (answers) and the sim (requests).
-// They fall back to encoding/json whenever they are unsure, so every method
-// reports failure (false) rather than an error, accepts nothing
-// encoding/json would reject, and never panics on any input.
+// client's hand-written decoders of answers. They fall back to
+// encoding/json whenever they are unsure, so every method reports failure
+// (false) rather than an error, accepts nothing encoding/json would
+// reject, and never panics on any input.
 type Scanner struct {
 	B []byte
 	I int
