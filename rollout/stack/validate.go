@@ -3,9 +3,13 @@ package stack
 import (
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
+	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/tools/search"
 )
 
 // name says how a user sets a key: "group_size (--group-size)", or the key
@@ -64,6 +68,24 @@ func (c Config) Validate() error {
 	}
 	if err := c.weights().Validate(); err != nil {
 		p.add("rewards", "", "%v", err)
+	}
+	for _, r := range []struct {
+		key  string
+		flag string
+		e    EndpointConfig
+		want []string
+	}{
+		{"planner.dialect", "dialect", c.Planner, []string{llm.DialectVLLM, llm.DialectSGLang}},
+		{"executor.dialect", "dialect", c.Executor, []string{llm.DialectVLLM, llm.DialectSGLang}},
+		{"reasoner.dialect", "", c.Reasoner, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
+		{"judge.dialect", "", c.Judge, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
+	} {
+		if !slices.Contains(r.want, r.e.Dialect) {
+			p.add(r.key, r.flag, "%q: want %s", r.e.Dialect, strings.Join(r.want, " or "))
+		}
+	}
+	if !c.Sim && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
+		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}
 	switch c.Format {
 	case "jsonl", "parquet":
