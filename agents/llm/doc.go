@@ -48,12 +48,15 @@
 // object per sampled token. The dialects therefore read responses with a
 // small strict scanner (fastdecode.go) that parses the id arrays and
 // logprob values directly, skips what they never read (bytes, an empty
-// top_logprobs), and gives every other member — message, tool calls, usage
-// — to encoding/json and go-openai as before. On any body it is not sure
-// of it steps aside and encoding/json decodes the whole body, so results
-// and errors are exactly those of DecodeChatResponse; a fuzz test holds
-// the two to that. Requests are encoded to json.Marshal's exact bytes
-// without re-compacting each message (encode.go).
+// top_logprobs), decodes the usual shapes of the other members (message,
+// tool calls, usage) itself and gives unusual ones to encoding/json as
+// small objects. On any body it is not sure of it steps aside and
+// encoding/json decodes the whole body, so results and errors are exactly
+// those of DecodeChatResponse; a fuzz test holds the two to that. Metrics
+// count every fallback to encoding/json by reason
+// (mgrpo_llm_decode_fallback_total, see FallbackSyntax). Requests are
+// encoded to json.Marshal's exact bytes without re-compacting each message
+// (encode.go).
 //
 // # Reliability
 //

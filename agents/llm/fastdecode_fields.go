@@ -76,7 +76,7 @@ func matchesField(key []byte, names []string) bool {
 func (s *jscan) other(r *restObject, key []byte, owned, fields []string) bool {
 	switch {
 	case foldsTo(key, owned...):
-		return false
+		return s.fail(FallbackFoldedKey)
 	case !matchesField(key, fields):
 		return s.Skip(0)
 	case r == nil:
@@ -86,14 +86,15 @@ func (s *jscan) other(r *restObject, key []byte, owned, fields []string) bool {
 }
 
 // orRest decodes a member's value with fast; when fast refuses it, the
-// value goes to r, for encoding/json to give its result or error.
+// value goes to r, for encoding/json to give its result or error, and the
+// reason fast gave is forgotten.
 func (s *jscan) orRest(r *restObject, key []byte, fast func() bool) bool {
 	s.WS()
 	start := s.I
 	if fast() {
 		return true
 	}
-	s.I = start
+	s.I, s.why = start, ""
 	return s.rest(r, key, nil)
 }
 
@@ -140,15 +141,15 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 	ok := s.Null() || s.members(func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":
-			return once(&seen, 1) && s.intTo(&u.PromptTokens)
+			return s.once(&seen, 1) && s.intTo(&u.PromptTokens)
 		case "completion_tokens":
-			return once(&seen, 2) && s.intTo(&u.CompletionTokens)
+			return s.once(&seen, 2) && s.intTo(&u.CompletionTokens)
 		case "total_tokens":
-			return once(&seen, 4) && s.intTo(&u.TotalTokens)
+			return s.once(&seen, 4) && s.intTo(&u.TotalTokens)
 		case "prompt_tokens_details":
-			return once(&seen, 8) && s.Null()
+			return s.once(&seen, 8) && s.Null()
 		case "completion_tokens_details":
-			return once(&seen, 16) && s.Null()
+			return s.once(&seen, 16) && s.Null()
 		}
 		return s.other(nil, key, nil, usageFields)
 	})
@@ -168,7 +169,7 @@ func (s *jscan) metadata(dst **ResponseMetadata) bool {
 	var seen uint
 	ok := s.members(func(key []byte) bool {
 		if string(key) == "weight_version" {
-			return once(&seen, 1) && s.textTo(&md.WeightVersion)
+			return s.once(&seen, 1) && s.textTo(&md.WeightVersion)
 		}
 		return s.other(nil, key, nil, metadataFields)
 	})
