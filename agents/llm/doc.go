@@ -54,9 +54,9 @@
 // encoding/json decodes the whole body, so results and errors are exactly
 // those of DecodeChatResponse; a fuzz test holds the two to that. Metrics
 // count every fallback to encoding/json by reason
-// (mgrpo_llm_decode_fallback_total, see FallbackSyntax), and tests hold the
-// fast path to answers shaped as vLLM and SGLang send them
-// (testdata/servers). Requests are encoded to json.Marshal's exact bytes
+// (mgrpo_llm_decode_fallback_total, see FallbackSyntax); answers shaped as
+// vLLM and SGLang send them for the dialects' requests (testdata/servers)
+// are taken whole. Requests are encoded to json.Marshal's exact bytes
 // without re-compacting each message (encode.go).
 //
 // # Reliability

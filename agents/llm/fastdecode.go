@@ -33,7 +33,7 @@ import (
 // message, usage or meta_info field), is counted by reason in
 // mgrpo_llm_decode_fallback_total (see FallbackSyntax and the reasons
 // after it); testdata/servers holds answers shaped as vLLM and SGLang
-// write them.
+// write them, which the fast path takes whole.
 
 // chatResult is what the dialects read from a chat completion: the response
 // and its first choice, with choices[0].logprobs.content taken out as plain

@@ -19,15 +19,16 @@ import (
 
 // Field names encoding/json matches keys against, per decoded type.
 var (
-	chatTopFields      = fieldNames(reflect.TypeFor[ChatResponse]())
-	chatChoiceFields   = fieldNames(reflect.TypeFor[ChatChoice]())
-	messageFields      = fieldNames(reflect.TypeFor[ChatMessage]())
-	toolCallFields     = fieldNames(reflect.TypeFor[openai.ToolCall]())
-	functionCallFields = fieldNames(reflect.TypeFor[openai.FunctionCall]())
-	usageFields        = fieldNames(reflect.TypeFor[openai.Usage]())
-	metadataFields     = fieldNames(reflect.TypeFor[ResponseMetadata]())
-	metaInfoFields     = fieldNames(reflect.TypeFor[MetaInfo]())
-	generateFields     = fieldNames(reflect.TypeFor[GenerateResponse]())
+	chatTopFields       = fieldNames(reflect.TypeFor[ChatResponse]())
+	chatChoiceFields    = fieldNames(reflect.TypeFor[ChatChoice]())
+	messageFields       = fieldNames(reflect.TypeFor[ChatMessage]())
+	toolCallFields      = fieldNames(reflect.TypeFor[openai.ToolCall]())
+	functionCallFields  = fieldNames(reflect.TypeFor[openai.FunctionCall]())
+	usageFields         = fieldNames(reflect.TypeFor[openai.Usage]())
+	promptDetailsFields = fieldNames(reflect.TypeFor[openai.PromptTokensDetails]())
+	metadataFields      = fieldNames(reflect.TypeFor[ResponseMetadata]())
+	metaInfoFields      = fieldNames(reflect.TypeFor[MetaInfo]())
+	generateFields      = fieldNames(reflect.TypeFor[GenerateResponse]())
 )
 
 // fieldNames lists the member names of struct type t as encoding/json sees
@@ -131,8 +132,8 @@ func (s *jscan) rawTo(dst *json.RawMessage) bool {
 	return true
 }
 
-// usage decodes token counts without details (details other than null
-// are refused).
+// usage decodes token counts and prompt_tokens_details (completion
+// details other than null are refused).
 func (s *jscan) usage(dst *openai.Usage) bool {
 	var (
 		u    openai.Usage
@@ -147,7 +148,7 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 		case "total_tokens":
 			return s.once(&seen, 4) && s.intTo(&u.TotalTokens)
 		case "prompt_tokens_details":
-			return s.once(&seen, 8) && s.Null()
+			return s.once(&seen, 8) && s.promptTokensDetails(&u.PromptTokensDetails)
 		case "completion_tokens_details":
 			return s.once(&seen, 16) && s.Null()
 		}
@@ -155,6 +156,31 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 	})
 	if ok {
 		*dst = u
+	}
+	return ok
+}
+
+// promptTokensDetails decodes usage.prompt_tokens_details (null is nil),
+// which vLLM (--enable-prompt-tokens-details) and SGLang
+// (--enable-cache-report) fill with cached_tokens.
+func (s *jscan) promptTokensDetails(dst **openai.PromptTokensDetails) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	d := new(openai.PromptTokensDetails)
+	var seen uint
+	ok := s.members(func(key []byte) bool {
+		switch string(key) {
+		case "cached_tokens":
+			return s.once(&seen, 1) && s.intTo(&d.CachedTokens)
+		case "audio_tokens":
+			return s.once(&seen, 2) && s.intTo(&d.AudioTokens)
+		}
+		return s.other(nil, key, nil, promptDetailsFields)
+	})
+	if ok {
+		*dst = d
 	}
 	return ok
 }

@@ -248,7 +248,6 @@ var fastCaseFallbacks = map[string]fallbacks{
 	"numeric role":        {body: FallbackShape},
 	"duplicate content":   {message: true},
 	"top fields":          {member: true},
-	"usage details":       {member: true},
 	"float created":       {body: FallbackShape},
 	"folded top key":      {body: FallbackFoldedKey},
 	"stop reason":         {member: true},
