@@ -86,8 +86,8 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	u.User = nil
 	r.URL, r.Host = &u, ""
 	// The server's state does not change with an inference request, so
-	// net/http may send it once more on a new connection when a reused
-	// one fails before any answer (the server closed it while idle), as it
+	// net/http may send it again on another connection when a reused one
+	// fails before any answer (the server closed it while idle), as it
 	// does for a GET. A nil value marks the request so without sending
 	// the header.
 	r.Header["Idempotency-Key"] = nil
