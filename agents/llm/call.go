@@ -85,6 +85,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	u.Path = e.base.Path + req.URL.Path
 	u.User = nil
 	r.URL, r.Host = &u, ""
+	// The server's state does not change with an inference request, so
+	// net/http may send it again on another connection when a reused one
+	// fails before any answer (the server closed it while idle), as it
+	// does for a GET. A nil value marks the request so without sending
+	// the header.
+	r.Header["Idempotency-Key"] = nil
 	if t.apiKey != "" {
 		r.Header.Set("Authorization", "Bearer "+t.apiKey)
 	} else if e.base.User != nil {

@@ -23,7 +23,7 @@ func (openaiDialect) chat(ctx context.Context, c *Client, req Request, s Samplin
 	}
 	var turn *Turn
 	decode := func(b []byte, h http.Header) error {
-		r, err := decodeChat(b, false)
+		r, err := decodeChat(b, false, c.met)
 		if err != nil {
 			return err
 		}

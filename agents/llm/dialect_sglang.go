@@ -65,7 +65,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		fallback bool
 	)
 	decode := func(b []byte, h http.Header) error {
-		r, err := decodeChatPrefix(b, false, req.Prefix)
+		r, err := decodeChatPrefix(b, false, req.Prefix, c.met)
 		if err != nil {
 			return err
 		}
@@ -140,7 +140,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	}
 	var turn *Turn
 	decode := func(b []byte, h http.Header) error {
-		g, err := decodeGenerate(b)
+		g, err := decodeGenerate(b, c.met)
 		if err != nil {
 			return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
 		}

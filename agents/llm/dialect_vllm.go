@@ -45,7 +45,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			noIDsSeen bool
 		)
 		decode := func(b []byte, h http.Header) error {
-			r, err := decodeChatPrefix(b, mode == vllmLegacy, req.Prefix)
+			r, err := decodeChatPrefix(b, mode == vllmLegacy, req.Prefix, c.met)
 			if err != nil {
 				return err
 			}

@@ -48,11 +48,15 @@
 // object per sampled token. The dialects therefore read responses with a
 // small strict scanner (fastdecode.go) that parses the id arrays and
 // logprob values directly, skips what they never read (bytes, an empty
-// top_logprobs), and gives every other member — message, tool calls, usage
-// — to encoding/json and go-openai as before. On any body it is not sure
-// of it steps aside and encoding/json decodes the whole body, so results
-// and errors are exactly those of DecodeChatResponse; a fuzz test holds
-// the two to that. Requests are encoded to json.Marshal's exact bytes
+// top_logprobs), decodes the usual shapes of the other members (message,
+// tool calls, usage) itself and gives unusual ones to encoding/json as
+// small objects. On any body it is not sure of it steps aside and
+// encoding/json decodes the whole body, so results and errors are exactly
+// those of DecodeChatResponse; a fuzz test holds the two to that. Metrics
+// count every fallback to encoding/json by reason
+// (mgrpo_llm_decode_fallback_total, see FallbackSyntax); answers shaped as
+// vLLM and SGLang send them for the dialects' requests (testdata/servers)
+// are taken whole. Requests are encoded to json.Marshal's exact bytes
 // without re-compacting each message (encode.go).
 //
 // # Reliability
@@ -70,14 +74,16 @@
 // runs out of attempts returns a *GiveUpError naming the endpoint
 // (credentials redacted), the last status and the attempts.
 //
-// Without Config.HTTPClient, plain http:// endpoints are spoken to over
-// HTTP/1.1 by h1Transport, which writes each request and reads its answer
-// on the caller's goroutine with net/http's own request writer and
-// response reader, keeping idle connections per host (reused for 4 s, less
-// than the 5 s after which uvicorn, under vLLM and SGLang, closes them).
-// That costs about a fifth less CPU per call than net/http's Transport,
-// whose per-connection goroutines hand every answer over. https, proxies
-// and anything unusual go to net/http's Transport.
+// Without Config.HTTPClient, the client speaks through net/http's
+// Transport: HTTP/1.1 to http:// endpoints, with one connection per call in
+// flight and as many idle connections per endpoint as the pool lets calls
+// be in flight to it, so a steady load reuses connections instead of
+// dialling; HTTP/2 to https:// endpoints that offer it; proxies from
+// HTTP_PROXY, HTTPS_PROXY and NO_PROXY. An idle connection is closed after
+// 4 s, before the 5 s after which uvicorn, under vLLM and SGLang, closes
+// it, and a request whose reused connection turns out to have been closed
+// by the server is sent again on another one (inference requests are
+// marked idempotent, which they are for the server's state).
 //
 // Streaming responses are not requested; an event-stream answer is a
 // decode error.

@@ -28,7 +28,12 @@ import (
 // reason DecodeChatResponse rejects, any JSON error — is decoded again by
 // encoding/json, whose result or error is the answer. The fast path
 // therefore never returns an error of its own and never disagrees with
-// encoding/json on a body it accepts (FuzzFastChat checks this).
+// encoding/json on a body it accepts (FuzzFastChat checks this). Each such
+// fallback, and each member handed to encoding/json on the way (an unusual
+// message, usage or meta_info field), is counted by reason in
+// mgrpo_llm_decode_fallback_total (see FallbackSyntax and the reasons
+// after it); testdata/servers holds answers shaped as vLLM and SGLang
+// write them, which the fast path takes whole.
 
 // chatResult is what the dialects read from a chat completion: the response
 // and its first choice, with choices[0].logprobs.content taken out as plain
@@ -52,17 +57,25 @@ type chatResult struct {
 
 // decodeChat decodes a chat completion body for a dialect, with the
 // results and errors of DecodeChatResponse. wantTokens asks for the
-// logprob entries' tokens (vLLM's legacy "token_id:N" mode).
-func decodeChat(body []byte, wantTokens bool) (*chatResult, error) {
-	return decodeChatPrefix(body, wantTokens, nil)
+// logprob entries' tokens (vLLM's legacy "token_id:N" mode). What the fast
+// decoder leaves to encoding/json is counted in met (which may be nil).
+func decodeChat(body []byte, wantTokens bool, met *Metrics) (*chatResult, error) {
+	return decodeChatPrefix(body, wantTokens, nil, met)
 }
 
 // decodeChatPrefix is decodeChat reusing the ids of prefix (see
 // PromptPrefix); the results are the same as without it.
-func decodeChatPrefix(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, error) {
-	if r, ok := fastChat(body, wantTokens, prefix); ok {
+func decodeChatPrefix(body []byte, wantTokens bool, prefix *PromptPrefix, met *Metrics) (*chatResult, error) {
+	r, fb := fastChat(body, wantTokens, prefix)
+	met.fallback(fb)
+	if fb.body == "" {
 		return r, nil
 	}
+	return slowChat(body, wantTokens)
+}
+
+// slowChat is decodeChat with encoding/json alone.
+func slowChat(body []byte, wantTokens bool) (*chatResult, error) {
 	resp, ch, err := DecodeChatResponse(body)
 	if err != nil {
 		return nil, err
@@ -85,10 +98,13 @@ func decodeChatPrefix(body []byte, wantTokens bool, prefix *PromptPrefix) (*chat
 }
 
 // decodeGenerate decodes SGLang's native /generate answer, with the results
-// and errors of json.Unmarshal into a GenerateResponse.
-func decodeGenerate(body []byte) (*GenerateResponse, error) {
-	if g, ok := fastGenerate(body); ok {
-		return g, nil
+// and errors of json.Unmarshal into a GenerateResponse, counting what the
+// fast decoder leaves to encoding/json in met (which may be nil).
+func decodeGenerate(body []byte, met *Metrics) (*GenerateResponse, error) {
+	fast, fb := fastGenerate(body)
+	met.fallback(fb)
+	if fb.body == "" {
+		return fast, nil
 	}
 	var g GenerateResponse
 	if err := json.Unmarshal(body, &g); err != nil {
@@ -145,7 +161,7 @@ func (s *jscan) members(member func(key []byte) bool) bool {
 		return true
 	}
 	for {
-		key, ok := s.Key()
+		key, ok := s.key()
 		if !ok || !member(key) {
 			return false
 		}
@@ -157,21 +173,27 @@ func (s *jscan) members(member func(key []byte) bool) bool {
 }
 
 // rest consumes the value of a member the decoder does not own and adds it
-// to r, or gives up when key folds to an owned name.
+// to r, for encoding/json, recording that it handed over the message or
+// another member; it gives up when key folds to an owned name.
 func (s *jscan) rest(r *restObject, key []byte, owned []string) bool {
 	if foldsTo(key, owned...) {
-		return false
+		return s.fail(FallbackFoldedKey)
 	}
 	start := s.I
 	if !s.Skip(0) {
 		return false
 	}
 	r.add(key, s.B[start:s.I])
+	if string(key) == "message" {
+		s.handedMessage = true
+	} else {
+		s.handedMember = true
+	}
 	return true
 }
 
-// once marks bit in seen and reports whether it was clear: a second
-// occurrence of an owned key makes the decoder give up.
+// once marks bit in seen and reports whether it was clear (see jscan.once,
+// which records a duplicate key).
 func once(seen *uint, bit uint) bool {
 	if *seen&bit != 0 {
 		return false
@@ -180,14 +202,14 @@ func once(seen *uint, bit uint) bool {
 	return true
 }
 
-// fastChat is decodeChat's fast path; ok false means "decode it with
-// encoding/json".
-func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, bool) {
+// fastChat is decodeChat's fast path; a fallbacks with a body reason means
+// "decode it with encoding/json" (and r is nil).
+func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (r *chatResult, fb fallbacks) {
 	sc := getScratch()
 	defer putScratch(sc)
 	s := jscan{Scanner: jsonfast.Scanner{B: body}, prefix: prefix}
 	resp := new(ChatResponse)
-	r := &chatResult{resp: resp}
+	r = &chatResult{resp: resp}
 	var (
 		ids         []int
 		promptText  []byte
@@ -199,22 +221,22 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 		var ok bool
 		switch string(key) {
 		case "prompt_token_ids":
-			if !once(&seen, 1) {
+			if !s.once(&seen, 1) {
 				return false
 			}
 			ids, ok = s.promptIDs()
 			promptText, promptKnown = s.promptText, s.promptKnown
 		case "choices":
-			if !once(&seen, 2) {
+			if !s.once(&seen, 2) {
 				return false
 			}
 			ok = s.choices(r, sc, wantTokens)
 		case "id":
-			ok = once(&seen, 4) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.ID) })
+			ok = s.once(&seen, 4) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.ID) })
 		case "object":
-			ok = once(&seen, 8) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.Object) })
+			ok = s.once(&seen, 8) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.Object) })
 		case "created":
-			ok = once(&seen, 16) && s.orRest(&sc.top, key, func() bool {
+			ok = s.once(&seen, 16) && s.orRest(&sc.top, key, func() bool {
 				var v int
 				if !s.intTo(&v) {
 					return false
@@ -223,36 +245,46 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (*chatResult, 
 				return true
 			})
 		case "model":
-			ok = once(&seen, 32) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.Model) })
+			ok = s.once(&seen, 32) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.Model) })
 		case "usage":
-			ok = once(&seen, 64) && s.orRest(&sc.top, key, func() bool { return s.usage(&resp.Usage) })
+			ok = s.once(&seen, 64) && s.orRest(&sc.top, key, func() bool { return s.usage(&resp.Usage) })
 		case "system_fingerprint":
-			ok = once(&seen, 128) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.SystemFingerprint) })
+			ok = s.once(&seen, 128) && s.orRest(&sc.top, key, func() bool { return s.textTo(&resp.SystemFingerprint) })
 		case "service_tier":
-			ok = once(&seen, 256) && s.orRest(&sc.top, key, func() bool { return s.textTo((*string)(&resp.ServiceTier)) })
+			ok = s.once(&seen, 256) && s.orRest(&sc.top, key, func() bool { return s.textTo((*string)(&resp.ServiceTier)) })
 		case "metadata":
-			ok = once(&seen, 512) && s.orRest(&sc.top, key, func() bool { return s.metadata(&resp.Metadata) })
+			ok = s.once(&seen, 512) && s.orRest(&sc.top, key, func() bool { return s.metadata(&resp.Metadata) })
 		default:
 			ok = s.other(&sc.top, key, ownedChatTop, chatTopFields)
 		}
 		return ok
 	})
-	if !ok || !s.End() || r.ch == nil || !sc.top.decode(resp) {
-		return nil, false
+	if ok && r.ch == nil {
+		ok = s.fail(FallbackNoChoice)
+	}
+	if !ok || !s.End() || !sc.top.decode(resp) {
+		return nil, s.fallbacks(body, false)
 	}
 	resp.PromptTokenIDs, r.promptText, r.promptKnown = ids, promptText, promptKnown
 	switch r.ch.FinishReason {
 	case "abort", "", "null":
 		// DecodeChatResponse's errors, with its messages.
-		return nil, false
+		s.fail(FallbackFinishReason)
+		return nil, s.fallbacks(body, false)
 	}
-	return r, true
+	return r, s.fallbacks(body, true)
 }
 
 // choices consumes a one-element choices array into r.
 func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
+	if s.Null() {
+		return s.fail(FallbackNoChoice)
+	}
 	if !s.Eat('[') {
 		return false
+	}
+	if s.Peek() == ']' {
+		return s.fail(FallbackNoChoice)
 	}
 	chs := make([]ChatChoice, 1)
 	ch := &chs[0]
@@ -267,18 +299,18 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 		var ok bool
 		switch string(key) {
 		case "token_ids":
-			if !once(&seen, 1) {
+			if !s.once(&seen, 1) {
 				return false
 			}
 			ch.TokenIDs, ok = s.ints()
 		case "prompt_token_ids":
-			if !once(&seen, 2) {
+			if !s.once(&seen, 2) {
 				return false
 			}
 			ch.PromptTokenIDs, ok = s.promptIDs()
 			r.choicePromptText, r.choicePromptKnown = s.promptText, s.promptKnown
 		case "logprobs":
-			if !once(&seen, 4) {
+			if !s.once(&seen, 4) {
 				return false
 			}
 			if s.Null() {
@@ -288,26 +320,29 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 			logprobs = &openai.LogProbs{}
 			ok = s.logprobs(sc, wantTokens)
 		case "meta_info":
-			if !once(&seen, 8) {
+			if !s.once(&seen, 8) {
 				return false
 			}
 			ch.MetaInfo, ok = s.metaInfo(sc)
 		case "index":
-			ok = once(&seen, 16) && s.orRest(&sc.choice, key, func() bool { return s.intTo(&ch.Index) })
+			ok = s.once(&seen, 16) && s.orRest(&sc.choice, key, func() bool { return s.intTo(&ch.Index) })
 		case "message":
-			ok = once(&seen, 32) && s.orRest(&sc.choice, key, func() bool { return s.message(&ch.Message) })
+			ok = s.once(&seen, 32) && s.orRest(&sc.choice, key, func() bool { return s.message(&ch.Message) })
 		case "finish_reason":
-			ok = once(&seen, 64) && s.orRest(&sc.choice, key, func() bool { return s.textTo((*string)(&ch.FinishReason)) })
+			ok = s.once(&seen, 64) && s.orRest(&sc.choice, key, func() bool { return s.textTo((*string)(&ch.FinishReason)) })
 		case "stop_reason":
-			ok = once(&seen, 128) && s.rawTo(&ch.StopReason)
+			ok = s.once(&seen, 128) && s.rawTo(&ch.StopReason)
 		case "matched_stop":
-			ok = once(&seen, 256) && s.rawTo(&ch.MatchedStop)
+			ok = s.once(&seen, 256) && s.rawTo(&ch.MatchedStop)
 		default:
 			ok = s.other(&sc.choice, key, ownedChatChoice, chatChoiceFields)
 		}
 		return ok
 	})
 	// A second choice is left to encoding/json: dialects never ask for one.
+	if ok && s.Peek() == ',' {
+		return s.fail(FallbackNGt1)
+	}
 	if !ok || !s.Eat(']') || !sc.choice.decode(ch) {
 		return false
 	}
@@ -328,11 +363,11 @@ func (s *jscan) logprobs(sc *scratch, wantTokens bool) bool {
 	return s.members(func(key []byte) bool {
 		if string(key) != "content" {
 			if foldsTo(key, ownedLogprobs...) {
-				return false
+				return s.fail(FallbackFoldedKey)
 			}
 			return s.Skip(0)
 		}
-		if !once(&seen, 1) {
+		if !s.once(&seen, 1) {
 			return false
 		}
 		if s.Null() {
@@ -370,12 +405,12 @@ func (s *jscan) logprobEntry(sc *scratch, wantTokens bool) bool {
 		var ok bool
 		switch string(key) {
 		case "logprob":
-			if !once(&seen, 1) {
+			if !s.once(&seen, 1) {
 				return false
 			}
 			lp, ok = s.Float()
 		case "token":
-			if !once(&seen, 2) {
+			if !s.once(&seen, 2) {
 				return false
 			}
 			if wantTokens {
@@ -384,18 +419,26 @@ func (s *jscan) logprobEntry(sc *scratch, wantTokens bool) bool {
 				_, _, ok = s.Str()
 			}
 		case "bytes":
-			if !once(&seen, 4) {
+			if !s.once(&seen, 4) {
 				return false
 			}
 			ok = s.byteArray()
 		case "top_logprobs":
-			if !once(&seen, 8) {
+			if !s.once(&seen, 8) {
 				return false
 			}
-			ok = s.emptyArray()
+			s.WS()
+			at := s.I
+			if ok = s.emptyArray(); !ok {
+				// A whole array, not an empty one, holds alternatives the
+				// dialects did not ask for.
+				if s.I = at; s.Peek() == '[' && s.Skip(0) {
+					return s.fail(FallbackTopLogprobs)
+				}
+			}
 		default:
 			if foldsTo(key, ownedLPEntry...) {
-				return false
+				return s.fail(FallbackFoldedKey)
 			}
 			ok = s.Skip(0)
 		}
@@ -425,24 +468,24 @@ func (s *jscan) metaInfo(sc *scratch) (*MetaInfo, bool) {
 	ok := s.members(func(key []byte) bool {
 		switch string(key) {
 		case "output_token_logprobs":
-			if !once(&seen, 1) {
+			if !s.once(&seen, 1) {
 				return false
 			}
 			var ok bool
 			tlps, ok = s.tokenLogprobs(sc)
 			return ok
 		case "id":
-			return once(&seen, 2) && s.orRest(&sc.meta, key, func() bool { return s.textTo(&mi.ID) })
+			return s.once(&seen, 2) && s.orRest(&sc.meta, key, func() bool { return s.textTo(&mi.ID) })
 		case "finish_reason":
-			return once(&seen, 4) && s.rawTo(&mi.FinishReason)
+			return s.once(&seen, 4) && s.rawTo(&mi.FinishReason)
 		case "prompt_tokens":
-			return once(&seen, 8) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.PromptTokens) })
+			return s.once(&seen, 8) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.PromptTokens) })
 		case "completion_tokens":
-			return once(&seen, 16) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.CompletionTokens) })
+			return s.once(&seen, 16) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.CompletionTokens) })
 		case "cached_tokens":
-			return once(&seen, 32) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.CachedTokens) })
+			return s.once(&seen, 32) && s.orRest(&sc.meta, key, func() bool { return s.intTo(&mi.CachedTokens) })
 		case "weight_version":
-			return once(&seen, 64) && s.orRest(&sc.meta, key, func() bool { return s.textTo(&mi.WeightVersion) })
+			return s.once(&seen, 64) && s.orRest(&sc.meta, key, func() bool { return s.textTo(&mi.WeightVersion) })
 		}
 		return s.other(&sc.meta, key, ownedMetaInfo, metaInfoFields)
 	})
@@ -499,8 +542,8 @@ func (s *jscan) tokenLogprobs(sc *scratch) ([]TokenLogprob, bool) {
 	}
 }
 
-// fastGenerate is decodeGenerate's fast path.
-func fastGenerate(body []byte) (*GenerateResponse, bool) {
+// fastGenerate is decodeGenerate's fast path (see fastChat).
+func fastGenerate(body []byte) (*GenerateResponse, fallbacks) {
 	sc := getScratch()
 	defer putScratch(sc)
 	s := jscan{Scanner: jsonfast.Scanner{B: body}}
@@ -515,28 +558,28 @@ func fastGenerate(body []byte) (*GenerateResponse, bool) {
 		var ok bool
 		switch string(key) {
 		case "output_ids":
-			if !once(&seen, 1) {
+			if !s.once(&seen, 1) {
 				return false
 			}
 			ids, ok = s.ints()
 		case "meta_info":
-			if !once(&seen, 2) {
+			if !s.once(&seen, 2) {
 				return false
 			}
 			mi, ok = s.metaInfo(sc)
 		case "text":
-			ok = once(&seen, 4) && s.orRest(&sc.top, key, func() bool { return s.textTo(&g.Text) })
+			ok = s.once(&seen, 4) && s.orRest(&sc.top, key, func() bool { return s.textTo(&g.Text) })
 		default:
 			ok = s.other(&sc.top, key, ownedGenerate, generateFields)
 		}
 		return ok
 	})
 	if !ok || !s.End() || !sc.top.decode(g) {
-		return nil, false
+		return nil, s.fallbacks(body, false)
 	}
 	g.OutputIDs = ids
 	if mi != nil {
 		g.MetaInfo = *mi
 	}
-	return g, true
+	return g, s.fallbacks(body, true)
 }

@@ -19,15 +19,16 @@ import (
 
 // Field names encoding/json matches keys against, per decoded type.
 var (
-	chatTopFields      = fieldNames(reflect.TypeFor[ChatResponse]())
-	chatChoiceFields   = fieldNames(reflect.TypeFor[ChatChoice]())
-	messageFields      = fieldNames(reflect.TypeFor[ChatMessage]())
-	toolCallFields     = fieldNames(reflect.TypeFor[openai.ToolCall]())
-	functionCallFields = fieldNames(reflect.TypeFor[openai.FunctionCall]())
-	usageFields        = fieldNames(reflect.TypeFor[openai.Usage]())
-	metadataFields     = fieldNames(reflect.TypeFor[ResponseMetadata]())
-	metaInfoFields     = fieldNames(reflect.TypeFor[MetaInfo]())
-	generateFields     = fieldNames(reflect.TypeFor[GenerateResponse]())
+	chatTopFields       = fieldNames(reflect.TypeFor[ChatResponse]())
+	chatChoiceFields    = fieldNames(reflect.TypeFor[ChatChoice]())
+	messageFields       = fieldNames(reflect.TypeFor[ChatMessage]())
+	toolCallFields      = fieldNames(reflect.TypeFor[openai.ToolCall]())
+	functionCallFields  = fieldNames(reflect.TypeFor[openai.FunctionCall]())
+	usageFields         = fieldNames(reflect.TypeFor[openai.Usage]())
+	promptDetailsFields = fieldNames(reflect.TypeFor[openai.PromptTokensDetails]())
+	metadataFields      = fieldNames(reflect.TypeFor[ResponseMetadata]())
+	metaInfoFields      = fieldNames(reflect.TypeFor[MetaInfo]())
+	generateFields      = fieldNames(reflect.TypeFor[GenerateResponse]())
 )
 
 // fieldNames lists the member names of struct type t as encoding/json sees
@@ -76,7 +77,7 @@ func matchesField(key []byte, names []string) bool {
 func (s *jscan) other(r *restObject, key []byte, owned, fields []string) bool {
 	switch {
 	case foldsTo(key, owned...):
-		return false
+		return s.fail(FallbackFoldedKey)
 	case !matchesField(key, fields):
 		return s.Skip(0)
 	case r == nil:
@@ -86,14 +87,15 @@ func (s *jscan) other(r *restObject, key []byte, owned, fields []string) bool {
 }
 
 // orRest decodes a member's value with fast; when fast refuses it, the
-// value goes to r, for encoding/json to give its result or error.
+// value goes to r, for encoding/json to give its result or error, and the
+// reason fast gave is forgotten.
 func (s *jscan) orRest(r *restObject, key []byte, fast func() bool) bool {
 	s.WS()
 	start := s.I
 	if fast() {
 		return true
 	}
-	s.I = start
+	s.I, s.why = start, ""
 	return s.rest(r, key, nil)
 }
 
@@ -130,8 +132,8 @@ func (s *jscan) rawTo(dst *json.RawMessage) bool {
 	return true
 }
 
-// usage decodes token counts without details (details other than null
-// are refused).
+// usage decodes token counts and prompt_tokens_details (completion
+// details other than null are refused).
 func (s *jscan) usage(dst *openai.Usage) bool {
 	var (
 		u    openai.Usage
@@ -140,20 +142,45 @@ func (s *jscan) usage(dst *openai.Usage) bool {
 	ok := s.Null() || s.members(func(key []byte) bool {
 		switch string(key) {
 		case "prompt_tokens":
-			return once(&seen, 1) && s.intTo(&u.PromptTokens)
+			return s.once(&seen, 1) && s.intTo(&u.PromptTokens)
 		case "completion_tokens":
-			return once(&seen, 2) && s.intTo(&u.CompletionTokens)
+			return s.once(&seen, 2) && s.intTo(&u.CompletionTokens)
 		case "total_tokens":
-			return once(&seen, 4) && s.intTo(&u.TotalTokens)
+			return s.once(&seen, 4) && s.intTo(&u.TotalTokens)
 		case "prompt_tokens_details":
-			return once(&seen, 8) && s.Null()
+			return s.once(&seen, 8) && s.promptTokensDetails(&u.PromptTokensDetails)
 		case "completion_tokens_details":
-			return once(&seen, 16) && s.Null()
+			return s.once(&seen, 16) && s.Null()
 		}
 		return s.other(nil, key, nil, usageFields)
 	})
 	if ok {
 		*dst = u
+	}
+	return ok
+}
+
+// promptTokensDetails decodes usage.prompt_tokens_details (null is nil),
+// which vLLM (--enable-prompt-tokens-details) and SGLang
+// (--enable-cache-report) fill with cached_tokens.
+func (s *jscan) promptTokensDetails(dst **openai.PromptTokensDetails) bool {
+	if s.Null() {
+		*dst = nil
+		return true
+	}
+	d := new(openai.PromptTokensDetails)
+	var seen uint
+	ok := s.members(func(key []byte) bool {
+		switch string(key) {
+		case "cached_tokens":
+			return s.once(&seen, 1) && s.intTo(&d.CachedTokens)
+		case "audio_tokens":
+			return s.once(&seen, 2) && s.intTo(&d.AudioTokens)
+		}
+		return s.other(nil, key, nil, promptDetailsFields)
+	})
+	if ok {
+		*dst = d
 	}
 	return ok
 }
@@ -168,7 +195,7 @@ func (s *jscan) metadata(dst **ResponseMetadata) bool {
 	var seen uint
 	ok := s.members(func(key []byte) bool {
 		if string(key) == "weight_version" {
-			return once(&seen, 1) && s.textTo(&md.WeightVersion)
+			return s.once(&seen, 1) && s.textTo(&md.WeightVersion)
 		}
 		return s.other(nil, key, nil, metadataFields)
 	})

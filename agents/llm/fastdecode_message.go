@@ -18,21 +18,21 @@ func (s *jscan) message(dst *ChatMessage) bool {
 	ok := s.members(func(key []byte) bool {
 		switch string(key) {
 		case "role":
-			return once(&seen, 1) && s.textTo(&m.Role)
+			return s.once(&seen, 1) && s.textTo(&m.Role)
 		case "content":
-			return once(&seen, 2) && s.textTo(&m.Content)
+			return s.once(&seen, 2) && s.textTo(&m.Content)
 		case "refusal":
-			return once(&seen, 4) && s.textTo(&m.Refusal)
+			return s.once(&seen, 4) && s.textTo(&m.Refusal)
 		case "name":
-			return once(&seen, 8) && s.textTo(&m.Name)
+			return s.once(&seen, 8) && s.textTo(&m.Name)
 		case "reasoning_content":
-			return once(&seen, 16) && s.textTo(&m.ReasoningContent)
+			return s.once(&seen, 16) && s.textTo(&m.ReasoningContent)
 		case "reasoning":
-			return once(&seen, 32) && s.textTo(&m.Reasoning)
+			return s.once(&seen, 32) && s.textTo(&m.Reasoning)
 		case "tool_call_id":
-			return once(&seen, 64) && s.textTo(&m.ToolCallID)
+			return s.once(&seen, 64) && s.textTo(&m.ToolCallID)
 		case "function_call":
-			if !once(&seen, 128) {
+			if !s.once(&seen, 128) {
 				return false
 			}
 			if s.Null() {
@@ -41,7 +41,7 @@ func (s *jscan) message(dst *ChatMessage) bool {
 			m.FunctionCall = new(openai.FunctionCall)
 			return s.functionCall(m.FunctionCall)
 		case "tool_calls":
-			return once(&seen, 256) && s.toolCalls(&m.ToolCalls)
+			return s.once(&seen, 256) && s.toolCalls(&m.ToolCalls)
 		}
 		return s.other(nil, key, nil, messageFields)
 	})
@@ -86,13 +86,13 @@ func (s *jscan) toolCall(tc *openai.ToolCall) bool {
 	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "id":
-			return once(&seen, 1) && s.textTo(&tc.ID)
+			return s.once(&seen, 1) && s.textTo(&tc.ID)
 		case "type":
-			return once(&seen, 2) && s.textTo((*string)(&tc.Type))
+			return s.once(&seen, 2) && s.textTo((*string)(&tc.Type))
 		case "function":
-			return once(&seen, 4) && (s.Null() || s.functionCall(&tc.Function))
+			return s.once(&seen, 4) && (s.Null() || s.functionCall(&tc.Function))
 		case "index":
-			if !once(&seen, 8) {
+			if !s.once(&seen, 8) {
 				return false
 			}
 			if s.Null() {
@@ -112,9 +112,9 @@ func (s *jscan) functionCall(fc *openai.FunctionCall) bool {
 	return s.members(func(key []byte) bool {
 		switch string(key) {
 		case "name":
-			return once(&seen, 1) && s.textTo(&fc.Name)
+			return s.once(&seen, 1) && s.textTo(&fc.Name)
 		case "arguments":
-			return once(&seen, 2) && s.textTo(&fc.Arguments)
+			return s.once(&seen, 2) && s.textTo(&fc.Arguments)
 		}
 		return s.other(nil, key, nil, functionCallFields)
 	})

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/mgrpo/mgrpo/internal/jsonfast"
@@ -25,9 +27,10 @@ func checkFastChat(t *testing.T, body []byte) bool {
 	t.Helper()
 	accepted := false
 	for _, wantTokens := range []bool{false, true} {
-		r, ok := fastChat(body, wantTokens, nil)
+		r, fb := fastChat(body, wantTokens, nil)
 		resp, ch, err := DecodeChatResponse(body)
-		if !ok {
+		checkFallbacks(t, body, fb)
+		if fb.body != "" {
 			continue
 		}
 		accepted = true
@@ -73,13 +76,34 @@ func checkFastChat(t *testing.T, body []byte) bool {
 	return accepted
 }
 
+// checkFallbacks fails when a fast decode's fallbacks are not one of the
+// documented reasons or contradict the body: syntax only for invalid
+// JSON, shape only for valid JSON, members handed over only when the fast
+// decoder took the body.
+func checkFallbacks(t *testing.T, body []byte, fb fallbacks) {
+	t.Helper()
+	switch {
+	case fb.body == "":
+		return
+	case !slices.Contains(fallbackReasons, fb.body) || fb.body == FallbackMessage || fb.body == FallbackMember:
+		t.Fatalf("fallback reason %q is not a whole-body reason", fb.body)
+	case fb.message || fb.member:
+		t.Fatalf("whole body left to encoding/json (%s) with members handed over: %+v", fb.body, fb)
+	case fb.body == FallbackSyntax && json.Valid(body):
+		t.Fatalf("syntax fallback for valid JSON %q", body)
+	case fb.body == FallbackShape && !json.Valid(body):
+		t.Fatalf("shape fallback for invalid JSON %q", body)
+	}
+}
+
 // checkFastGenerate is checkFastChat for /generate answers.
 func checkFastGenerate(t *testing.T, body []byte) bool {
 	t.Helper()
-	g, ok := fastGenerate(body)
+	g, fb := fastGenerate(body)
 	var want GenerateResponse
 	err := json.Unmarshal(body, &want)
-	if !ok {
+	checkFallbacks(t, body, fb)
+	if fb.body != "" {
 		return false
 	}
 	if err != nil {
@@ -91,13 +115,17 @@ func checkFastGenerate(t *testing.T, body []byte) bool {
 	return true
 }
 
-// fastCases are bodies around the fast path's edges: accept says whether
-// it must take them (false: it must leave them to encoding/json).
-var fastCases = []struct {
+// fastCase is a body around the fast path's edges: accept says whether it
+// must take it (false: it must leave it to encoding/json).
+type fastCase struct {
 	name   string
 	body   string
 	accept bool
-}{
+}
+
+// fastCases are the fast path's edge cases (see fastCaseFallbacks for why
+// it leaves some to encoding/json).
+var fastCases = []fastCase{
 	{"vllm", okVLLM, true},
 	{"sglang", okSGLang, true},
 	{"spaces", strings.ReplaceAll(okVLLM, ",", " ,\n\t"), true},
@@ -175,11 +203,87 @@ func TestFastChatAgrees(t *testing.T) {
 			}
 			// decodeChat's errors are DecodeChatResponse's.
 			_, _, want := DecodeChatResponse([]byte(tc.body))
-			_, got := decodeChat([]byte(tc.body), true)
+			_, got := decodeChat([]byte(tc.body), true, nil)
 			if (got == nil) != (want == nil) || got != nil && got.Error() != want.Error() {
 				t.Errorf("decodeChat error %v, DecodeChatResponse %v", got, want)
 			}
 		})
+	}
+}
+
+// fastCaseFallbacks is what the fast path leaves to encoding/json for the
+// fastCases that are not taken whole (a FallbackX) or whose message or
+// another member goes to encoding/json; the other cases leave nothing.
+var fastCaseFallbacks = map[string]fallbacks{
+	"rest type error":     {body: FallbackShape},
+	"float id":            {body: FallbackShape},
+	"null id":             {body: FallbackShape},
+	"huge id":             {body: FallbackShape},
+	"leading zero":        {body: FallbackSyntax},
+	"trailing comma":      {body: FallbackSyntax},
+	"string logprob":      {body: FallbackShape},
+	"huge logprob":        {body: FallbackShape},
+	"missing logprob":     {body: FallbackShape},
+	"byte 300":            {body: FallbackShape},
+	"base64 bytes":        {body: FallbackShape},
+	"top logprobs":        {body: FallbackTopLogprobs},
+	"folded key":          {body: FallbackFoldedKey},
+	"folded entry key":    {body: FallbackFoldedKey},
+	"escaped key":         {body: FallbackEscapedKey},
+	"duplicate ids":       {body: FallbackDuplicateKey},
+	"two choices":         {body: FallbackNGt1},
+	"no choices":          {body: FallbackNoChoice},
+	"abort":               {body: FallbackFinishReason},
+	"no finish":           {body: FallbackFinishReason},
+	"truncated":           {body: FallbackSyntax},
+	"trailing garbage":    {body: FallbackSyntax},
+	"html":                {body: FallbackSyntax},
+	"sglang short triple": {body: FallbackShape},
+	"sglang float id":     {body: FallbackShape},
+	"sglang null entry":   {body: FallbackShape},
+	"multi content":       {message: true},
+	"folded message key":  {message: true},
+	"MultiContent key":    {message: true},
+	"null message":        {message: true},
+	"numeric role":        {body: FallbackShape},
+	"duplicate content":   {message: true},
+	"top fields":          {member: true},
+	"float created":       {body: FallbackShape},
+	"folded top key":      {body: FallbackFoldedKey},
+	"stop reason":         {member: true},
+	"leading zero byte":   {body: FallbackSyntax},
+	"duplicate logprob":   {body: FallbackDuplicateKey},
+}
+
+// TestFastChatFallbackReasons checks why the fast path leaves each of
+// fastCases, or a member of it, to encoding/json, and that decodeChat
+// counts exactly that.
+func TestFastChatFallbackReasons(t *testing.T) {
+	for _, tc := range fastCases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := fastCaseFallbacks[tc.name]
+			for _, wantTokens := range []bool{false, true} {
+				if _, got := fastChat([]byte(tc.body), wantTokens, nil); got != want {
+					t.Errorf("wantTokens %v: fallbacks %+v, want %+v", wantTokens, got, want)
+				}
+			}
+			m := NewMetrics()
+			_, _ = decodeChat([]byte(tc.body), false, m)
+			for _, reason := range fallbackReasons {
+				wantN := 0.0
+				if reason == want.body || reason == FallbackMessage && want.message || reason == FallbackMember && want.member {
+					wantN = 1
+				}
+				if got := testutil.ToFloat64(m.decodeFallbacks.WithLabelValues(reason)); got != wantN {
+					t.Errorf("mgrpo_llm_decode_fallback_total{reason=%q} = %v, want %v", reason, got, wantN)
+				}
+			}
+		})
+	}
+	for name := range fastCaseFallbacks {
+		if !slices.ContainsFunc(fastCases, func(c fastCase) bool { return c.name == name }) {
+			t.Errorf("fastCaseFallbacks names %q, which is not a fast case", name)
+		}
 	}
 }
 
@@ -204,7 +308,7 @@ func TestFastGenerateAgrees(t *testing.T) {
 
 func TestDecodeChatErrorsTyped(t *testing.T) {
 	for _, body := range []string{okVLLM[:60], "<html></html>", `{"choices":[]}`, strings.Replace(okVLLM, `"finish_reason":"stop"`, `"finish_reason":"abort"`, 1)} {
-		_, err := decodeChat([]byte(body), false)
+		_, err := decodeChat([]byte(body), false, nil)
 		var de *DecodeError
 		if !errors.As(err, &de) {
 			t.Errorf("decodeChat(%.40q) error %v, want a *DecodeError", body, err)
@@ -247,7 +351,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(tc.body)))
 			for b.Loop() {
-				if _, ok := fastChat(tc.body, false, nil); !ok {
+				if _, fb := fastChat(tc.body, false, nil); fb.body != "" {
 					b.Fatal("fast path refused the body")
 				}
 			}

@@ -3,6 +3,7 @@ package llm
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 
 	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
@@ -19,6 +20,74 @@ type jscan struct {
 	prefix      *PromptPrefix
 	promptText  []byte
 	promptKnown int
+	// why is the reason (a FallbackX) of the first refusal since the last
+	// recovered one; handedMessage and handedMember record the members
+	// given to encoding/json (see rest).
+	why                         string
+	handedMessage, handedMember bool
+}
+
+// fail records reason, unless an earlier refusal named one, and returns
+// false, for a decoder to return.
+func (s *jscan) fail(reason string) bool {
+	if s.why == "" {
+		s.why = reason
+	}
+	return false
+}
+
+// once marks bit in seen and reports whether it was clear: a second
+// occurrence of an owned key makes the decoder give up (duplicate_key).
+func (s *jscan) once(seen *uint, bit uint) bool {
+	return once(seen, bit) || s.fail(FallbackDuplicateKey)
+}
+
+// fallbacks returns what the decode of body left to encoding/json: when
+// taken is false, the whole body, for the recorded reason or, without
+// one, syntax or shape depending on whether body is valid JSON.
+func (s *jscan) fallbacks(body []byte, taken bool) fallbacks {
+	if taken {
+		return fallbacks{message: s.handedMessage, member: s.handedMember}
+	}
+	switch {
+	case s.why != "":
+		return fallbacks{body: s.why}
+	case json.Valid(body):
+		return fallbacks{body: FallbackShape}
+	}
+	return fallbacks{body: FallbackSyntax}
+}
+
+// fallbacks records what a fast decode left to encoding/json: the whole
+// body (body names why, a FallbackX; "" when the fast decoder took it) or,
+// while taking it, the message or other members, which encoding/json
+// decoded as small objects.
+type fallbacks struct {
+	body            string
+	message, member bool
+}
+
+// key consumes a member name and its colon as Key does, recording an
+// escaped or non-ASCII name as escaped_key.
+func (s *jscan) key() ([]byte, bool) {
+	start := s.I
+	if k, ok := s.Key(); ok {
+		return k, true
+	}
+	s.I = start
+	if raw, special, ok := s.Str(); ok && (special || !isASCII(raw)) {
+		return nil, s.fail(FallbackEscapedKey)
+	}
+	return nil, false
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // text consumes a string value and returns it as encoding/json would

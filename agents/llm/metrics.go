@@ -16,6 +16,9 @@ type Metrics struct {
 	completionTokens *prometheus.CounterVec
 	drifts           *prometheus.CounterVec
 	ejections        *prometheus.CounterVec
+	decodeFallbacks  *prometheus.CounterVec
+	// fallbackBy holds decodeFallbacks' counter of each reason.
+	fallbackBy map[string]prometheus.Counter
 }
 
 // Failure classes used as the "class" label of mgrpo_llm_failures_total.
@@ -30,10 +33,64 @@ const (
 	ClassCanceled   = "canceled"
 )
 
+// Reasons used as the "reason" label of mgrpo_llm_decode_fallback_total:
+// why a fast decoder (see doc.go) left an answer, or one member of it, to
+// encoding/json; each answer counts once per reason. All but the last two
+// give the whole body to encoding/json. A fast decoder stops at the first
+// thing it does not take, which names the reason; where that is no more
+// than an unexpected byte, the body counts as syntax if it is not valid
+// JSON and as shape if it is.
+const (
+	// FallbackSyntax: the body is not valid JSON (truncated, an HTML page,
+	// bytes after the object).
+	FallbackSyntax = "syntax"
+	// FallbackShape: valid JSON with a value the fast decoder does not
+	// read where it expects one it does: an id that is not an integer of
+	// the int range, a logprob that is not a number in float64's range, a
+	// logprobs entry without a logprob, bytes that are not byte values, an
+	// SGLang output_token_logprobs entry that is not [logprob, id, …], a
+	// member of another type than its field's, nesting deeper than the
+	// scanner follows.
+	FallbackShape = "shape"
+	// FallbackEscapedKey: a member name with a backslash escape or a byte
+	// outside ASCII.
+	FallbackEscapedKey = "escaped_key"
+	// FallbackFoldedKey: a member name that names a field the fast decoder
+	// decodes only by case folding ("Model", "LogProb").
+	FallbackFoldedKey = "folded_key"
+	// FallbackDuplicateKey: a member the fast decoder decodes appears twice
+	// in one object.
+	FallbackDuplicateKey = "duplicate_key"
+	// FallbackTopLogprobs: a logprobs.content entry with a non-empty
+	// top_logprobs (the dialects ask for none).
+	FallbackTopLogprobs = "top_logprobs"
+	// FallbackNGt1: more than one choice (the dialects ask for one).
+	FallbackNGt1 = "n_gt_1"
+	// FallbackNoChoice: choices is missing, null or empty.
+	FallbackNoChoice = "no_choice"
+	// FallbackFinishReason: the choice's finish_reason is missing, null,
+	// empty or "abort" (DecodeChatResponse's errors).
+	FallbackFinishReason = "finish_reason"
+	// FallbackMessage: the fast decoder took the body but gave the
+	// choice's message to encoding/json as a small object (multi-part
+	// content, a value of an unexpected type, a member only encoding/json
+	// decodes).
+	FallbackMessage = "message"
+	// FallbackMember: the fast decoder took the body but gave another
+	// member (usage, metadata, a meta_info count, a field only
+	// encoding/json decodes such as prompt_filter_results) to
+	// encoding/json as a small object.
+	FallbackMember = "member"
+)
+
+// fallbackReasons lists every FallbackX value.
+var fallbackReasons = []string{FallbackSyntax, FallbackShape, FallbackEscapedKey, FallbackFoldedKey, FallbackDuplicateKey,
+	FallbackTopLogprobs, FallbackNGt1, FallbackNoChoice, FallbackFinishReason, FallbackMessage, FallbackMember}
+
 // NewMetrics returns unregistered collectors.
 func NewMetrics() *Metrics {
 	re := []string{"role", "endpoint"}
-	return &Metrics{
+	m := &Metrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_llm_requests_total", Help: "Completed LLM calls (successful or not).",
 		}, append(re, "outcome")),
@@ -59,12 +116,22 @@ func NewMetrics() *Metrics {
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_llm_endpoint_ejections_total", Help: "Endpoints taken out of rotation after consecutive failures.",
 		}, re),
+		decodeFallbacks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_llm_decode_fallback_total",
+			Help: "Answers, or members of answers, the fast JSON decoders left to encoding/json, by reason.",
+		}, []string{"reason"}),
+		fallbackBy: make(map[string]prometheus.Counter, len(fallbackReasons)),
 	}
+	// Every reason is exported from the start, at 0.
+	for _, r := range fallbackReasons {
+		m.fallbackBy[r] = m.decodeFallbacks.WithLabelValues(r)
+	}
+	return m
 }
 
 // Register registers every collector with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.retries, m.failures, m.latency, m.promptTokens, m.completionTokens, m.drifts, m.ejections} {
+	for _, c := range []prometheus.Collector{m.requests, m.retries, m.failures, m.latency, m.promptTokens, m.completionTokens, m.drifts, m.ejections, m.decodeFallbacks} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -118,4 +185,21 @@ func (m *Metrics) Drift(role string, n int) {
 		return
 	}
 	m.drifts.WithLabelValues(role).Add(float64(n))
+}
+
+// fallback counts what one fast decode left to encoding/json.
+func (m *Metrics) fallback(f fallbacks) {
+	if m == nil {
+		return
+	}
+	if f.body != "" {
+		m.fallbackBy[f.body].Inc()
+		return
+	}
+	if f.message {
+		m.fallbackBy[FallbackMessage].Inc()
+	}
+	if f.member {
+		m.fallbackBy[FallbackMember].Inc()
+	}
 }

@@ -14,7 +14,7 @@ func TestPromptPrefixSharesOneArray(t *testing.T) {
 	decode := func(arr string) []int {
 		t.Helper()
 		body, _ := withPromptIDs(arr)
-		r, err := decodeChatPrefix([]byte(body), false, &p)
+		r, err := decodeChatPrefix([]byte(body), false, &p, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", arr, err)
 		}

@@ -18,7 +18,7 @@ func withPromptIDs(arr string) (vllm, sglang string) {
 func prefixFrom(t testing.TB, arr string) *PromptPrefix {
 	t.Helper()
 	body, _ := withPromptIDs(arr)
-	r, err := decodeChat([]byte(body), false)
+	r, err := decodeChat([]byte(body), false, nil)
 	if err != nil {
 		t.Fatalf("previous answer %s: %v", arr, err)
 	}
@@ -31,8 +31,8 @@ func prefixFrom(t testing.TB, arr string) *PromptPrefix {
 // without one gives.
 func sameDecode(t *testing.T, body string, prefix *PromptPrefix) {
 	t.Helper()
-	want, werr := decodeChat([]byte(body), false)
-	got, gerr := decodeChatPrefix([]byte(body), false, prefix)
+	want, werr := decodeChat([]byte(body), false, nil)
+	got, gerr := decodeChatPrefix([]byte(body), false, prefix, nil)
 	if (werr == nil) != (gerr == nil) {
 		t.Fatalf("errors differ with a prefix: %v vs %v\n%s", gerr, werr, body)
 	}
@@ -72,7 +72,7 @@ func TestPromptPrefixDecodesTheSame(t *testing.T) {
 func TestPromptPrefixIsUsed(t *testing.T) {
 	p := &PromptPrefix{text: []byte("[1,2,3"), ids: []int{7, 8, 9}}
 	v, s := withPromptIDs("[1,2,3,4]")
-	r, err := decodeChatPrefix([]byte(v), false, p)
+	r, err := decodeChatPrefix([]byte(v), false, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestPromptPrefixIsUsed(t *testing.T) {
 	if string(r.promptText) != "[1,2,3,4" {
 		t.Errorf("prompt text %q, want %q", r.promptText, "[1,2,3,4")
 	}
-	r, err = decodeChatPrefix([]byte(s), false, p)
+	r, err = decodeChatPrefix([]byte(s), false, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func FuzzPromptPrefix(f *testing.F) {
 	f.Add("[123456789,1]", "[123456789,1,0]")
 	f.Fuzz(func(t *testing.T, prev, next string) {
 		body, _ := withPromptIDs(prev)
-		r, err := decodeChat([]byte(body), false)
+		r, err := decodeChat([]byte(body), false, nil)
 		if err != nil {
 			return
 		}

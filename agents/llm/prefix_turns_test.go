@@ -38,7 +38,7 @@ func vllmAnswer(prompt, completion []int, logprobs []float64) string {
 // wireTurn decodes an answer carrying t's ids with p, as the vLLM dialect
 // does, and returns the turn the client would record.
 func wireTurn(tb interface{ Fatalf(string, ...any) }, p *PromptPrefix, t *Turn) *Turn {
-	r, err := decodeChatPrefix([]byte(vllmAnswer(t.PromptIDs, t.CompletionIDs, t.Logprobs)), false, p)
+	r, err := decodeChatPrefix([]byte(vllmAnswer(t.PromptIDs, t.CompletionIDs, t.Logprobs)), false, p, nil)
 	if err != nil {
 		tb.Fatalf("decode: %v", err)
 	}
