@@ -19,8 +19,10 @@ var ErrConfig = errors.New("configuration error")
 // Config is a run's whole configuration, as a YAML file holds it (keys in
 // `yaml` tags, documented in `doc` tags, listed by Keys). The CLI reads the
 // file given by --config and writes the flags set on the command line on
-// top; a `flag` tag names the flag that sets a key, so messages can name
-// both.
+// top; a `flag` tag names the flag that sets a key, which Keys shows next
+// to it. In a nested struct the flag is the parent's flag, a dash and the
+// field's ("planner" + "url": --planner-url); a parent tagged flag:"-" has
+// no flags for its keys.
 type Config struct {
 	Run              string   `yaml:"run" flag:"run" doc:"run name, written into every sample (default: the out directory's name)"`
 	Tasks            string   `yaml:"tasks" flag:"tasks" doc:"JSON Lines task file (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
@@ -39,7 +41,7 @@ type Config struct {
 
 	Planner  EndpointConfig `yaml:"planner" flag:"planner" doc:"planner model endpoints"`
 	Executor EndpointConfig `yaml:"executor" flag:"executor" doc:"executor model endpoints (single mode: the single agent's)"`
-	Reasoner EndpointConfig `yaml:"reasoner" doc:"optional reasoning model behind the planner's reason tool"`
+	Reasoner EndpointConfig `yaml:"reasoner" flag:"-" doc:"optional reasoning model behind the planner's reason tool"`
 	Judge    EndpointConfig `yaml:"judge" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
 	Search  SearchConfig  `yaml:"search" doc:"executor web tools"`

@@ -1,0 +1,28 @@
+package stack
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestKeysNameTheirFlags(t *testing.T) {
+	lines := map[string]string{}
+	for _, l := range Keys() {
+		f := strings.Fields(l)
+		lines[f[0]] = l
+	}
+	for key, flag := range map[string]string{"group_size": "--group-size", "planner.urls": "--planner-url",
+		"judge.model": "--judge-model", "search.provider": "--search-provider", "rewards.expert_fallback": "--expert-fallback"} {
+		if !strings.HasSuffix(lines[key], "("+flag+")") {
+			t.Errorf("key %s: %q, want it to name %s", key, lines[key], flag)
+		}
+	}
+	for _, key := range []string{"reasoner.urls", "grace", "budgets.max_tokens"} {
+		if l, ok := lines[key]; !ok || strings.Contains(l, "(--") {
+			t.Errorf("key %s: %q, want it listed without a flag", key, l)
+		}
+	}
+	if !strings.Contains(lines["search.provider"], "serper, searxng, brave, tavily, retriever or local") {
+		t.Errorf("search.provider does not list the registered providers: %q", lines["search.provider"])
+	}
+}
