@@ -97,6 +97,11 @@ func runEval(c *cli.Context) error {
 		return err
 	}
 	logger := loggerOf(c)
+	reg, metrics, err := startMetrics(c.String("metrics-addr"), logger)
+	if err != nil {
+		return err
+	}
+	defer metrics.stop()
 	world, err := stack.StartSim(&cfg, logger)
 	if err != nil {
 		return err
@@ -126,7 +131,7 @@ func runEval(c *cli.Context) error {
 		return usageError{err}
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
-	st, err := stack.Build(c.Context, cfg, stack.Options{Single: mode == rollout.ModeSingle, Getenv: stack.Getenv(world), Logger: logger})
+	st, err := stack.Build(c.Context, cfg, stack.Options{Single: mode == rollout.ModeSingle, Getenv: stack.Getenv(world), Logger: logger, Registerer: reg})
 	if err != nil {
 		return err
 	}

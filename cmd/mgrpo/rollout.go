@@ -48,6 +48,7 @@ func agentFlags() []cli.Flag {
 		&cli.IntFlag{Name: "concurrency", Value: d.Concurrency, Usage: "rollouts in flight"},
 		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base `URL` (key from the judge's api_key_env, default " + stack.EnvJudgeKey + "); with --sim, \"sim\" uses the simulated model as judge"},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model `NAME`"},
+		metricsFlag(),
 	}
 }
 
@@ -147,7 +148,7 @@ func runRollout(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("rollout %w", err)
 	}
-	return executeRun(c.Context, cfg, loggerOf(c), c.App.Writer, stderrOf(c))
+	return executeRun(c.Context, cfg, c.String("metrics-addr"), loggerOf(c), c.App.Writer, stderrOf(c))
 }
 
 // isConfigError reports whether err is a bad command line or configuration.

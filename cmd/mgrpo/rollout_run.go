@@ -21,7 +21,7 @@ import (
 // executeRun builds the run from a validated configuration and runs the
 // farm. Everything that can be checked is checked before the first rollout,
 // and a configuration error leaves nothing on disk.
-func executeRun(ctx context.Context, cfg stack.Config, logger *slog.Logger, stdout, stderr io.Writer) error {
+func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logger *slog.Logger, stdout, stderr io.Writer) error {
 	if cfg.Run == "" {
 		cfg.Run = filepath.Base(filepath.Clean(cfg.Out))
 	}
@@ -32,6 +32,11 @@ func executeRun(ctx context.Context, cfg stack.Config, logger *slog.Logger, stdo
 	if err != nil {
 		return err
 	}
+	reg, metrics, err := startMetrics(metricsAddr, logger)
+	if err != nil {
+		return err
+	}
+	defer metrics.stop()
 	world, err := stack.StartSim(&cfg, logger)
 	if err != nil {
 		return err
@@ -47,7 +52,7 @@ func executeRun(ctx context.Context, cfg stack.Config, logger *slog.Logger, stdo
 		return err
 	}
 	st, err := stack.Build(ctx, cfg, stack.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
-		Getenv: stack.Getenv(world), Logger: logger})
+		Getenv: stack.Getenv(world), Logger: logger, Registerer: reg})
 	if err != nil {
 		return err
 	}
@@ -55,7 +60,7 @@ func executeRun(ctx context.Context, cfg stack.Config, logger *slog.Logger, stdo
 	correctness := st.Configure(&fc)
 	progress := newProgressReporter(stderr, logger)
 	fc.Sink = &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"}
-	fc.Logger, fc.OnProgress = logger, progress.report
+	fc.Logger, fc.OnProgress, fc.Metrics = logger, progress.report, farm.NewMetrics(reg)
 	f, err := farm.New(fc, tasks)
 	if err != nil {
 		return fmt.Errorf("%w: %w", stack.ErrConfig, err)

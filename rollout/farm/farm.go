@@ -61,6 +61,8 @@ type Config struct {
 	// OnProgress, when set, is called after every finished rollout, from
 	// one goroutine at a time; it should return quickly.
 	OnProgress func(Progress)
+	// Metrics, when set, receives the farm's counters (see NewMetrics).
+	Metrics *Metrics
 }
 
 // Validate reports every invalid field of c, each named with how to fix it.
@@ -225,11 +227,13 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 	}
 	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version)
 	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version)
+	f.cfg.Metrics.stepStarted(version)
 	results, err := f.runUnits(ctx, plan)
 	if err != nil {
 		return rollout.StepSummary{}, nil, err
 	}
 	rolloutTime := time.Since(start)
+	f.cfg.Metrics.phaseDone(PhaseRollout, rolloutTime)
 
 	d := make([]int, len(results))
 	for i := range results {
@@ -246,11 +250,14 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 	if err != nil {
 		return rollout.StepSummary{}, nil, err
 	}
+	assembled := time.Now()
+	f.cfg.Metrics.phaseDone(PhaseAssemble, assembled.Sub(start)-rolloutTime)
 	// The rollouts are all in: a cancellation that arrived during the grace
 	// period must not keep a complete step from being written.
 	if err := f.cfg.Sink.WriteStep(context.WithoutCancel(ctx), step, asm.files); err != nil {
 		return rollout.StepSummary{}, nil, fmt.Errorf("rollout step %d: %w", step, err)
 	}
+	f.cfg.Metrics.phaseDone(PhaseWrite, time.Since(assembled))
 
 	sum := rollout.StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks), Counters: asm.counters,
 		PlannerSamples: len(asm.files.Planner), ExecutorSamples: len(asm.files.Executor)}
@@ -258,6 +265,7 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 		sum.DBar = dbar
 	}
 	summarize(&sum, results)
+	f.cfg.Metrics.stepWritten(sum.DriftEvents, sum.MeanMainReward, sum.Accuracy)
 	sum.WallSeconds = time.Since(start).Seconds()
 	if s := rolloutTime.Seconds(); s > 0 {
 		sum.RolloutsPerSecond = float64(len(results)) / s

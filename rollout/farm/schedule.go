@@ -45,6 +45,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 				return
 			}
 			started++
+			f.cfg.Metrics.started()
 			go func() {
 				defer func() { <-slots }()
 				results[i] = Execute(unitCtx, f.cfg.Runner, f.scoring, plan.units[i], plan.tasks[i/f.cfg.GroupSize])
@@ -57,6 +58,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 	p := Progress{Step: plan.step, Total: n}
 	var rewardSum float64
 	finish := func(i int) {
+		f.cfg.Metrics.finished(results[i].Failed())
 		p.Done++
 		rewardSum += results[i].Scores.Main
 		if results[i].Failed() {

@@ -14,6 +14,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/search"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // EnvJudgeKey names the environment variable holding the judge endpoint's
@@ -34,6 +35,10 @@ type Options struct {
 	Getenv func(string) string
 	// Logger receives the clients' log lines (nil: discard).
 	Logger *slog.Logger
+	// Registerer, when set, receives the model clients' and the tools'
+	// Prometheus collectors (mgrpo_llm_*, mgrpo_tool_*), shared by every
+	// role.
+	Registerer prometheus.Registerer
 }
 
 // Stack is what a run needs from its endpoints: the agent (the planner
@@ -89,6 +94,17 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			st.Close()
 		}
 	}()
+	var (
+		llmMetrics  *llm.Metrics
+		toolMetrics *tools.Metrics
+	)
+	if opts.Registerer != nil {
+		llmMetrics = llm.NewMetrics()
+		if err := llmMetrics.Register(opts.Registerer); err != nil {
+			return nil, fmt.Errorf("register the model client's metrics: %w", err)
+		}
+		toolMetrics = tools.NewMetrics(opts.Registerer)
+	}
 	var preflight []*llm.Client
 	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
 		s := llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, Stop: e.Stop, MaxTokens: e.MaxTokens,
@@ -102,7 +118,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			key = os.Getenv(env)
 		}
 		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-			CaptureTokens: capture, Sampling: s, Logger: logger})
+			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
 		}
@@ -120,7 +136,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	toolbox, err := tools.NewWebToolbox(tools.WebConfig{
 		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
 		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
-		AllowHosts: c.Search.AllowHosts,
+		AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)

@@ -1,0 +1,116 @@
+package farm
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the farm's Prometheus collectors: rollouts finished and in
+// flight, step phases, sequence-assembly drift and failures, the policy
+// version each step sampled with, and the last step's rewards. The model
+// client (llm.Metrics) and the tools (tools.Metrics) have collectors of
+// their own; a run registers all three on one registry.
+type Metrics struct {
+	rollouts      *prometheus.CounterVec
+	inFlight      prometheus.Gauge
+	steps         prometheus.Counter
+	phase         *prometheus.HistogramVec
+	drifts        prometheus.Counter
+	policyVersion prometheus.Gauge
+	mainReward    prometheus.Gauge
+	accuracy      prometheus.Gauge
+}
+
+// The phases of a step, the "phase" label of
+// mgrpo_farm_step_phase_duration_seconds.
+const (
+	PhaseRollout  = "rollout"  // scheduling to the last rollout's result
+	PhaseAssemble = "assemble" // rewards, advantages, alignment, samples
+	PhaseWrite    = "write"    // step files and summary
+)
+
+// NewMetrics creates the farm's collectors and registers them with reg
+// (nil: counted, not registered).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_farm_rollouts_total", Help: "Rollouts finished, by result (ok or failed; a failed rollout is scored 0 and kept).",
+		}, []string{"result"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mgrpo_farm_rollouts_in_flight", Help: "Rollouts started and not yet finished.",
+		}),
+		steps: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mgrpo_farm_steps_total", Help: "Steps whose files were written.",
+		}),
+		phase: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mgrpo_farm_step_phase_duration_seconds", Help: "Wall time of each phase of a step (rollout, assemble, write).",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 14),
+		}, []string{"phase"}),
+		drifts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mgrpo_farm_drift_events_total", Help: "Chat-template drift events: trajectories split into several samples.",
+		}),
+		policyVersion: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mgrpo_farm_policy_version", Help: "Policy version the current step's rollouts are sampled with.",
+		}),
+		mainReward: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mgrpo_farm_step_mean_main_reward", Help: "Mean R_M of the last written step.",
+		}),
+		accuracy: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mgrpo_farm_step_accuracy", Help: "Mean r_correct of the last written step.",
+		}),
+	}
+	// Both results exist from the start, so a rate over them is defined
+	// before the first failure.
+	m.rollouts.WithLabelValues("ok")
+	m.rollouts.WithLabelValues("failed")
+	if reg != nil {
+		reg.MustRegister(m.rollouts, m.inFlight, m.steps, m.phase, m.drifts, m.policyVersion, m.mainReward, m.accuracy)
+	}
+	return m
+}
+
+// started counts a rollout that began.
+func (m *Metrics) started() {
+	if m != nil {
+		m.inFlight.Inc()
+	}
+}
+
+// finished counts a rollout that ended, failed or not.
+func (m *Metrics) finished(failed bool) {
+	if m == nil {
+		return
+	}
+	m.inFlight.Dec()
+	result := "ok"
+	if failed {
+		result = "failed"
+	}
+	m.rollouts.WithLabelValues(result).Inc()
+}
+
+// stepStarted records the policy version a step samples with.
+func (m *Metrics) stepStarted(version int64) {
+	if m != nil {
+		m.policyVersion.Set(float64(version))
+	}
+}
+
+// phaseDone observes how long a phase of a step took.
+func (m *Metrics) phaseDone(phase string, d time.Duration) {
+	if m != nil {
+		m.phase.WithLabelValues(phase).Observe(d.Seconds())
+	}
+}
+
+// stepWritten records a written step's figures.
+func (m *Metrics) stepWritten(drifts int, meanMain, accuracy float64) {
+	if m == nil {
+		return
+	}
+	m.steps.Inc()
+	m.drifts.Add(float64(drifts))
+	m.mainReward.Set(meanMain)
+	m.accuracy.Set(accuracy)
+}
