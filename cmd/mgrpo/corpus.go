@@ -27,7 +27,7 @@ func corpusCommand() *cli.Command {
 				Action: func(c *cli.Context) error {
 					return corpus.RunIndexCommand(c.Context, corpus.IndexCommand{
 						In: c.Path("in"), Out: c.Path("out"), BatchSize: c.Int("batch-size"), Restart: c.Bool("restart"),
-					}, stderrOf(c))
+					}, consoleOf(c))
 				},
 			},
 			{

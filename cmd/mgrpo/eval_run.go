@@ -140,7 +140,7 @@ func runEval(c *cli.Context) error {
 	if err != nil {
 		return usageError{err}
 	}
-	progress := newProgressReporter(stderrOf(c), logger)
+	progress := newProgressReporter(consoleOf(c), logger)
 	ecfg := evalrun.Config{
 		Benchmark: benchmark, Items: items, Runs: c.Int("runs"), Out: cfg.Out, Agent: st.Agent(), Scorer: scorer,
 		Concurrency: cfg.Concurrency, Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger,

@@ -34,10 +34,10 @@ func loggerOf(c *cli.Context) *slog.Logger {
 	return slog.Default()
 }
 
-// stderrOf returns the writer for progress lines and diagnostics.
-func stderrOf(c *cli.Context) io.Writer {
-	if w, ok := c.App.Metadata["stderr"].(io.Writer); ok {
-		return w
+// consoleOf returns the console (stderr) the app's log and progress share.
+func consoleOf(c *cli.Context) *console {
+	if con, ok := c.App.Metadata["console"].(*console); ok {
+		return con
 	}
-	return io.Discard
+	return newConsole(io.Discard)
 }

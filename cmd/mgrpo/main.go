@@ -110,6 +110,7 @@ func markUsageErrors(cmds []*cli.Command) {
 // newApp builds the command tree. Output goes to stdout and stderr so tests
 // can capture it.
 func newApp(stdout, stderr io.Writer) *cli.App {
+	con := newConsole(stderr)
 	app := &cli.App{
 		Name:    "mgrpo",
 		Usage:   "rollout farm for multi-agent deep-research RL with M-GRPO",
@@ -118,13 +119,13 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		// Errors are printed once, by run.
 		ErrWriter:      io.Discard,
 		ExitErrHandler: func(*cli.Context, error) {},
-		Metadata:       map[string]any{"stderr": stderr},
+		Metadata:       map[string]any{"console": con},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "debug, info, warn or error"},
 			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text or json"},
 		},
 		Before: func(c *cli.Context) error {
-			logger, err := newLogger(stderr, c.String("log-level"), c.String("log-format"))
+			logger, err := newLogger(con, c.String("log-level"), c.String("log-format"))
 			if err != nil {
 				return usageError{err}
 			}

@@ -1,90 +1,127 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
-	"os"
 	"sync"
-	"text/tabwriter"
 	"time"
 
-	"github.com/mattn/go-isatty"
+	"github.com/schollz/progressbar/v3"
 
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
-// progressReporter shows a run's progress: a line redrawn in place on a
-// terminal, or a log line every logEvery otherwise.
+// progressReporter shows a run's progress: on a terminal, a progress bar
+// per step (rollouts done of total, rate, ETA, mean reward so far,
+// errors), redrawn in place; otherwise a log line every logEvery and at the
+// end of each step.
 type progressReporter struct {
-	mu       sync.Mutex
-	w        io.Writer
-	terminal bool
-	logger   *slog.Logger
-	last     time.Time
-	drawn    bool
+	mu      sync.Mutex
+	con     *console
+	logger  *slog.Logger
+	last    time.Time
+	bar     *progressbar.ProgressBar
+	barStep int
 }
 
-// logEvery spaces the progress log lines written when stderr is not a
+// logEvery spaces the progress log lines written when the output is not a
 // terminal.
 const logEvery = 10 * time.Second
 
-func newProgressReporter(w io.Writer, logger *slog.Logger) *progressReporter {
-	f, ok := w.(*os.File)
-	return &progressReporter{w: w, logger: logger, terminal: ok && isatty.IsTerminal(f.Fd())}
+// newProgressReporter reports on con, drawing a bar when it is a terminal.
+func newProgressReporter(con *console, logger *slog.Logger) *progressReporter {
+	return &progressReporter{con: con, logger: logger}
 }
 
 // report is the farm's OnProgress hook.
 func (p *progressReporter) report(pr farm.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.terminal {
-		fmt.Fprintf(p.w, "\r\033[Kstep %d: %d/%d rollouts, mean reward %.3f, %d errors, %.1f rollouts/s",
-			pr.Step, pr.Done, pr.Total, pr.MeanReward, pr.Errors, pr.Rate)
-		p.drawn = true
+	if !p.con.terminal {
+		if pr.Done == pr.Total || time.Since(p.last) >= logEvery {
+			p.last = time.Now()
+			p.logger.Info("progress", "step", pr.Step, "done", pr.Done, "total", pr.Total,
+				"mean_reward", fmt.Sprintf("%.3f", pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", fmt.Sprintf("%.1f", pr.Rate))
+		}
 		return
 	}
-	if pr.Done == pr.Total || time.Since(p.last) >= logEvery {
-		p.last = time.Now()
-		p.logger.Info("progress", "step", pr.Step, "done", pr.Done, "total", pr.Total,
-			"mean_reward", fmt.Sprintf("%.3f", pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", fmt.Sprintf("%.1f", pr.Rate))
+	if p.bar == nil || p.barStep != pr.Step {
+		p.finishBar()
+		p.bar = progressbar.NewOptions(pr.Total,
+			progressbar.OptionSetWriter(p.con.bar()),
+			progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(),
+			progressbar.OptionSetItsString("rollouts"),
+			progressbar.OptionSetPredictTime(true),
+			progressbar.OptionSetWidth(24),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionClearOnFinish(),
+		)
+		p.barStep = pr.Step
+	}
+	p.bar.Describe(fmt.Sprintf("step %d · mean reward %.3f · %d errors", pr.Step, pr.MeanReward, pr.Errors))
+	p.bar.Set(pr.Done)
+}
+
+// finishBar ends the current bar, clearing its line; p.mu is held.
+func (p *progressReporter) finishBar() {
+	if p.bar != nil {
+		p.bar.Finish()
+		p.bar = nil
 	}
 }
 
-// done ends the redrawn line.
+// done ends the progress display.
 func (p *progressReporter) done() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprintln(p.w)
-	}
+	p.finishBar()
 }
 
-// printSummaries prints the end-of-run table.
-func printSummaries(w io.Writer, out string, summaries []rollout.StepSummary, wall time.Duration) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "step\trollouts\tfailed\taccuracy\tR_M\tR_S\tdbar\tplanner samples\texecutor samples\tdrift\ttool errors\trollouts/s\t")
-	for _, s := range summaries {
-		toolErrors := 0
-		for _, n := range s.ToolErrors {
-			toolErrors += n
-		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%d\t%d\t%d\t%d\t%d\t%.1f\t\n", s.Step, s.Rollouts, s.FailedRollouts,
-			s.Accuracy, s.MeanMainReward, s.MeanSubReward, s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, s.RolloutsPerSecond)
-	}
-	tw.Flush()
-	fmt.Fprintf(w, "%d step(s) in %s; samples in %s\n", len(summaries), wall.Round(time.Millisecond), out)
+// stepTable prints the run's summary table one row per step as each step
+// ends, so a long run shows its results as it goes.
+type stepTable struct {
+	mu       sync.Mutex
+	w        io.Writer
+	progress *progressReporter
+	header   bool
+	steps    int
 }
 
-// unwrapURLError returns the cause of a *url.Error, whose own text repeats
-// the URL (with any credentials).
-func unwrapURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
+// The table's columns: one format for the header and one for the rows, so
+// rows printed one at a time stay aligned.
+const (
+	stepHeaderFormat = "%5s %9s %7s %9s %7s %7s %5s %16s %17s %6s %12s %11s\n"
+	stepRowFormat    = "%5d %9d %7d %9.3f %7.3f %7.3f %5d %16d %17d %6d %12d %11.1f\n"
+)
+
+// row is the farm's OnStep hook.
+func (t *stepTable) row(s rollout.StepSummary) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.progress != nil {
+		// The step's bar is complete; clear it before the row goes out.
+		t.progress.done()
 	}
-	return err
+	if !t.header {
+		fmt.Fprintf(t.w, stepHeaderFormat, "step", "rollouts", "failed", "accuracy", "R_M", "R_S", "dbar",
+			"planner samples", "executor samples", "drift", "tool errors", "rollouts/s")
+		t.header = true
+	}
+	toolErrors := 0
+	for _, n := range s.ToolErrors {
+		toolErrors += n
+	}
+	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, s.Accuracy, s.MeanMainReward, s.MeanSubReward,
+		s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, s.RolloutsPerSecond)
+	t.steps++
+}
+
+// end prints the run's closing line.
+func (t *stepTable) end(out string, wall time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(t.w, "%d step(s) in %s; samples in %s\n", t.steps, wall.Round(time.Millisecond), out)
 }

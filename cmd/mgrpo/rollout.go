@@ -148,7 +148,7 @@ func runRollout(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("rollout %w", err)
 	}
-	return executeRun(c.Context, cfg, c.String("metrics-addr"), loggerOf(c), c.App.Writer, stderrOf(c))
+	return executeRun(c.Context, cfg, c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
 }
 
 // isConfigError reports whether err is a bad command line or configuration.

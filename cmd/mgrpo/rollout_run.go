@@ -21,7 +21,7 @@ import (
 // executeRun builds the run from a validated configuration and runs the
 // farm. Everything that can be checked is checked before the first rollout,
 // and a configuration error leaves nothing on disk.
-func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logger *slog.Logger, stdout, stderr io.Writer) error {
+func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
 	if cfg.Run == "" {
 		cfg.Run = filepath.Base(filepath.Clean(cfg.Out))
 	}
@@ -58,9 +58,10 @@ func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logge
 	}
 	defer st.Close()
 	correctness := st.Configure(&fc)
-	progress := newProgressReporter(stderr, logger)
+	progress := newProgressReporter(con, logger)
 	fc.Sink = &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"}
-	fc.Logger, fc.OnProgress, fc.Metrics = logger, progress.report, farm.NewMetrics(reg)
+	table := &stepTable{w: stdout, progress: progress}
+	fc.Logger, fc.OnProgress, fc.OnStep, fc.Metrics = logger, progress.report, table.row, farm.NewMetrics(reg)
 	f, err := farm.New(fc, tasks)
 	if err != nil {
 		return fmt.Errorf("%w: %w", stack.ErrConfig, err)
@@ -76,7 +77,7 @@ func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logge
 	start := time.Now()
 	summaries, runErr := f.Run(ctx)
 	progress.done()
-	printSummaries(stdout, cfg.Out, summaries, time.Since(start))
+	table.end(cfg.Out, time.Since(start))
 	if runErr != nil {
 		return fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, runErr)
 	}

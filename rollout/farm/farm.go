@@ -61,6 +61,9 @@ type Config struct {
 	// OnProgress, when set, is called after every finished rollout, from
 	// one goroutine at a time; it should return quickly.
 	OnProgress func(Progress)
+	// OnStep, when set, is called with each step's summary once its files
+	// and summary are written, before the next step starts.
+	OnStep func(rollout.StepSummary)
 	// Metrics, when set, receives the farm's counters (see NewMetrics).
 	Metrics *Metrics
 }
@@ -211,6 +214,9 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 			return sums, fmt.Errorf("rollout step %d: %w", step, err)
 		}
 		warn.afterStep(sum)
+		if f.cfg.OnStep != nil {
+			f.cfg.OnStep(sum)
+		}
 		sums = append(sums, sum)
 		prevD = d
 	}
