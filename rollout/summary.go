@@ -55,9 +55,64 @@ type StepSummary struct {
 	LLMCalls         int   `json:"llm_calls"`
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// ResponseTokens summarises, per role (planner, executor, single),
+	// the tokens each trajectory generated over its turns.
+	ResponseTokens map[string]LengthStats `json:"response_tokens"`
+	// TruncatedTurns counts model calls that stopped at their token limit
+	// (finish reason "length"); TruncationRate is their share of LLMCalls.
+	TruncatedTurns int     `json:"truncated_turns"`
+	TruncationRate float64 `json:"truncation_rate"`
+	// MainZeroVarianceFraction and SubZeroVarianceFraction are the shares
+	// of the step's groups whose main or sub rewards were all equal (and
+	// whose advantages are therefore 0).
+	MainZeroVarianceFraction float64 `json:"main_zero_variance_fraction"`
+	SubZeroVarianceFraction  float64 `json:"sub_zero_variance_fraction"`
+	// FormatErrors counts trajectories whose format is invalid for the
+	// reward, by reason (rollout_failed, trajectory_error, format_errors,
+	// judged_invalid, sequence_assembly, no_trajectory); FormatErrorRate is
+	// their share of all trajectories.
+	FormatErrors    map[string]int `json:"format_errors"`
+	FormatErrorRate float64        `json:"format_error_rate"`
+	// ToolErrorRate is the share of ToolCalls whose metadata carries a
+	// failure class (ToolErrors counts them by class).
+	ToolErrorRate float64 `json:"tool_error_rate"`
 	// WallSeconds is the step's duration from scheduling to written files,
-	// in seconds; RolloutsPerSecond is Rollouts over the time the rollouts
-	// took.
-	WallSeconds       float64 `json:"wall_seconds"`
-	RolloutsPerSecond float64 `json:"rollouts_per_second"`
+	// in seconds, of which RolloutSeconds the rollouts, AssembleSeconds
+	// the advantages, alignment and samples, and WriteSeconds the step
+	// files. ScoringSeconds is the time spent scoring rollouts (judges
+	// included), summed over rollouts: it overlaps RolloutSeconds, as each
+	// rollout is scored as soon as it ends. RolloutsPerSecond is Rollouts
+	// over RolloutSeconds; CompletionTokensPerSecond is CompletionTokens
+	// over RolloutSeconds.
+	WallSeconds               float64 `json:"wall_seconds"`
+	RolloutSeconds            float64 `json:"rollout_seconds"`
+	ScoringSeconds            float64 `json:"scoring_seconds"`
+	AssembleSeconds           float64 `json:"assemble_seconds"`
+	WriteSeconds              float64 `json:"write_seconds"`
+	RolloutsPerSecond         float64 `json:"rollouts_per_second"`
+	CompletionTokensPerSecond float64 `json:"completion_tokens_per_second"`
+}
+
+// LengthStats summarise lengths in tokens: how many were measured, their
+// mean, nearest-rank 95th percentile and maximum.
+type LengthStats struct {
+	Count int     `json:"count"`
+	Mean  float64 `json:"mean"`
+	P95   int     `json:"p95"`
+	Max   int     `json:"max"`
+}
+
+// NewLengthStats summarises lengths (none: the zero value).
+func NewLengthStats(lengths []int) LengthStats {
+	if len(lengths) == 0 {
+		return LengthStats{}
+	}
+	s := LengthStats{Count: len(lengths), P95: Quantile(lengths, 0.95)}
+	total := 0
+	for _, n := range lengths {
+		total += n
+		s.Max = max(s.Max, n)
+	}
+	s.Mean = float64(total) / float64(len(lengths))
+	return s
 }

@@ -93,8 +93,8 @@ type stepTable struct {
 // The table's columns: one format for the header and one for the rows, so
 // rows printed one at a time stay aligned.
 const (
-	stepHeaderFormat = "%5s %9s %7s %9s %7s %7s %5s %16s %17s %6s %12s %11s\n"
-	stepRowFormat    = "%5d %9d %7d %9.3f %7.3f %7.3f %5d %16d %17d %6d %12d %11.1f\n"
+	stepHeaderFormat = "%5s %9s %7s %9s %7s %7s %5s %16s %17s %6s %12s %8s %10s %11s %8s\n"
+	stepRowFormat    = "%5d %9d %7d %9.3f %7.3f %7.3f %5d %16d %17d %6d %12d %7.1f%% %9.1f%% %11.1f %8.0f\n"
 )
 
 // row is the farm's OnStep hook.
@@ -107,7 +107,7 @@ func (t *stepTable) row(s rollout.StepSummary) {
 	}
 	if !t.header {
 		fmt.Fprintf(t.w, stepHeaderFormat, "step", "rollouts", "failed", "accuracy", "R_M", "R_S", "dbar",
-			"planner samples", "executor samples", "drift", "tool errors", "rollouts/s")
+			"planner samples", "executor samples", "drift", "tool errors", "trunc", "fmt errors", "rollouts/s", "tokens/s")
 		t.header = true
 	}
 	toolErrors := 0
@@ -115,7 +115,8 @@ func (t *stepTable) row(s rollout.StepSummary) {
 		toolErrors += n
 	}
 	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, s.Accuracy, s.MeanMainReward, s.MeanSubReward,
-		s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, s.RolloutsPerSecond)
+		s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
+		s.RolloutsPerSecond, s.CompletionTokensPerSecond)
 	t.steps++
 }
 

@@ -263,7 +263,8 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 	if err := f.cfg.Sink.WriteStep(context.WithoutCancel(ctx), step, asm.files); err != nil {
 		return rollout.StepSummary{}, nil, fmt.Errorf("rollout step %d: %w", step, err)
 	}
-	f.cfg.Metrics.phaseDone(PhaseWrite, time.Since(assembled))
+	written := time.Since(assembled)
+	f.cfg.Metrics.phaseDone(PhaseWrite, written)
 
 	sum := rollout.StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks), Counters: asm.counters,
 		PlannerSamples: len(asm.files.Planner), ExecutorSamples: len(asm.files.Executor)}
@@ -272,9 +273,19 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 	}
 	summarize(&sum, results)
 	f.cfg.Metrics.stepWritten(sum.DriftEvents, sum.MeanMainReward, sum.Accuracy)
+	if q := float64(asm.counters.Queries); q > 0 {
+		sum.MainZeroVarianceFraction = float64(asm.counters.MainZeroVariance) / q
+		if f.cfg.Mode.TrainsExecutor() {
+			sum.SubZeroVarianceFraction = float64(asm.counters.SubZeroVariance) / q
+		}
+	}
 	sum.WallSeconds = time.Since(start).Seconds()
+	sum.RolloutSeconds = rolloutTime.Seconds()
+	sum.AssembleSeconds = assembled.Sub(start).Seconds() - sum.RolloutSeconds
+	sum.WriteSeconds = written.Seconds()
 	if s := rolloutTime.Seconds(); s > 0 {
 		sum.RolloutsPerSecond = float64(len(results)) / s
+		sum.CompletionTokensPerSecond = float64(sum.CompletionTokens) / s
 	}
 	f.log.Info("step done", "step", step, "mean_main_reward", sum.MeanMainReward, "mean_sub_reward", sum.MeanSubReward,
 		"accuracy", sum.Accuracy, "failed_rollouts", sum.FailedRollouts, "planner_samples", sum.PlannerSamples,

@@ -41,6 +41,9 @@ type RolloutResult struct {
 	// those of Tree.Executors in delegation order.
 	Planner   TrajectoryResult   `json:"planner"`
 	Executors []TrajectoryResult `json:"executors"`
+	// ScoringSeconds is how long scoring the rollout took (judges
+	// included); not part of any step file.
+	ScoringSeconds float64 `json:"scoring_seconds,omitempty"`
 	// Error is why the rollout failed (the planner's error, a runner panic,
 	// planner turns that form no sequences); empty for a rollout that ran to
 	// its end. A failed rollout is scored 0 with invalid format.

@@ -76,7 +76,9 @@ func Execute(ctx context.Context, runner Runner, scoring Scoring, task rollout.R
 		res.Executors[i] = trajectorySequences(e)
 	}
 	res.Tree = withoutPromptIDs(res.Tree)
+	scored := time.Now()
 	scoring.Score(ctx, t, &res)
+	res.ScoringSeconds = time.Since(scored).Seconds()
 	return res
 }
 

@@ -119,6 +119,17 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 	res.Scores = sc
 }
 
+// The reasons of an invalid format, as StepSummary.FormatErrors counts
+// them; each FormatReason starts with its reason's text.
+var formatReasons = []struct{ class, prefix string }{
+	{"rollout_failed", "rollout failed: "},
+	{"no_trajectory", "no trajectory"},
+	{"trajectory_error", "trajectory error: "},
+	{"format_errors", "format errors: "},
+	{"judged_invalid", "the agent judged its format invalid"},
+	{"sequence_assembly", "sequence assembly: "},
+}
+
 // formatReason says why a trajectory's format counts as invalid for the
 // reward, or returns "" when it is valid: the rollout failed (rolloutErr),
 // there is no trajectory, the trajectory ended with an error or format
@@ -126,17 +137,30 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 func formatReason(rolloutErr string, t *agents.Trajectory, sequenceErr string) string {
 	switch {
 	case rolloutErr != "":
-		return "rollout failed: " + rolloutErr
+		return formatReasons[0].prefix + rolloutErr
 	case t == nil:
-		return "no trajectory"
+		return formatReasons[1].prefix
 	case t.Error != "":
-		return "trajectory error: " + t.Error
+		return formatReasons[2].prefix + t.Error
 	case len(t.FormatErrors) > 0:
-		return "format errors: " + strings.Join(t.FormatErrors, "; ")
+		return formatReasons[3].prefix + strings.Join(t.FormatErrors, "; ")
 	case !t.FormatOK:
-		return "the agent judged its format invalid"
+		return formatReasons[4].prefix
 	case sequenceErr != "":
-		return "sequence assembly: " + sequenceErr
+		return formatReasons[5].prefix + sequenceErr
 	}
 	return ""
+}
+
+// formatClass returns the reason class of a FormatReason ("" for none).
+func formatClass(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	for _, r := range formatReasons {
+		if strings.HasPrefix(reason, r.prefix) {
+			return r.class
+		}
+	}
+	return "other"
 }

@@ -27,10 +27,20 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 	sum.Rollouts = len(results)
 	sum.DHistogram = map[int]int{}
 	sum.ToolErrors = map[string]int{}
+	sum.FormatErrors = map[string]int{}
 	var mainSum, subSum, correctSum float64
-	var plannerOK, execOK, subScored int
+	var plannerOK, execOK, subScored, trajectories int
+	lengths := map[string][]int{}
+	formatError := func(reason string) {
+		trajectories++
+		if c := formatClass(reason); c != "" {
+			sum.FormatErrors[c]++
+		}
+	}
 	for i := range results {
 		r := &results[i]
+		sum.ScoringSeconds += r.ScoringSeconds
+		formatError(r.Scores.FormatReason)
 		if r.Failed() {
 			sum.FailedRollouts++
 		}
@@ -46,6 +56,7 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 		sum.DHistogram[d]++
 		sum.Executors += d
 		for _, s := range r.Scores.Subs {
+			formatError(s.FormatReason)
 			if s.FormatOK {
 				execOK++
 			}
@@ -62,8 +73,31 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 			}
 		}
 		for _, tr := range r.trajectories() {
-			countTrajectory(sum, tr)
+			if tr != nil {
+				lengths[tr.Role] = append(lengths[tr.Role], countTrajectory(sum, tr))
+			}
 		}
+	}
+	sum.ResponseTokens = make(map[string]rollout.LengthStats, len(lengths))
+	for role, ls := range lengths {
+		sum.ResponseTokens[role] = rollout.NewLengthStats(ls)
+	}
+	if trajectories > 0 {
+		n := 0
+		for _, c := range sum.FormatErrors {
+			n += c
+		}
+		sum.FormatErrorRate = float64(n) / float64(trajectories)
+	}
+	if sum.LLMCalls > 0 {
+		sum.TruncationRate = float64(sum.TruncatedTurns) / float64(sum.LLMCalls)
+	}
+	if sum.ToolCalls > 0 {
+		n := 0
+		for _, c := range sum.ToolErrors {
+			n += c
+		}
+		sum.ToolErrorRate = float64(n) / float64(sum.ToolCalls)
 	}
 	if n := float64(len(results)); n > 0 {
 		sum.MeanMainReward = mainSum / n
@@ -76,11 +110,9 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 	}
 }
 
-// countTrajectory adds a trajectory's model calls, tokens and tool calls.
-func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) {
-	if tr == nil {
-		return
-	}
+// countTrajectory adds a trajectory's model calls, tokens, truncations and
+// tool calls, and returns the tokens it generated.
+func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated int) {
 	for _, t := range tr.Turns {
 		if t == nil {
 			continue
@@ -92,6 +124,10 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) {
 		}
 		sum.PromptTokens += int64(prompt)
 		sum.CompletionTokens += int64(completion)
+		generated += completion
+		if t.FinishReason == "length" {
+			sum.TruncatedTurns++
+		}
 	}
 	for _, s := range tr.Steps {
 		for _, c := range s.Calls {
@@ -107,4 +143,5 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) {
 			}
 		}
 	}
+	return generated
 }

@@ -2,6 +2,7 @@ package farm
 
 import (
 	"bytes"
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -69,5 +70,57 @@ func TestSummaryCountsRefusedVisits(t *testing.T) {
 	summarize(&sum, []RolloutResult{{Tree: tree}})
 	if sum.VisitCalls != 2 || sum.VisitsRefused != 1 {
 		t.Errorf("visit_calls %d, visits_refused %d; want 2 and 1", sum.VisitCalls, sum.VisitsRefused)
+	}
+}
+
+func TestSummaryStatistics(t *testing.T) {
+	task := Task{ID: "q", Question: "Q?", Answer: "a"}
+	rt := rollout.RolloutTask{QueryID: "q"}
+	ok := scriptedRollout(task, rt, 2, "a") // planner 2 turns × 2 tokens; executors 1 and 2 turns
+	cut := scriptedRollout(task, rt, 1, "a")
+	cut.Planner.Turns[1].FinishReason = "length"
+	cut.Executors[0].Steps[0].Calls = []agents.CallRecord{
+		{Name: "search", Meta: tools.Meta{Tool: "search", Class: remote.ClassTimeout}},
+		{Name: "search", Meta: tools.Meta{Tool: "search"}},
+	}
+	results := []RolloutResult{
+		{Tree: ok, Scores: RolloutScores{FormatOK: true, Subs: []SubScore{{FormatOK: true}, {FormatOK: true}}}, ScoringSeconds: 0.25},
+		{Tree: cut, Scores: RolloutScores{FormatReason: "trajectory error: turn 1: cut", Subs: []SubScore{{FormatReason: "format errors: bad call"}}},
+			ScoringSeconds: 0.5},
+	}
+	var sum rollout.StepSummary
+	summarize(&sum, results)
+	if got := sum.ResponseTokens[agents.RolePlanner]; got.Count != 2 || got.Mean != 4 || got.P95 != 4 || got.Max != 4 {
+		t.Errorf("planner response tokens %+v, want 2 trajectories of 4", got)
+	}
+	if got := sum.ResponseTokens[agents.RoleExecutor]; got.Count != 3 || got.Max != 4 || got.P95 != 4 {
+		t.Errorf("executor response tokens %+v, want 3 trajectories, longest 4", got)
+	}
+	if sum.TruncatedTurns != 1 || sum.TruncationRate != 1/float64(sum.LLMCalls) {
+		t.Errorf("truncated %d, rate %v of %d calls; want 1", sum.TruncatedTurns, sum.TruncationRate, sum.LLMCalls)
+	}
+	if sum.FormatErrors["trajectory_error"] != 1 || sum.FormatErrors["format_errors"] != 1 || sum.FormatErrorRate != 2.0/5 {
+		t.Errorf("format errors %v at rate %v, want one of each of 5 trajectories", sum.FormatErrors, sum.FormatErrorRate)
+	}
+	if sum.ToolErrorRate != float64(1)/float64(sum.ToolCalls) {
+		t.Errorf("tool error rate %v with %d calls, want 1 error", sum.ToolErrorRate, sum.ToolCalls)
+	}
+	if sum.ScoringSeconds != 0.75 {
+		t.Errorf("scoring seconds %v, want the rollouts' 0.75 summed", sum.ScoringSeconds)
+	}
+}
+
+func TestStepTimeSplit(t *testing.T) {
+	runner := runnerFunc(func(_ context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
+		return scriptedRollout(tk, task, 1, tk.Answer)
+	})
+	sums := mustRunFarm(t, testFarmConfig(t.TempDir(), runner), testTasks(2))
+	s := sums[0]
+	if s.RolloutSeconds <= 0 || s.AssembleSeconds < 0 || s.WriteSeconds <= 0 ||
+		s.RolloutSeconds+s.AssembleSeconds+s.WriteSeconds > s.WallSeconds+1e-9 {
+		t.Errorf("time split rollout %v + assemble %v + write %v against wall %v", s.RolloutSeconds, s.AssembleSeconds, s.WriteSeconds, s.WallSeconds)
+	}
+	if s.CompletionTokensPerSecond <= 0 || s.MainZeroVarianceFraction != 1 {
+		t.Errorf("tokens/s %v, main zero-variance fraction %v (every rollout answers right: want 1)", s.CompletionTokensPerSecond, s.MainZeroVarianceFraction)
 	}
 }
