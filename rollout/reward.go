@@ -84,6 +84,9 @@ type Verdict struct {
 	// Raw is the judge's output as received, kept for inspection; empty when
 	// no model was asked.
 	Raw string `json:"raw,omitempty"`
+	// JudgeCalls counts the model answers the verdict took (0 for exact
+	// matching), for the cost meter.
+	JudgeCalls int `json:"judge_calls,omitempty"`
 }
 
 // Scorer judges a final answer against the gold answer (r_correct).

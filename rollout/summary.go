@@ -76,6 +76,9 @@ type StepSummary struct {
 	// ToolErrorRate is the share of ToolCalls whose metadata carries a
 	// failure class (ToolErrors counts them by class).
 	ToolErrorRate float64 `json:"tool_error_rate"`
+	// Usage is the step's billable work and its cost under the run's
+	// prices.
+	Usage Usage `json:"usage"`
 	// WallSeconds is the step's duration from scheduling to written files,
 	// in seconds, of which RolloutSeconds the rollouts, AssembleSeconds
 	// the advantages, alignment and samples, and WriteSeconds the step

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -87,9 +88,10 @@ type searchArgs struct {
 }
 
 type queryOutcome struct {
-	text string
-	hit  bool
-	err  error
+	text     string
+	hit      bool
+	upstream int
+	err      error
 }
 
 // Call implements Tool.
@@ -111,12 +113,13 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, hit, err := t.searchOne(ctx, q)
+			var upstream atomic.Int32
+			res, hit, err := t.searchOne(ctx, q, &upstream)
 			if err != nil {
-				outs[i] = queryOutcome{text: search.FormatError(q, string(remote.Classify(err)), err.Error()), err: err}
+				outs[i] = queryOutcome{text: search.FormatError(q, string(remote.Classify(err)), err.Error()), err: err, upstream: int(upstream.Load())}
 				return
 			}
-			outs[i] = queryOutcome{text: search.Format(q, res), hit: hit}
+			outs[i] = queryOutcome{text: search.Format(q, res), hit: hit, upstream: int(upstream.Load())}
 		}()
 	}
 	wg.Wait()
@@ -128,6 +131,7 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 		}
 		b.WriteString(o.text)
 		meta.Requests++
+		meta.Upstream += o.upstream
 		if o.hit {
 			meta.CacheHits++
 		}
@@ -145,13 +149,15 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 }
 
 // searchOne answers one query from the cache, or from the one in-flight
-// provider request for the same key, or by asking the provider.
-func (t *SearchTool) searchOne(ctx context.Context, q string) ([]search.Result, bool, error) {
+// provider request for the same key, or by asking the provider; upstream
+// counts the requests it sent itself.
+func (t *SearchTool) searchOne(ctx context.Context, q string, upstream *atomic.Int32) ([]search.Result, bool, error) {
 	key := cache.Key("search", t.cfg.Provider.Name(), cache.Normalize(q), strconv.Itoa(t.cfg.Results))
 	return cachedFlight(ctx, t.cfg.Cache, t.cfg.CacheTTL, &t.flight, key, t.cfg.Timeout, func(fctx context.Context) ([]search.Result, error) {
 		var res []search.Result
 		call := func(c context.Context) error {
 			var err error
+			upstream.Add(1)
 			res, err = t.cfg.Provider.Search(c, q, t.cfg.Results)
 			t.cfg.Metrics.upstreamDone("search", t.cfg.Provider.Name(), string(remote.Classify(err)))
 			return err

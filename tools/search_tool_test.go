@@ -184,13 +184,14 @@ func TestSearchCacheHitsShareDecodedResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	first, hit, err := tool.searchOne(ctx, "alpha")
-	if err != nil || hit {
-		t.Fatalf("first search: hit=%v err=%v", hit, err)
+	var upstream atomic.Int32
+	first, hit, err := tool.searchOne(ctx, "alpha", &upstream)
+	if err != nil || hit || upstream.Load() != 1 {
+		t.Fatalf("first search: hit=%v upstream=%d err=%v; want a miss that asked the provider once", hit, upstream.Load(), err)
 	}
-	second, hit, err := tool.searchOne(ctx, "alpha")
-	if err != nil || !hit {
-		t.Fatalf("second search: hit=%v err=%v", hit, err)
+	second, hit, err := tool.searchOne(ctx, "alpha", &upstream)
+	if err != nil || !hit || upstream.Load() != 1 {
+		t.Fatalf("second search: hit=%v upstream=%d err=%v; want a hit that asked nothing", hit, upstream.Load(), err)
 	}
 	if len(first) != 1 || &first[0] != &second[0] {
 		t.Fatalf("hit did not share the decoded results: %v vs %v", first, second)
@@ -199,11 +200,11 @@ func TestSearchCacheHitsShareDecodedResults(t *testing.T) {
 	// Bytes stored by someone else (another process sharing a store).
 	key := cache.Key("search", "serper", cache.Normalize("beta"), "10")
 	_ = lru.Set(ctx, key, []byte(`[{"title":"B","link":"https://b.example/","snippet":"s"}]`), 0)
-	a, hit, err := tool.searchOne(ctx, "beta")
+	a, hit, err := tool.searchOne(ctx, "beta", &upstream)
 	if err != nil || !hit || len(a) != 1 || a[0].Title != "B" {
 		t.Fatalf("byte entry: %v hit=%v err=%v", a, hit, err)
 	}
-	b, _, _ := tool.searchOne(ctx, "beta")
+	b, _, _ := tool.searchOne(ctx, "beta", &upstream)
 	if &a[0] != &b[0] {
 		t.Fatal("a decoded byte entry was not kept for the next hit")
 	}

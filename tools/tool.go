@@ -44,6 +44,11 @@ type Meta struct {
 	// cache; Requests counts all sub-requests.
 	CacheHits int `json:"cache_hits"`
 	Requests  int `json:"requests"`
+	// Upstream counts the requests this call sent to the provider or site
+	// itself, retries included: what a metered API bills. A sub-request
+	// served by the cache, or by an identical call already in flight,
+	// sends none.
+	Upstream int `json:"upstream"`
 	// Bytes is the size of the observation text.
 	Bytes int `json:"bytes"`
 	// Class is empty on success, else the failure class of the call (the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -95,9 +96,10 @@ type visitArgs struct {
 }
 
 type visitOutcome struct {
-	text string
-	hit  bool
-	err  error
+	text     string
+	hit      bool
+	upstream int
+	err      error
 }
 
 // Call implements Tool.
@@ -132,6 +134,7 @@ func (t *VisitTool) Call(ctx context.Context, raw json.RawMessage) Observation {
 		}
 		b.WriteString(o.text)
 		meta.Requests++
+		meta.Upstream += o.upstream
 		if o.hit {
 			meta.CacheHits++
 		}
@@ -149,11 +152,21 @@ func (t *VisitTool) Call(ctx context.Context, raw json.RawMessage) Observation {
 }
 
 func (t *VisitTool) visitOne(ctx context.Context, u, goal string, budget int) visitOutcome {
+	var upstream atomic.Int32
+	out := t.visitPage(ctx, u, goal, budget, &upstream)
+	out.upstream = int(upstream.Load())
+	return out
+}
+
+// visitPage fetches u through the cache and the in-flight calls, counting
+// in upstream the fetches it made itself, and renders it for the model.
+func (t *VisitTool) visitPage(ctx context.Context, u, goal string, budget int, upstream *atomic.Int32) visitOutcome {
 	key := cache.Key("visit", t.cfg.Fetcher.Backend(), strings.TrimSpace(u))
 	page, hit, err := cachedFlight(ctx, t.cfg.Cache, t.cfg.CacheTTL, &t.flight, key, t.cfg.Timeout, func(fctx context.Context) (visit.Page, error) {
 		var p visit.Page
 		call := func(c context.Context) error {
 			var err error
+			upstream.Add(1)
 			p, err = t.cfg.Fetcher.Fetch(c, u)
 			t.cfg.Metrics.upstreamDone("visit", t.cfg.Fetcher.Backend(), string(remote.Classify(err)))
 			return err

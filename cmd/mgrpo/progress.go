@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,6 +91,7 @@ type stepTable struct {
 	progress *progressReporter
 	header   bool
 	steps    int
+	usage    rollout.Usage
 }
 
 // The table's columns: one format for the header and one for the rows, so
@@ -118,6 +122,7 @@ func (t *stepTable) row(s rollout.StepSummary) {
 		s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
 		s.RolloutsPerSecond, s.CompletionTokensPerSecond)
 	t.steps++
+	t.usage.Add(s.Usage)
 }
 
 // end prints the run's closing line.
@@ -125,4 +130,20 @@ func (t *stepTable) end(out string, wall time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.w, "%d step(s) in %s; samples in %s\n", t.steps, wall.Round(time.Millisecond), out)
+	u := t.usage
+	fmt.Fprintf(t.w, "usage: %d search requests, %d page fetches, %d judge answers, tokens (prompt/completion) %s; cost %.4f\n",
+		u.SearchRequests, u.VisitRequests, u.JudgeCalls, tokensByRole(u), u.Cost)
+}
+
+// tokensByRole renders usage's tokens as "planner 1200/300, executor …".
+func tokensByRole(u rollout.Usage) string {
+	roles := slices.Sorted(maps.Keys(u.PromptTokens))
+	parts := make([]string, len(roles))
+	for i, r := range roles {
+		parts[i] = fmt.Sprintf("%s %d/%d", r, u.PromptTokens[r], u.CompletionTokens[r])
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

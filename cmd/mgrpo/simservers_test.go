@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
@@ -19,6 +23,22 @@ type simServers struct {
 	llmURL, webURL string
 	webHost        string // host:port of the web, for --allow-host
 	tasks          string // task file path
+	// searches and pages count the web's search requests and page
+	// fetches; judgeCalls the chat requests that offered no tools (the
+	// judges' calls).
+	searches, pages, judgeCalls *atomic.Int64
+}
+
+// counting wraps h, adding to n each request that count selects.
+func counting(h http.Handler, n *atomic.Int64, count func(r *http.Request, body []byte) bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if count(r, body) {
+			n.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // startSimServers serves a sim web (seed 4) and an inference server with cfg
@@ -30,13 +50,18 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	webSrv := httptest.NewServer(world.Handler())
+	var searches, pages, judgeCalls atomic.Int64
+	webHandler := counting(world.Handler(), &searches, func(r *http.Request, _ []byte) bool { return r.URL.Path == "/search" })
+	webHandler = counting(webHandler, &pages, func(r *http.Request, _ []byte) bool { return strings.HasPrefix(r.URL.Path, "/site/") })
+	webSrv := httptest.NewServer(webHandler)
 	t.Cleanup(webSrv.Close)
 	srv, err := simllm.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	llmSrv := httptest.NewServer(srv.Handler())
+	llmSrv := httptest.NewServer(counting(srv.Handler(), &judgeCalls, func(r *http.Request, body []byte) bool {
+		return strings.HasSuffix(r.URL.Path, "/chat/completions") && !bytes.Contains(body, []byte(`"tools"`))
+	}))
 	t.Cleanup(func() { srv.Close(); llmSrv.CloseClientConnections(); llmSrv.Close() })
 	var b strings.Builder
 	if err := web.WriteTasks(&b, world.Questions[:n], "jsonl"); err != nil {
@@ -50,5 +75,6 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	return simServers{llmURL: llmSrv.URL, webURL: webSrv.URL, webHost: u.Host, tasks: tasks}
+	return simServers{llmURL: llmSrv.URL, webURL: webSrv.URL, webHost: u.Host, tasks: tasks,
+		searches: &searches, pages: &pages, judgeCalls: &judgeCalls}
 }

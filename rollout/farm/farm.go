@@ -66,6 +66,8 @@ type Config struct {
 	OnStep func(rollout.StepSummary)
 	// Metrics, when set, receives the farm's counters (see NewMetrics).
 	Metrics *Metrics
+	// Prices price each step's Usage (all 0: counted, not priced).
+	Prices rollout.Prices
 }
 
 // Validate reports every invalid field of c, each named with how to fix it.
@@ -272,6 +274,7 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 		sum.DBar = dbar
 	}
 	summarize(&sum, results)
+	sum.Usage.Price(f.cfg.Prices)
 	f.cfg.Metrics.stepWritten(sum.DriftEvents, sum.MeanMainReward, sum.Accuracy)
 	if q := float64(asm.counters.Queries); q > 0 {
 		sum.MainZeroVarianceFraction = float64(asm.counters.MainZeroVariance) / q

@@ -6,8 +6,20 @@ import (
 	"github.com/mgrpo/mgrpo/tools/remote"
 )
 
-// visitTool is the name the visit tool records in its calls' metadata.
-const visitTool = "visit"
+// The names the search and visit tools record in their calls' metadata.
+const (
+	searchTool = "search"
+	visitTool  = "visit"
+)
+
+// addTokens adds n tokens of role to m, creating it when needed.
+func addTokens(m map[string]int64, role string, n int) map[string]int64 {
+	if m == nil {
+		m = map[string]int64{}
+	}
+	m[role] += int64(n)
+	return m
+}
 
 // Progress reports a running step, once per finished rollout.
 type Progress struct {
@@ -41,6 +53,9 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 		r := &results[i]
 		sum.ScoringSeconds += r.ScoringSeconds
 		formatError(r.Scores.FormatReason)
+		if r.Scores.Verdict != nil {
+			sum.Usage.JudgeCalls += r.Scores.Verdict.JudgeCalls
+		}
 		if r.Failed() {
 			sum.FailedRollouts++
 		}
@@ -57,6 +72,9 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 		sum.Executors += d
 		for _, s := range r.Scores.Subs {
 			formatError(s.FormatReason)
+			if s.ExpertRaw != "" {
+				sum.Usage.JudgeCalls++
+			}
 			if s.FormatOK {
 				execOK++
 			}
@@ -124,6 +142,8 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 		}
 		sum.PromptTokens += int64(prompt)
 		sum.CompletionTokens += int64(completion)
+		sum.Usage.PromptTokens = addTokens(sum.Usage.PromptTokens, tr.Role, prompt)
+		sum.Usage.CompletionTokens = addTokens(sum.Usage.CompletionTokens, tr.Role, completion)
 		generated += completion
 		if t.FinishReason == "length" {
 			sum.TruncatedTurns++
@@ -134,6 +154,12 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 			sum.ToolCalls++
 			if c.Meta.Class != remote.ClassOK {
 				sum.ToolErrors[string(c.Meta.Class)]++
+			}
+			switch c.Meta.Tool {
+			case searchTool:
+				sum.Usage.SearchRequests += c.Meta.Upstream
+			case visitTool:
+				sum.Usage.VisitRequests += c.Meta.Upstream
 			}
 			if c.Meta.Tool == visitTool {
 				sum.VisitCalls++

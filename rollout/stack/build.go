@@ -213,7 +213,7 @@ type rolloutScorer struct{ s score.Scorer }
 
 func (r rolloutScorer) Score(ctx context.Context, question, prediction, gold string) (rollout.Verdict, error) {
 	v, err := r.s.Score(ctx, score.Case{Question: question, Answer: gold, Prediction: prediction})
-	out := rollout.Verdict{Method: v.Method, Raw: strings.Join(v.JudgeOutput, "\n---\n")}
+	out := rollout.Verdict{Method: v.Method, Raw: strings.Join(v.JudgeOutput, "\n---\n"), JudgeCalls: len(v.JudgeOutput)}
 	if v.Correct {
 		out.Correct = 1
 	}

@@ -44,9 +44,10 @@ type Config struct {
 	Reasoner EndpointConfig `yaml:"reasoner" flag:"-" doc:"optional reasoning model behind the planner's reason tool"`
 	Judge    EndpointConfig `yaml:"judge" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
-	Search  SearchConfig  `yaml:"search" doc:"executor web tools"`
-	Rewards RewardsConfig `yaml:"rewards" doc:"reward coefficients"`
-	Budgets BudgetsConfig `yaml:"budgets" doc:"agent budgets"`
+	Search  SearchConfig   `yaml:"search" doc:"executor web tools"`
+	Rewards RewardsConfig  `yaml:"rewards" doc:"reward coefficients"`
+	Budgets BudgetsConfig  `yaml:"budgets" doc:"agent budgets"`
+	Prices  rollout.Prices `yaml:"prices" doc:"the cost meter's price table (all 0 unless set)"`
 	// Prompts overrides embedded prompt templates by name.
 	Prompts map[string]string `yaml:"prompts" doc:"prompt template overrides by name (planner_system, executor_user, …)"`
 }

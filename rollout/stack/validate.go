@@ -87,6 +87,9 @@ func (c Config) Validate() error {
 	if !c.Sim && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}
+	if err := c.Prices.Validate(); err != nil {
+		p = append(p, err)
+	}
 	switch c.Format {
 	case "jsonl", "parquet":
 	default:
@@ -169,6 +172,6 @@ func (c Config) FarmConfig() (farm.Config, error) {
 	return farm.Config{
 		Run: c.Run, Seed: c.Seed, Steps: c.Steps, BatchSize: c.BatchSize, GroupSize: c.GroupSize,
 		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
-		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration,
+		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration, Prices: c.Prices,
 	}, nil
 }
