@@ -2,46 +2,66 @@ package report
 
 import (
 	"fmt"
-	"html"
 	"io"
-	"strings"
+	"slices"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
 )
 
-// WriteSVG draws a horizontal bar chart of Avg Pass@1 by category (overall first, then every group of
-// every breakdown), with a whisker from the worst to the best run. It is plain hand-written SVG.
+// barErrors are the whiskers of the Avg Pass@1 bars: from the worst to the
+// best run, around each bar's average, at row y.
+type barErrors struct{ avg, min, max []float64 }
+
+func (e barErrors) Len() int                        { return len(e.avg) }
+func (e barErrors) XY(i int) (float64, float64)     { return e.avg[i], float64(i) }
+func (e barErrors) XError(i int) (float64, float64) { return e.avg[i] - e.min[i], e.max[i] - e.avg[i] }
+
+// WriteSVG draws a horizontal bar chart of Avg Pass@1 by category (overall
+// first, then every group of every breakdown), with a whisker from the worst
+// to the best run, through the same plotting code as the run curves.
 func WriteSVG(w io.Writer, s Summary) error {
-	type bar struct {
-		label         string
-		avg, min, max float64
-	}
-	bars := []bar{{"overall", s.Overall.AvgPass1, s.Overall.Min, s.Overall.Max}}
+	labels := []string{"overall"}
+	e := barErrors{avg: []float64{s.Overall.AvgPass1}, min: []float64{s.Overall.Min}, max: []float64{s.Overall.Max}}
 	for _, bd := range s.Breakdowns {
 		for _, g := range bd.Groups {
-			bars = append(bars, bar{bd.Dimension + " " + g.Key, g.Metrics.AvgPass1, g.Metrics.Min, g.Metrics.Max})
+			labels = append(labels, bd.Dimension+" "+g.Key)
+			e.avg, e.min, e.max = append(e.avg, g.Metrics.AvgPass1), append(e.min, g.Metrics.Min), append(e.max, g.Metrics.Max)
 		}
 	}
-	const (
-		left, width, rowH, top = 240.0, 400.0, 24.0, 40.0
-	)
-	height := top + rowH*float64(len(bars)) + 30
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", left+width+80, height)
-	fmt.Fprintf(&b, `<text x="10" y="22" font-size="14" font-weight="bold">Avg Pass@1 by category%s</text>`+"\n", html.EscapeString(titleSuffix(s)))
-	for i, br := range bars {
-		y := top + rowH*float64(i)
-		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, y+15, html.EscapeString(br.label))
-		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="%.1f" height="%.0f" fill="#4878a8"/>`+"\n", left, y+4, width*br.avg, rowH-8)
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#222"/>`+"\n", left+width*br.min, left+width*br.max, y+rowH/2, y+rowH/2)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", left+width*br.max+6, y+15, pct(br.avg))
+	// Rows are drawn bottom up; the overall bar goes on top.
+	slices.Reverse(labels)
+	slices.Reverse(e.avg)
+	slices.Reverse(e.min)
+	slices.Reverse(e.max)
+
+	p := plot.New()
+	p.Title.Text = "Avg Pass@1 by category" + titleSuffix(s)
+	bars, err := plotter.NewBarChart(plotter.Values(e.avg), vg.Points(12))
+	if err != nil {
+		return fmt.Errorf("chart: %w", err)
 	}
-	axisY := top + rowH*float64(len(bars)) + 4
-	fmt.Fprintf(&b, `<line x1="%.0f" x2="%.0f" y1="%.1f" y2="%.1f" stroke="#888"/>`+"\n", left, left+width, axisY, axisY)
-	for _, t := range []float64{0, 0.25, 0.5, 0.75, 1} {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" fill="#555">%.0f%%</text>`+"\n", left+width*t, axisY+16, 100*t)
+	bars.Horizontal = true
+	bars.Color = palette[0]
+	bars.LineStyle.Width = 0
+	whiskers, err := plotter.NewXErrorBars(e)
+	if err != nil {
+		return fmt.Errorf("chart: %w", err)
 	}
-	b.WriteString("</svg>\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	p.Add(plotter.NewGrid(), bars, whiskers)
+	p.NominalY(labels...)
+	p.X.Min, p.X.Max = 0, 1
+	p.X.Label.Text = "Avg Pass@1 (whisker: worst to best run)"
+	p.X.Tick.Marker = plot.TickerFunc(func(_, _ float64) []plot.Tick {
+		ticks := make([]plot.Tick, 0, 5)
+		for _, t := range []float64{0, 0.25, 0.5, 0.75, 1} {
+			ticks = append(ticks, plot.Tick{Value: t, Label: fmt.Sprintf("%.0f%%", 100*t)})
+		}
+		return ticks
+	})
+	height := vg.Length(len(labels))*6*vg.Millimeter + 3*vg.Centimeter
+	return writePlots(w, [][]*plot.Plot{{p}}, 16*vg.Centimeter, height)
 }
 
 func titleSuffix(s Summary) string {

@@ -211,3 +211,25 @@ func TestCLIWarnsWithCounts(t *testing.T) {
 		t.Errorf("the SSRF warning appeared %d times, want once", n)
 	}
 }
+
+func TestReportCurves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the farm against the sim world")
+	}
+	dir := t.TempDir()
+	run := filepath.Join(dir, "run")
+	if code, _, stderr := runCLI(t, "rollout", "--sim", "--out", run, "--steps", "2", "--batch-size", "2", "--group-size", "2"); code != 0 {
+		t.Fatalf("rollout: exit %d: %s", code, stderr)
+	}
+	svg := filepath.Join(dir, "curves.svg")
+	if code, _, stderr := runCLI(t, "report", "--out", svg, run); code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if data := mustRead(t, svg); !strings.Contains(data, "<svg") || !strings.Contains(data, "run") {
+		t.Errorf("report wrote no figure of the run:\n%.300s", data)
+	}
+	code, _, stderr := runCLI(t, "report", "--out", svg, dir)
+	if code != 2 || !strings.Contains(stderr, "not a run directory") || !strings.Contains(stderr, dir) {
+		t.Errorf("report of a directory without summary.jsonl: exit %d, stderr %q", code, stderr)
+	}
+}
