@@ -1,6 +1,8 @@
-// Package redis is the store of package store on Redis (6.2 or later, or
-// a compatible server such as Valkey), for runs whose workers are spread
-// over several machines. It uses github.com/redis/go-redis/v9.
+// Package redis is the store of package store on Redis (6.2 or later;
+// tested with 7.0), for runs whose workers are spread over several
+// machines. It uses github.com/redis/go-redis/v9 and talks to one server
+// (a Redis Cluster is not supported by Open, though every script's keys
+// share one hash tag).
 //
 // # Opening
 //
@@ -73,4 +75,9 @@
 // reported as store.ErrCorrupt, naming the key; the scripts check their
 // keys' types before writing anything, so the store never overwrites what
 // it could not read.
+//
+// go-redis sends a command again after a network error (max_retries). A
+// Claim whose reply was lost that way leaves leases that nobody holds:
+// they expire and are claimed again, one attempt spent. Every other
+// method is idempotent, so sending it twice changes nothing.
 package redis

@@ -64,6 +64,9 @@ func (s *Store) Claim(ctx context.Context, r store.ClaimRequest) ([]store.Lease,
 		res, err := claimScript.Run(ctx, s.client, []string{k.queue, k.leases, k.dead},
 			group, r.Worker, r.Max, millis(r.Lease), max(r.MaxAttempts, 0)).Slice()
 		if err != nil {
+			if ctxErr := ctxEnded(ctx); ctxErr != nil {
+				err = ctxErr
+			}
 			return nil, fmt.Errorf("claim in run %s: %w", r.Run, mapErr(err))
 		}
 		leases, lastID, next, err := s.claimReply(r, start, res)
@@ -118,7 +121,7 @@ func (s *Store) claimReply(r store.ClaimRequest, start time.Time, res []any) (le
 
 // waitForEntry blocks until queue has an entry after lastID or d passes.
 func (s *Store) waitForEntry(ctx context.Context, queue, lastID string, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
+	if err := ctxEnded(ctx); err != nil {
 		return err
 	}
 	err := s.client.XRead(ctx, &goredis.XReadArgs{
@@ -128,12 +131,25 @@ func (s *Store) waitForEntry(ctx context.Context, queue, lastID string, d time.D
 		Block: max(d, time.Millisecond),
 	}).Err()
 	if err != nil && !errors.Is(err, goredis.Nil) {
-		if ctxErr := ctx.Err(); ctxErr != nil {
+		if ctxErr := ctxEnded(ctx); ctxErr != nil {
 			return ctxErr
 		}
 		return keyErr(queue, err)
 	}
-	return ctx.Err()
+	return ctxEnded(ctx)
+}
+
+// ctxEnded is ctx.Err(), and DeadlineExceeded once ctx's deadline has
+// passed even if its timer has not fired yet: the connection's read
+// deadline is the context's, and may end a blocking read first.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // handle is a lease's Handle: its stream entry id and its run.

@@ -328,3 +328,19 @@ func TestACLUser(t *testing.T) {
 		t.Errorf("error %q holds the password", err)
 	}
 }
+
+// TestWaitingClaimEndsWithItsContext: a Claim waiting longer than its
+// context's deadline returns the context's error, whichever of the
+// connection's read deadline and the context's timer comes first.
+func TestWaitingClaimEndsWithItsContext(t *testing.T) {
+	s := mustOpen(t, freshURL(t, testURL(t)))
+	defer s.Close()
+	for _, d := range []time.Duration{time.Millisecond, 300 * time.Millisecond, 700 * time.Millisecond} {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		l, err := s.Claim(ctx, store.ClaimRequest{Run: "r", Worker: "w", Max: 1, Lease: time.Minute, Wait: 30 * time.Second})
+		cancel()
+		if !errors.Is(err, context.DeadlineExceeded) || len(l) != 0 {
+			t.Errorf("Claim with a %v deadline = %v, %v; want context.DeadlineExceeded", d, l, err)
+		}
+	}
+}
