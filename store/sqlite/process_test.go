@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/sqlite"
 )
 
 // claimerEnv names the store file a helper claimer process works on.
@@ -18,28 +19,36 @@ const claimerEnv = "MGRPO_SQLITE_TEST_CLAIMER"
 
 // TestHelperClaimer is not a test: TestTwoProcessesOneFile runs the test
 // binary again with claimerEnv set to make it one of its claimer
-// processes. It prints "ready" once the store is open, waits for the
-// parent's tasks, then claims and completes tasks until none are left,
-// printing "claimed ID" for each.
+// processes. It prints "ready" once the store is open, then claims and
+// completes tasks, printing "claimed ID" for each, until the parent's
+// tasks are in and none is left to claim.
 func TestHelperClaimer(t *testing.T) {
 	path := os.Getenv(claimerEnv)
 	if path == "" {
 		t.Skip("a helper process of TestTwoProcessesOneFile")
 	}
 	c := testCtx(t)
-	s := MustOpen(t, path)
+	s := MustOpen(t, path, sqlite.WithPollInterval(5*time.Millisecond))
 	fmt.Println("ready")
 	worker := fmt.Sprint("pid", os.Getpid())
-	wait := 30 * time.Second
 	for {
-		leases, err := s.Claim(c, store.ClaimRequest{Run: "r", Worker: worker, Max: 3, Lease: time.Minute, Wait: wait})
+		leases, err := s.Claim(c, store.ClaimRequest{Run: "r", Worker: worker, Max: 3, Lease: time.Minute, Wait: 100 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(leases) == 0 {
-			return
+			// Done once the parent's tasks are in and none is left to
+			// claim: the others may have drained the queue before this
+			// process first looked.
+			n, err := s.Counts(c, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n.Pending == 0 && n.Leased+n.Done > 0 {
+				return
+			}
+			continue
 		}
-		wait = 0
 		for _, l := range leases {
 			fmt.Println("claimed", l.Task.ID())
 			if err := s.Complete(c, l); err != nil {
@@ -59,7 +68,7 @@ func TestTwoProcessesOneFile(t *testing.T) {
 	path := tempPath(t)
 	s := MustOpen(t, path)
 	c := testCtx(t)
-	tasks := someTasks("r", 400)
+	tasks := someTasks("r", 1000)
 	type child struct {
 		cmd    *exec.Cmd
 		lines  chan string
@@ -90,6 +99,17 @@ func TestTwoProcessesOneFile(t *testing.T) {
 	if err := s.Enqueue(c, "r", tasks); err != nil {
 		t.Fatal(err)
 	}
+	// This process joins once each other one has claimed a task (or
+	// ended), so that all three claim at the same time.
+	var theirs []string
+	for _, ch := range children {
+		for line := range ch.lines {
+			if id, ok := strings.CutPrefix(line, "claimed "); ok {
+				theirs = append(theirs, id)
+				break
+			}
+		}
+	}
 	ids := make(chan string, len(tasks))
 	if err := drain(c, s, "r", "parent", ids); err != nil {
 		t.Fatal(err)
@@ -100,8 +120,11 @@ func TestTwoProcessesOneFile(t *testing.T) {
 		got = append(got, id)
 	}
 	counts := []int{len(got)}
-	for _, ch := range children {
+	for i, ch := range children {
 		n := 0
+		if i < len(theirs) {
+			n = 1
+		}
 		for line := range ch.lines {
 			if id, ok := strings.CutPrefix(line, "claimed "); ok {
 				got = append(got, id)
@@ -113,6 +136,7 @@ func TestTwoProcessesOneFile(t *testing.T) {
 		}
 		counts = append(counts, n)
 	}
+	got = append(got, theirs...)
 	t.Logf("tasks claimed by this process and the two others: %v", counts)
 	checkOnce(t, got, tasks)
 	if n, err := s.Counts(c, "r"); err != nil || n != (store.QueueCounts{Done: len(tasks)}) {
