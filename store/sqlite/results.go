@@ -1,0 +1,106 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// scanPage is how many results ScanResults reads at a time. No connection
+// or transaction is held while fn runs, so fn may use the store.
+const scanPage = 256
+
+// PutResult stores the result of task taskID of step unless one is stored
+// already (the first result is kept).
+func (s *Store) PutResult(ctx context.Context, run string, step int, taskID string, result json.RawMessage) error {
+	op := fmt.Sprintf("put the result of task %s", taskID)
+	if err := s.alive(); err != nil {
+		return s.errf(op, err)
+	}
+	if len(result) == 0 {
+		return s.errf(op, errors.New("empty result"))
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO results (run, step, task_id, result) VALUES (?, ?, ?, ?) ON CONFLICT (run, step, task_id) DO NOTHING`,
+		run, step, taskID, []byte(result))
+	if err != nil {
+		return s.errf(op, err)
+	}
+	return nil
+}
+
+// ScanResults calls fn with every result of step, in task id order, a page
+// at a time, stopping at fn's first error. Results put or deleted while it
+// runs may or may not be seen.
+func (s *Store) ScanResults(ctx context.Context, run string, step int, fn func(taskID string, result json.RawMessage) error) error {
+	op := fmt.Sprintf("scan the results of step %d of run %q", step, run)
+	type result struct {
+		id  string
+		res []byte
+	}
+	page := make([]result, 0, scanPage)
+	after := ""
+	for first := true; first || len(page) == scanPage; first = false {
+		if err := s.alive(); err != nil {
+			return s.errf(op, err)
+		}
+		// The first page starts at "" inclusive: a task id may be empty.
+		cmp := ">"
+		if first {
+			cmp = ">="
+		}
+		rows, err := s.r.QueryContext(ctx, `SELECT task_id, result FROM results WHERE run = ? AND step = ? AND task_id `+cmp+` ? ORDER BY task_id LIMIT ?`,
+			run, step, after, scanPage)
+		if err != nil {
+			return s.errf(op, err)
+		}
+		page = page[:0]
+		for rows.Next() {
+			var r result
+			if err := rows.Scan(&r.id, &r.res); err != nil {
+				rows.Close()
+				return s.errf(op, err)
+			}
+			page = append(page, r)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return s.errf(op, err)
+		}
+		for _, r := range page {
+			if err := fn(r.id, json.RawMessage(r.res)); err != nil {
+				return err
+			}
+		}
+		if len(page) > 0 {
+			after = page[len(page)-1].id
+		}
+	}
+	return nil
+}
+
+// CountResults returns how many results step holds.
+func (s *Store) CountResults(ctx context.Context, run string, step int) (int, error) {
+	op := fmt.Sprintf("count the results of step %d of run %q", step, run)
+	if err := s.alive(); err != nil {
+		return 0, s.errf(op, err)
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM results WHERE run = ? AND step = ?`, run, step).Scan(&n); err != nil {
+		return 0, s.errf(op, err)
+	}
+	return n, nil
+}
+
+// DeleteResults removes step's results.
+func (s *Store) DeleteResults(ctx context.Context, run string, step int) error {
+	op := fmt.Sprintf("delete the results of step %d of run %q", step, run)
+	if err := s.alive(); err != nil {
+		return s.errf(op, err)
+	}
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM results WHERE run = ? AND step = ?`, run, step); err != nil {
+		return s.errf(op, err)
+	}
+	return nil
+}
