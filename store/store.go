@@ -201,7 +201,9 @@ type Queue interface {
 	// Complete marks the task of l done. It is idempotent by task id:
 	// completing a task already done returns nil, whoever completed it,
 	// and a task whose expired lease was reclaimed may still be completed
-	// by its first holder (its result is as good as a later one).
+	// by its first holder (its result is as good as a later one). A
+	// dead-lettered task completed by a late holder leaves the dead
+	// letters and counts as done.
 	Complete(ctx context.Context, l Lease) error
 	// Counts returns the sizes of run's queue.
 	Counts(ctx context.Context, run string) (QueueCounts, error)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/redis"
 	"github.com/mgrpo/mgrpo/store/sqlite"
 )
 
@@ -24,7 +25,8 @@ import (
 //	                absolute; PATH is percent-decoded ('?' and '#' are %3F, %23).
 //	                Parameters: busy_timeout and poll (Go durations), for
 //	                sqlite.WithBusyTimeout and sqlite.WithPollInterval.
-//	redis://…, rediss://…   store/redis (not built into this binary yet).
+//	redis://[user:password@]host:port/db[?prefix=P], rediss://… (TLS)
+//	                store/redis; keys under the prefix (default "mgrpo:").
 //
 // An unknown scheme or a malformed URL is an error naming what is wrong,
 // with the URL's credentials redacted.
@@ -47,9 +49,11 @@ func Open(ctx context.Context, rawURL string) (store.Store, error) {
 		}
 		return s, nil
 	case "redis", "rediss":
-		// store/redis's Open(ctx, rawURL) goes here once that package is
-		// built in; until then these URLs are refused.
-		return nil, fmt.Errorf("unsupported store %q (redis backend not built into this binary)", redact.URL(rawURL))
+		s, err := redis.Open(ctx, rawURL)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	default:
 		return nil, fmt.Errorf("unsupported store %q (known: sqlite, redis, rediss)", redact.URL(rawURL))
 	}

@@ -58,7 +58,8 @@
 // count, or, when that count has reached MaxAttempts, dead-letters the task
 // instead (XACK, XDEL, appended to the dead stream). Complete acknowledges
 // the entry (XACK), deletes it (XDEL) and adds the task to the done set;
-// completing a done task is a no-op. Extend checks that the entry is still
+// completing a done task is a no-op, and completing a dead-lettered one
+// deletes its dead entry and counts it done. Extend checks that the entry is still
 // pending for the lease's worker with the lease's delivery count, so a
 // reclaimed lease, even one reclaimed by the same worker, is lost. Each of
 // these steps is one Lua script, atomic on the server.

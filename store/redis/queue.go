@@ -191,7 +191,7 @@ func (s *Store) Complete(ctx context.Context, l store.Lease) error {
 		return fmt.Errorf("complete task %s: %w", l.Task.ID(), err)
 	}
 	k := s.keys(run)
-	if err := completeScript.Run(ctx, s.client, []string{k.queue, k.leases, k.done}, group, id, l.Task.ID()).Err(); err != nil {
+	if err := completeScript.Run(ctx, s.client, []string{k.queue, k.leases, k.done, k.dead}, group, id, l.Task.ID()).Err(); err != nil {
 		return fmt.Errorf("complete task %s: %w", l.Task.ID(), mapErr(err))
 	}
 	return nil

@@ -176,16 +176,25 @@ redis.call('ZADD', KEYS[2], now_ms() + tonumber(ARGV[5]), ARGV[2])
 return 1
 `)
 
-// completeScript: KEYS queue, leases, done; ARGV group, entry id, task id.
-// Replies 1 when completed, 0 when it was done already.
-var completeScript = script(`'stream', 'zset', 'set'`, `
+// completeScript: KEYS queue, leases, done, dead; ARGV group, entry id,
+// task id. Replies 1 when completed, 0 when it was done already. A
+// dead-lettered task completed by a late holder leaves the dead letters
+// (scanned: they are few) and counts as done.
+var completeScript = script(`'stream', 'zset', 'set', 'stream'`, `
 if redis.call('SISMEMBER', KEYS[3], ARGV[3]) == 1 then return 0 end
 local e = {}
 if redis.call('EXISTS', KEYS[1]) == 1 then
   e = redis.call('XRANGE', KEYS[1], ARGV[2], ARGV[2])
 end
 if not e[1] or field(e[1][2], 'id') ~= ARGV[3] then
-  return redis.error_reply('LEASELOST the task is not in the queue (dead-lettered, or another task\'s lease)')
+  for _, d in ipairs(redis.call('XRANGE', KEYS[4], '-', '+')) do
+    if field(d[2], 'id') == ARGV[3] then
+      redis.call('XDEL', KEYS[4], d[1])
+      redis.call('SADD', KEYS[3], ARGV[3])
+      return 1
+    end
+  end
+  return redis.error_reply('LEASELOST the task is not in the queue (another task\'s lease)')
 end
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
 if #p == 0 then

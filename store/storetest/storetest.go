@@ -450,6 +450,14 @@ func testDeadLetter(t *testing.T, b Backend) {
 		t.Fatal(err)
 	}
 	counts(t, s, "r", store.QueueCounts{Dead: 1})
+	// The last holder finishes after all: the task is done, not dead.
+	if err := s.Complete(c, last[0]); err != nil {
+		t.Fatalf("Complete of a dead-lettered task by its last holder: %v", err)
+	}
+	counts(t, s, "r", store.QueueCounts{Done: 1})
+	if dead, err := s.DeadLetters(c, "r"); err != nil || len(dead) != 0 {
+		t.Errorf("DeadLetters after the late completion = %+v, %v; want none", dead, err)
+	}
 }
 
 func testResults(t *testing.T, b Backend) {
