@@ -91,6 +91,9 @@ func New(cfg Config) (*Client, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if err := cfg.Retry.validate(); err != nil {
+		return nil, fmt.Errorf("llm role %s: %w", cfg.Role, err)
+	}
 	c := &Client{
 		role: cfg.Role, model: cfg.Model, capture: cfg.CaptureTokens,
 		sampling: cfg.Sampling, retry: cfg.Retry.withDefaults(), log: log, met: cfg.Metrics,
@@ -124,7 +127,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.http = &retryablehttp.Client{
 		HTTPClient: &http.Client{Transport: &transport{
-			pool: pool, base: rt, attemptTimeout: c.retry.AttemptTimeout, apiKey: cfg.APIKey, role: cfg.Role,
+			pool: pool, base: rt, apiKey: cfg.APIKey, role: cfg.Role,
 		}},
 		RetryWaitMin: c.retry.WaitMin,
 		RetryWaitMax: c.retry.WaitMax,
@@ -220,13 +223,15 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 		return nil, fmt.Errorf("llm role %s: chat: no messages", c.role)
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, c.retry.CallTimeout)
+	s := c.sampling.merge(req.Sampling)
+	attempt, call := c.retry.Timeouts(s.MaxTokens)
+	ctx, cancel := context.WithTimeout(ctx, call)
 	defer cancel()
+	ctx = withAttemptTimeout(ctx, attempt)
 	if err := c.pool.global.Acquire(ctx, 1); err != nil {
 		return nil, &GiveUpError{Endpoint: "<no endpoint>", Err: fmt.Errorf("wait for an in-flight slot: %w", err)}
 	}
 	defer c.pool.global.Release(1)
-	s := c.sampling.merge(req.Sampling)
 	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
 	if err != nil {
 		return nil, err

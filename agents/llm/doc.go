@@ -68,7 +68,15 @@
 // per-role in-flight caps). go-retryablehttp runs the attempts: connection
 // errors, 429 and 5xx are retried, Retry-After is honoured, backoff is
 // jittered exponential, attempts and the call's duration are bounded, and
-// a cancelled context ends a wait at once. A 200 whose body is truncated,
+// a cancelled context ends a wait at once. Every attempt has a timeout and
+// every call a deadline, both finite: by default an attempt gets 60 s plus
+// 100 ms per completion token the request allows (a decode rate of 10
+// tokens/s, the low end of a loaded server's, so a slow live generation is
+// not cut) and a call three attempts' worth (RetryPolicy.Timeouts). An
+// attempt that runs out is abandoned with its connection closed, which
+// makes vLLM and SGLang abort the generation; it counts as a failure of
+// its endpoint and is retried on another one where the pool has one. A
+// 200 whose body is truncated,
 // an HTML page, an event stream, or lacks token ids or has a logprob count
 // that does not match is a *DecodeError and is retried too; a call that
 // runs out of attempts returns a *GiveUpError naming the endpoint
