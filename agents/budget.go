@@ -45,9 +45,17 @@ func DefaultExecutorBudget() Budget {
 	return Budget{MaxTurns: 12, MaxTokensPerTurn: 2048, ContextTokens: 32768, AnswerNowMargin: 4096, ToolConcurrency: 4}
 }
 
+// DefaultRolloutWallClock is the default limit of one rollout's time. A
+// rollout of a dozen planner turns with their executors on a loaded server
+// runs for many minutes, and each model call may take up to its own
+// deadline (13 minutes by default at 2048 tokens, see llm.RetryPolicy); 30
+// minutes leaves room for that while a stuck rollout holds its step for at
+// most half an hour.
+const DefaultRolloutWallClock = 30 * time.Minute
+
 // DefaultRolloutBudget returns the default per-rollout limits.
 func DefaultRolloutBudget() RolloutBudget {
-	return RolloutBudget{MaxDelegations: 16, WallClock: 10 * time.Minute}
+	return RolloutBudget{MaxDelegations: 16, WallClock: DefaultRolloutWallClock}
 }
 
 // Validate reports every invalid field of b, named with prefix.

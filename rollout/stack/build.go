@@ -102,7 +102,8 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			key = os.Getenv(env)
 		}
 		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-			CaptureTokens: capture, Sampling: s, Logger: logger})
+			CaptureTokens: capture, Sampling: s, Logger: logger,
+			Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client()}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
 		}
