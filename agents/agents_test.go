@@ -234,7 +234,7 @@ func TestSingleAgent(t *testing.T) {
 		}
 		return textTurn("<answer>42</answer>"), nil
 	}}
-	s, err := NewSingle(ExecutorConfig{Model: m, Tools: &fakeToolbox{}, Budget: DefaultExecutorBudget()})
+	s, err := NewSingle(ExecutorConfig{Model: m, Tools: &fakeToolbox{}, Budget: DefaultExecutorBudget()}, DefaultRolloutBudget())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -32,6 +33,19 @@ type RolloutBudget struct {
 	MaxDelegations int `yaml:"max_delegations" json:"max_delegations"`
 	// WallClock bounds the rollout's time; 0 means no limit.
 	WallClock time.Duration `yaml:"wall_clock" json:"wall_clock"`
+}
+
+// ErrWallClock is the cause of a rollout's context past its wall-clock
+// limit (RolloutBudget.WallClock); trajectories cut by it record it.
+var ErrWallClock = errors.New("rollout wall-clock limit reached")
+
+// withWallClock returns ctx ending after limit with a cause wrapping
+// ErrWallClock that names the limit; limit 0 adds no deadline.
+func withWallClock(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	if limit <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w (%v)", ErrWallClock, limit))
 }
 
 // DefaultPlannerBudget returns the planner's default budget.

@@ -64,6 +64,11 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		t, err := l.model.Chat(ctx, req)
 		if err != nil {
 			traj.Error = fmt.Sprintf("turn %d: %v", turn, err)
+			if ctx.Err() != nil {
+				// The rollout's deadline or a shutdown cut the call: that
+				// is the reason, the call's own error only how.
+				traj.Error = fmt.Sprintf("turn %d: %v; the call in flight: %v", turn, context.Cause(ctx), err)
+			}
 			return msgs
 		}
 		traj.Turns = append(traj.Turns, t)

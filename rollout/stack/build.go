@@ -134,7 +134,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
 	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: toolbox, Budget: executorBudget, Prompts: prompts}
 	if opts.Single {
-		if st.Single, err = agents.NewSingle(execCfg); err != nil {
+		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	} else {
