@@ -77,7 +77,9 @@ type Client struct {
 // tokens.
 type dialect interface {
 	// chat performs req with sampling s and returns the filled turn
-	// (without Endpoint, Latency and Attempts, which Chat sets).
+	// (without Endpoint, Latency and Attempts, which Chat sets). On error
+	// the turn is the partial turn of the last attempt the server aborted,
+	// or nil.
 	chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error)
 }
 
@@ -214,10 +216,16 @@ func (c *Client) Pool() *Pool { return c.pool }
 func (c *Client) Role() string { return c.role }
 
 // Chat performs one chat call: it routes, retries within the role's
-// RetryPolicy and deadline, and returns the Turn with its tokens. A failed
+// RetryPolicy and its timeouts for the call's completion cap (see
+// RetryPolicy.Timeouts), and returns the Turn with its tokens. A failed
 // call returns a *GiveUpError wrapping the last cause (a *StatusError, a
-// *DecodeError, a transport error or the context's error). It is safe for
-// concurrent use.
+// *DecodeError, a transport error or the context's error). An attempt the
+// server aborted (finish_reason "abort": a pause for a weight update, an
+// engine abort) is retried like a failed one; when no later attempt
+// finishes, the failed call returns, with its error, the partial Turn of
+// the last aborted attempt (Turn.Abort set, FinishReason "abort") so that
+// its tokens and logprobs are not lost. Otherwise the Turn is nil on error.
+// It is safe for concurrent use.
 func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 	if len(req.Messages) == 0 {
 		return nil, fmt.Errorf("llm role %s: chat: no messages", c.role)
@@ -234,7 +242,11 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 	defer c.pool.global.Release(1)
 	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
 	if err != nil {
-		return nil, err
+		if !turn.Partial() {
+			return nil, err
+		}
+		turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
+		return turn, err
 	}
 	turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
 	if c.capture && !turn.HasTokens() {

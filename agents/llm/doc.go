@@ -26,7 +26,7 @@
 //   - "sglang": the chat route with return_prompt_token_ids and
 //     return_meta_info; for servers without those, /v1/tokenize plus the
 //     native /generate with return_logprob, reasoning and Hermes tool calls
-//     parsed client-side. A finish reason "abort" is a failed attempt.
+//     parsed client-side.
 //   - "openai": any OpenAI-compatible API, without token data. A client
 //     configured with CaptureTokens refuses it with ErrTokensUnsupported.
 //
@@ -92,6 +92,16 @@
 // it, and a request whose reused connection turns out to have been closed
 // by the server is sent again on another one (inference requests are
 // marked idempotent, which they are for the server's state).
+//
+// A generation the server aborted (finish_reason "abort", or SGLang's
+// meta_info.finish_reason type "abort": a pause for a weight update, an
+// engine abort) is a failed attempt and is retried, since the retry
+// generates the whole turn again; but its tokens are not thrown away: when
+// no later attempt finishes, Chat returns the last aborted attempt's
+// partial Turn (Turn.Abort set, FinishReason "abort", the prompt ids and
+// the completion ids and logprobs generated before the abort) together
+// with its error, for a caller to record or continue. A partial turn is
+// never a finished one.
 //
 // Streaming responses are not requested; an event-stream answer is a
 // decode error.

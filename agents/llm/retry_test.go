@@ -161,6 +161,11 @@ func TestRetryScripts(t *testing.T) {
 				if !errors.Is(err, tc.wantErr) {
 					t.Errorf("err %v, want %v", err, tc.wantErr)
 				}
+				// Only an aborted generation comes back, partial, with the
+				// error.
+				if aborted := tc.wantErr == ErrAborted; tr.Partial() != aborted || aborted && (tr.FinishReason != "abort" || len(tr.CompletionIDs) != 2 || tr.Attempts != tc.attempts) {
+					t.Errorf("turn %+v with error %v", tr, err)
+				}
 			case err != nil:
 				t.Fatal(err)
 			default:
