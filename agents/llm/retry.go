@@ -139,6 +139,10 @@ func (p RetryPolicy) Timeouts(maxTokens int) (attempt, call time.Duration) {
 	if attempt <= 0 {
 		attempt = p.AttemptTimeoutFor(maxTokens)
 	}
+	if attempt <= 0 {
+		// A policy function broke its contract; a call must still end.
+		attempt = DefaultAttemptTimeout(maxTokens)
+	}
 	call = p.CallTimeout
 	if call <= 0 {
 		call = DefaultCallAttempts * attempt

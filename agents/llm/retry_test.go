@@ -303,6 +303,7 @@ func TestRetryPolicyTimeouts(t *testing.T) {
 		{"call shorter than the derived attempt", RetryPolicy{CallTimeout: time.Minute}, 2048, time.Minute, time.Minute},
 		{"both set", RetryPolicy{AttemptTimeout: time.Second, CallTimeout: 10 * time.Second}, 2048, time.Second, 10 * time.Second},
 		{"own function", RetryPolicy{AttemptTimeoutFor: perMilli}, 150, 150 * time.Millisecond, 450 * time.Millisecond},
+		{"own function giving zero", RetryPolicy{AttemptTimeoutFor: perMilli}, 0, 469600 * time.Millisecond, 3 * 469600 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			attempt, call := tc.p.Timeouts(tc.maxTokens)
