@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -103,6 +104,10 @@ func TestFormatValidity(t *testing.T) {
 		wantOK    bool
 		wantError string
 		wantInErr string
+		// wantTurns and wantFinish, when set, are the planner trajectory's
+		// turns and finish reason.
+		wantTurns  int
+		wantFinish string
 	}{
 		{name: "one answer", planner: func(llm.Request, int) (*llm.Turn, error) { return textTurn("<answer>x</answer>"), nil }, wantOK: true},
 		{name: "no answer tags", planner: func(llm.Request, int) (*llm.Turn, error) { return textTurn("x"), nil }, wantInErr: "no <answer>"},
@@ -123,6 +128,15 @@ func TestFormatValidity(t *testing.T) {
 			return textTurn("<answer>x</answer>"), nil
 		}, wantInErr: "not valid JSON"},
 		{name: "model gives up", planner: func(llm.Request, int) (*llm.Turn, error) { return nil, errModel }, wantError: "gave up"},
+		{name: "aborted generation", planner: func(_ llm.Request, n int) (*llm.Turn, error) {
+			if n == 0 {
+				return callTurn(`delegate:{"task":"Find A."}`), nil
+			}
+			return abortedTurn("<answer>x</ans"), fmt.Errorf("gave up: %w", llm.ErrAborted)
+		}, wantError: "partial generation of 3 tokens is kept", wantTurns: 2, wantFinish: "abort"},
+		{name: "partial turn without an error", planner: func(llm.Request, int) (*llm.Turn, error) {
+			return abortedTurn("<answer>x</answer>"), nil
+		}, wantError: "ended before the model finished it", wantTurns: 1, wantFinish: "abort"},
 		{name: "turn budget", planner: func(llm.Request, int) (*llm.Turn, error) { return callTurn(`reason:{}`), nil }, wantInErr: "turn budget"},
 		{name: "delegation budget", budget: RolloutBudget{MaxDelegations: 1}, planner: func(_ llm.Request, n int) (*llm.Turn, error) {
 			if n == 0 {
@@ -156,6 +170,15 @@ func TestFormatValidity(t *testing.T) {
 			}
 			if tt.wantInErr != "" && !strings.Contains(strings.Join(traj.FormatErrors, "; "), tt.wantInErr) {
 				t.Errorf("FormatErrors = %v, want one containing %q", traj.FormatErrors, tt.wantInErr)
+			}
+			if tt.wantTurns != 0 && (len(traj.Turns) != tt.wantTurns || len(traj.Steps) != tt.wantTurns || !traj.Turns[tt.wantTurns-1].Partial()) {
+				t.Errorf("%d turns, %d steps; want %d of each, the last partial", len(traj.Turns), len(traj.Steps), tt.wantTurns)
+			}
+			if tt.wantFinish != "" && traj.FinishReason() != tt.wantFinish {
+				t.Errorf("FinishReason = %q, want %q", traj.FinishReason(), tt.wantFinish)
+			}
+			if tt.wantFinish != "" && traj.Answer != "" {
+				t.Errorf("a partial turn gave the answer %q", traj.Answer)
 			}
 		})
 	}
@@ -234,7 +257,7 @@ func TestSingleAgent(t *testing.T) {
 		}
 		return textTurn("<answer>42</answer>"), nil
 	}}
-	s, err := NewSingle(ExecutorConfig{Model: m, Tools: &fakeToolbox{}, Budget: DefaultExecutorBudget()})
+	s, err := NewSingle(ExecutorConfig{Model: m, Tools: &fakeToolbox{}, Budget: DefaultExecutorBudget()}, DefaultRolloutBudget())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package agents
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -34,6 +35,19 @@ type RolloutBudget struct {
 	WallClock time.Duration `yaml:"wall_clock" json:"wall_clock"`
 }
 
+// ErrWallClock is the cause of a rollout's context past its wall-clock
+// limit (RolloutBudget.WallClock); trajectories cut by it record it.
+var ErrWallClock = errors.New("rollout wall-clock limit reached")
+
+// withWallClock returns ctx ending after limit with a cause wrapping
+// ErrWallClock that names the limit; limit 0 adds no deadline.
+func withWallClock(ctx context.Context, limit time.Duration) (context.Context, context.CancelFunc) {
+	if limit <= 0 {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeoutCause(ctx, limit, fmt.Errorf("%w (%v)", ErrWallClock, limit))
+}
+
 // DefaultPlannerBudget returns the planner's default budget.
 func DefaultPlannerBudget() Budget {
 	return Budget{MaxTurns: 12, MaxTokensPerTurn: 2048, ContextTokens: 32768, AnswerNowMargin: 4096, ToolConcurrency: 4}
@@ -45,9 +59,17 @@ func DefaultExecutorBudget() Budget {
 	return Budget{MaxTurns: 12, MaxTokensPerTurn: 2048, ContextTokens: 32768, AnswerNowMargin: 4096, ToolConcurrency: 4}
 }
 
+// DefaultRolloutWallClock is the default limit of one rollout's time. A
+// rollout of a dozen planner turns with their executors on a loaded server
+// runs for many minutes, and each model call may take up to its own
+// deadline (13 minutes by default at 2048 tokens, see llm.RetryPolicy); 30
+// minutes leaves room for that while a stuck rollout holds its step for at
+// most half an hour.
+const DefaultRolloutWallClock = 30 * time.Minute
+
 // DefaultRolloutBudget returns the default per-rollout limits.
 func DefaultRolloutBudget() RolloutBudget {
-	return RolloutBudget{MaxDelegations: 16, WallClock: 10 * time.Minute}
+	return RolloutBudget{MaxDelegations: 16, WallClock: DefaultRolloutWallClock}
 }
 
 // Validate reports every invalid field of b, named with prefix.

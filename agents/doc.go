@@ -25,7 +25,11 @@
 //     was exceeded; no model call failed.
 //
 // A final message cut off by the token limit (finish reason "length") is
-// not a valid ending. Calls to unknown tools and calls whose arguments fail
+// not a valid ending. Nor is a generation the server aborted (finish
+// reason "abort", e.g. during a weight update) that no retry finished: the
+// client returns it as a partial turn with its error, and the trajectory
+// keeps it as its last turn, with its tokens and logprobs, records the
+// error and finishes with reason "abort". Calls to unknown tools and calls whose arguments fail
 // their schema are observations the model reads, not format errors; a
 // <tool_call> block that does not parse is a format error, reported to the
 // model so it can retry, and recorded.
@@ -35,7 +39,10 @@
 // Each agent has a Budget: turns, tokens per turn, and context tokens —
 // when the last call's prompt and completion come within AnswerNowMargin of
 // the context, the agent is told to answer now, as deep-research agents do.
-// A planner rollout also has a delegation cap and a wall-clock limit.
+// A rollout (planner or single agent) also has a wall-clock limit, past
+// which every call, tool and executor in flight is cancelled and the
+// rollout ends with what it has, the limit recorded as the error of each
+// trajectory it cut; a planner rollout has a delegation cap too.
 //
 // # The rollout tree
 //

@@ -62,8 +62,24 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Prefix: &prefix,
 			Sampling: &llm.Sampling{Seed: &seed, MaxTokens: l.budget.MaxTokensPerTurn}}
 		t, err := l.model.Chat(ctx, req)
+		if err == nil && t.Partial() {
+			err = fmt.Errorf("the generation ended before the model finished it (%s)", t.FinishReason)
+		}
 		if err != nil {
-			traj.Error = fmt.Sprintf("turn %d: %v", turn, err)
+			reason := err.Error()
+			if ctx.Err() != nil {
+				// The rollout's deadline or a shutdown cut the call: that
+				// is the reason, the call's own error only how.
+				reason = fmt.Sprintf("%v; the call in flight: %v", context.Cause(ctx), err)
+			}
+			if t.Partial() {
+				// The tokens of a generation the server aborted are kept as
+				// the last turn, which ends the trajectory unfinished.
+				traj.Turns = append(traj.Turns, t)
+				traj.Steps = append(traj.Steps, Step{})
+				reason += fmt.Sprintf(" (its partial generation of %d tokens is kept as the last turn)", len(t.CompletionIDs))
+			}
+			traj.Error = fmt.Sprintf("turn %d: %s", turn, reason)
 			return msgs
 		}
 		traj.Turns = append(traj.Turns, t)

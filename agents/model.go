@@ -14,7 +14,9 @@ import (
 // implements it.
 type Model interface {
 	// Chat performs one call and returns its token-exact turn. It is safe
-	// for concurrent use; a failure after the client's retries is an error.
+	// for concurrent use; a failure after the client's retries is an error,
+	// which may come with a partial turn (llm.Turn.Partial) that the agent
+	// keeps as the trajectory's last, unfinished turn.
 	Chat(ctx context.Context, req llm.Request) (*llm.Turn, error)
 }
 

@@ -87,14 +87,14 @@ type Query struct {
 }
 
 // Run carries out one rollout. It always returns the tree; failures are
-// recorded in its trajectories.
+// recorded in its trajectories. Past the rollout's wall-clock limit every
+// call, tool and executor in flight is cancelled and the rollout ends with
+// what it has: the turns already taken, and the limit recorded as the
+// error of each trajectory it cut.
 func (p *Planner) Run(ctx context.Context, q Query) *Rollout {
 	start := time.Now()
-	if p.cfg.Rollout.WallClock > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeoutCause(ctx, p.cfg.Rollout.WallClock, fmt.Errorf("rollout wall-clock limit of %v reached", p.cfg.Rollout.WallClock))
-		defer cancel()
-	}
+	ctx, cancel := withWallClock(ctx, p.cfg.Rollout.WallClock)
+	defer cancel()
 	r := &Rollout{Question: q.Question, Started: start}
 	traj := &Trajectory{Role: RolePlanner, Task: q.Question}
 	d := &delegations{planner: p, query: q, rollout: r, traj: traj}

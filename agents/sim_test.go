@@ -60,7 +60,7 @@ func mustSimStack(tb testing.TB, cfg simllm.Config) *simStack {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	single, err := NewSingle(ExecutorConfig{Model: client("executor"), Tools: box, Budget: DefaultExecutorBudget()})
+	single, err := NewSingle(ExecutorConfig{Model: client("executor"), Tools: box, Budget: DefaultExecutorBudget()}, DefaultRolloutBudget())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -9,22 +10,29 @@ import (
 // answers in <answer> tags. It reuses an executor's tools and budget with
 // its own prompts. It is safe for concurrent use.
 type Single struct {
-	exec *Executor
+	exec      *Executor
+	wallClock time.Duration
 }
 
 // NewSingle validates cfg (an executor configuration: model, tools, budget,
-// prompts).
-func NewSingle(cfg ExecutorConfig) (*Single, error) {
+// prompts) and the rollout budget, of which a single agent uses the
+// wall-clock limit (it delegates nothing).
+func NewSingle(cfg ExecutorConfig, rollout RolloutBudget) (*Single, error) {
 	e, err := NewExecutor(cfg)
+	err = errors.Join(err, rollout.Validate())
 	if err != nil {
 		return nil, err
 	}
-	return &Single{exec: e}, nil
+	return &Single{exec: e, wallClock: rollout.WallClock}, nil
 }
 
-// Run carries out one rollout; the tree has no executors.
+// Run carries out one rollout; the tree has no executors. Past the
+// rollout's wall-clock limit it ends with what it has, the limit recorded
+// as the trajectory's error.
 func (s *Single) Run(ctx context.Context, q Query) *Rollout {
 	start := time.Now()
+	ctx, cancel := withWallClock(ctx, s.wallClock)
+	defer cancel()
 	traj := &Trajectory{Role: RoleSingle, Task: q.Question}
 	p := s.exec.cfg.Prompts
 	system, err := p.render(PromptSingleSystem, map[string]any{})

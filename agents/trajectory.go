@@ -24,7 +24,9 @@ type Trajectory struct {
 	Index int `json:"index"`
 	// Task is the question (planner, single) or the delegated subtask.
 	Task string `json:"task"`
-	// Turns are the client's records, one per model call, in order.
+	// Turns are the client's records, one per model call, in order. The
+	// last may be partial (llm.Turn.Partial): a generation the server
+	// aborted, kept with its tokens; the trajectory then has an Error.
 	Turns []*llm.Turn `json:"turns"`
 	// Steps holds, per turn, the tool calls it made (aligned with Turns).
 	Steps []Step `json:"steps"`
@@ -76,9 +78,13 @@ func (t *Trajectory) NumCalls() int {
 	return n
 }
 
-// FinishReason is the last turn's finish reason, or "error" when the
-// trajectory ended in a failure before any turn.
+// FinishReason is the last turn's finish reason: "abort" when that turn is
+// partial (a generation the server ended, kept with its tokens), "error"
+// when the trajectory ended in another failure or before any turn.
 func (t *Trajectory) FinishReason() string {
+	if n := len(t.Turns); n > 0 && t.Turns[n-1].Partial() {
+		return t.Turns[n-1].FinishReason
+	}
 	if t.Error != "" || len(t.Turns) == 0 {
 		return "error"
 	}

@@ -30,6 +30,8 @@ type callState struct {
 	epoch  uint64 // last's failure epoch when the attempt started
 	status int
 	tries  int
+	// attemptTimeout bounds each attempt (see RetryPolicy.AttemptTimeout).
+	attemptTimeout time.Duration
 	// decode turns a 200 body into the call's result; its error decides a
 	// retry through CheckRetry.
 	decode func(body []byte, h http.Header) error
@@ -42,15 +44,22 @@ func stateFrom(ctx context.Context) *callState {
 	return st
 }
 
+// attemptTimeoutKey carries a call's attempt timeout from Chat to post.
+type attemptTimeoutKey struct{}
+
+// withAttemptTimeout returns ctx carrying the attempt timeout d of its call.
+func withAttemptTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, attemptTimeoutKey{}, d)
+}
+
 // transport routes each attempt to an endpoint of the pool: it rewrites the
 // placeholder URL, takes the endpoint's in-flight slot for the life of the
 // response, applies the attempt timeout and records transport failures.
 type transport struct {
-	pool           *Pool
-	base           http.RoundTripper
-	attemptTimeout time.Duration
-	apiKey         string
-	role           string
+	pool   *Pool
+	base   http.RoundTripper
+	apiKey string
+	role   string
 }
 
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -59,7 +68,9 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, errors.New("llm transport: request without call state")
 	}
 	var e *endpoint
-	if st.pin != nil && !t.pool.isEjected(st.pin) {
+	// A pinned call (the generation after a tokenize) stays on its
+	// endpoint unless that is out of rotation or has just failed it.
+	if st.pin != nil && st.pin.idx != st.avoid && !t.pool.isEjected(st.pin) {
 		e = st.pin
 		e.outstanding.Add(1)
 	} else {
@@ -72,8 +83,10 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	ctx, cancel := req.Context(), context.CancelFunc(func() {})
-	if t.attemptTimeout > 0 {
-		ctx, cancel = context.WithTimeout(ctx, t.attemptTimeout)
+	if st.attemptTimeout > 0 {
+		// The cause tells the attempt's own deadline from the call's: only
+		// the former is the endpoint's fault.
+		ctx, cancel = context.WithTimeoutCause(ctx, st.attemptTimeout, ErrAttemptTimeout)
 	}
 	release := func() {
 		cancel()
@@ -99,21 +112,31 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
+		timedOut := attemptTimedOut(ctx)
 		release()
 		if req.Context().Err() == nil {
 			class := ClassConnection
-			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
+			if timedOut || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
 				class = ClassTimeout
 			}
 			t.pool.met.failure(t.role, e.display, class)
 			t.pool.report(e, false)
 			st.avoid = e.idx
 		}
+		if timedOut {
+			return nil, fmt.Errorf("%s: %w after %v, connection closed: %w", e.display, ErrAttemptTimeout, st.attemptTimeout, err)
+		}
 		return nil, fmt.Errorf("%s: %w", e.display, err)
 	}
 	st.status = resp.StatusCode
 	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
 	return resp, nil
+}
+
+// attemptTimedOut reports whether an attempt's context ended by the
+// attempt's own deadline (not the call's, nor a cancellation).
+func attemptTimedOut(ctx context.Context) bool {
+	return errors.Is(context.Cause(ctx), ErrAttemptTimeout)
 }
 
 func isTimeout(err error) bool {
@@ -170,6 +193,13 @@ func (c *Client) handleResponse(resp *http.Response) error {
 			c.met.failure(c.role, e.display, ClassStatus4xx)
 		}
 		return serr
+	}
+	if rerr != nil && attemptTimedOut(resp.Request.Context()) {
+		// The attempt's deadline passed while the answer was arriving.
+		c.met.failure(c.role, e.display, ClassTimeout)
+		c.pool.report(e, false)
+		st.avoid = e.idx
+		return fmt.Errorf("%s: %w after %v, connection closed while reading the answer: %v", e.display, ErrAttemptTimeout, st.attemptTimeout, rerr)
 	}
 	if rerr != nil {
 		c.met.failure(c.role, e.display, ClassDecode)
@@ -248,6 +278,7 @@ func contentType2(ct string) []byte { return bytes.ToLower(bytes.TrimSpace([]byt
 // It returns the endpoint of the last attempt and the attempt count.
 func (c *Client) post(ctx context.Context, key string, pin *endpoint, path string, body []byte, decode func([]byte, http.Header) error) (*endpoint, int, error) {
 	st := &callState{key: key, pin: pin, avoid: -1, decode: decode}
+	st.attemptTimeout, _ = ctx.Value(attemptTimeoutKey{}).(time.Duration)
 	ctx = context.WithValue(ctx, callStateKey{}, st)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://pool"+path, body)
 	if err != nil {

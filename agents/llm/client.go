@@ -77,7 +77,9 @@ type Client struct {
 // tokens.
 type dialect interface {
 	// chat performs req with sampling s and returns the filled turn
-	// (without Endpoint, Latency and Attempts, which Chat sets).
+	// (without Endpoint, Latency and Attempts, which Chat sets). On error
+	// the turn is the partial turn of the last attempt the server aborted,
+	// or nil.
 	chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error)
 }
 
@@ -90,6 +92,9 @@ func New(cfg Config) (*Client, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if err := cfg.Retry.validate(); err != nil {
+		return nil, fmt.Errorf("llm role %s: %w", cfg.Role, err)
 	}
 	c := &Client{
 		role: cfg.Role, model: cfg.Model, capture: cfg.CaptureTokens,
@@ -124,7 +129,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.http = &retryablehttp.Client{
 		HTTPClient: &http.Client{Transport: &transport{
-			pool: pool, base: rt, attemptTimeout: c.retry.AttemptTimeout, apiKey: cfg.APIKey, role: cfg.Role,
+			pool: pool, base: rt, apiKey: cfg.APIKey, role: cfg.Role,
 		}},
 		RetryWaitMin: c.retry.WaitMin,
 		RetryWaitMax: c.retry.WaitMax,
@@ -211,25 +216,37 @@ func (c *Client) Pool() *Pool { return c.pool }
 func (c *Client) Role() string { return c.role }
 
 // Chat performs one chat call: it routes, retries within the role's
-// RetryPolicy and deadline, and returns the Turn with its tokens. A failed
+// RetryPolicy and its timeouts for the call's completion cap (see
+// RetryPolicy.Timeouts), and returns the Turn with its tokens. A failed
 // call returns a *GiveUpError wrapping the last cause (a *StatusError, a
-// *DecodeError, a transport error or the context's error). It is safe for
-// concurrent use.
+// *DecodeError, a transport error or the context's error). An attempt the
+// server aborted (finish_reason "abort": a pause for a weight update, an
+// engine abort) is retried like a failed one; when no later attempt
+// finishes, the failed call returns, with its error, the partial Turn of
+// the last aborted attempt (Turn.Abort set, FinishReason "abort") so that
+// its tokens and logprobs are not lost. Otherwise the Turn is nil on error.
+// It is safe for concurrent use.
 func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 	if len(req.Messages) == 0 {
 		return nil, fmt.Errorf("llm role %s: chat: no messages", c.role)
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, c.retry.CallTimeout)
+	s := c.sampling.merge(req.Sampling)
+	attempt, call := c.retry.Timeouts(s.MaxTokens)
+	ctx, cancel := context.WithTimeout(ctx, call)
 	defer cancel()
+	ctx = withAttemptTimeout(ctx, attempt)
 	if err := c.pool.global.Acquire(ctx, 1); err != nil {
 		return nil, &GiveUpError{Endpoint: "<no endpoint>", Err: fmt.Errorf("wait for an in-flight slot: %w", err)}
 	}
 	defer c.pool.global.Release(1)
-	s := c.sampling.merge(req.Sampling)
 	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
 	if err != nil {
-		return nil, err
+		if !turn.Partial() {
+			return nil, err
+		}
+		turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
+		return turn, err
 	}
 	turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
 	if c.capture && !turn.HasTokens() {

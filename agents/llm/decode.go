@@ -8,8 +8,10 @@ import (
 
 // DecodeChatResponse decodes a chat completion body and returns its first
 // choice. A body that is not valid JSON, has no choices or no finish reason
-// is a *DecodeError wrapping ErrMalformedResponse; an aborted generation
-// wraps ErrAborted. It never panics.
+// is a *DecodeError wrapping ErrMalformedResponse. A generation the server
+// aborted (finish_reason "abort") returns the response and its choice, what
+// was generated before the abort, together with a *DecodeError wrapping
+// ErrAborted. It never panics.
 func DecodeChatResponse(body []byte) (*ChatResponse, *ChatChoice, error) {
 	if err := precheckBody("", body); err != nil {
 		return nil, nil, &DecodeError{Err: err, Snippet: snippet(body)}
@@ -24,7 +26,7 @@ func DecodeChatResponse(body []byte) (*ChatResponse, *ChatChoice, error) {
 	ch := &resp.Choices[0]
 	switch ch.FinishReason {
 	case "abort":
-		return nil, nil, &DecodeError{Err: ErrAborted}
+		return &resp, ch, &DecodeError{Err: ErrAborted}
 	case "", "null":
 		return nil, nil, &DecodeError{Err: fmt.Errorf("%w: choice has no finish_reason", ErrMalformedResponse), Snippet: snippet(body)}
 	}

@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -61,18 +62,21 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		return nil, nil, 0, false, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
 	}
 	var (
-		turn     *Turn
-		fallback bool
+		turn, aborted *Turn
+		fallback      bool
 	)
 	decode := func(b []byte, h http.Header) error {
 		r, err := decodeChatPrefix(b, false, req.Prefix, c.met)
-		if err != nil {
+		if err != nil && (r == nil || !errors.Is(err, ErrAborted)) {
 			return err
 		}
+		// err is nil or the abort of a generation whose tokens are kept.
 		resp, ch := r.resp, r.ch
+		abortMessage := ""
 		if ch.MetaInfo != nil {
-			if err := sglangAbort(ch.MetaInfo.FinishReason); err != nil {
-				return err
+			if msg, ok := sglangAbort(ch.MetaInfo.FinishReason); ok {
+				abortMessage = msg
+				err = abortError(msg)
 			}
 		}
 		t := baseTurn(resp, ch, h)
@@ -88,6 +92,12 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 				return &DecodeError{Err: fmt.Errorf("%w: token_ids and output_token_logprobs disagree", ErrLogprobMismatch)}
 			}
 		}
+		if err != nil {
+			if p := partialTurn(t, abortMessage); p != nil {
+				aborted = p
+			}
+			return err
+		}
 		if mode == sglangUnknown && len(t.PromptIDs) == 0 && ch.MetaInfo == nil {
 			fallback = true
 			return nil
@@ -101,7 +111,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 	}
 	e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
 	if err != nil {
-		return nil, e, n, false, err
+		return aborted, e, n, false, err
 	}
 	if !fallback && mode == sglangUnknown && d.mode.CompareAndSwap(sglangUnknown, sglangChat) {
 		c.log.Info("sglang chat route returns token ids (SGLang ≥ 0.5.13)", "role", c.role, "endpoint", e.display)
@@ -138,15 +148,13 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	if err != nil {
 		return nil, te, tn, fmt.Errorf("llm role %s: encode generate request: %w", c.role, err)
 	}
-	var turn *Turn
+	var turn, aborted *Turn
 	decode := func(b []byte, h http.Header) error {
 		g, err := decodeGenerate(b, c.met)
 		if err != nil {
 			return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
 		}
-		if err := sglangAbort(g.MetaInfo.FinishReason); err != nil {
-			return err
-		}
+		abortMessage, isAbort := sglangAbort(g.MetaInfo.FinishReason)
 		var fin sglangFinish
 		if err := json.Unmarshal(g.MetaInfo.FinishReason, &fin); err != nil || fin.Type == "" {
 			return &DecodeError{Err: fmt.Errorf("%w: meta_info.finish_reason missing", ErrMalformedResponse), Snippet: snippet(b)}
@@ -172,6 +180,12 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 			t.WeightVersion = h.Get(weightVersionHeader)
 		}
 		t.Usage = openai.Usage{PromptTokens: len(ids), CompletionTokens: len(g.OutputIDs), TotalTokens: len(ids) + len(g.OutputIDs)}
+		if isAbort {
+			if p := partialTurn(t, abortMessage); p != nil {
+				aborted = p
+			}
+			return abortError(abortMessage)
+		}
 		if err := checkTokens(t); err != nil {
 			return err
 		}
@@ -182,7 +196,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	n += tn
 	if err != nil {
 		setAttempts(err, n)
-		return nil, e, n, err
+		return aborted, e, n, err
 	}
 	return turn, e, n, nil
 }
@@ -207,17 +221,26 @@ func nativeTurn(text string) *Turn {
 	return t
 }
 
-// sglangAbort returns a *DecodeError wrapping ErrAborted when a
-// meta_info.finish_reason object has type "abort".
-func sglangAbort(raw json.RawMessage) error {
+// sglangAbort reports whether a meta_info.finish_reason object has type
+// "abort", and its message.
+func sglangAbort(raw json.RawMessage) (message string, ok bool) {
 	if len(raw) == 0 {
-		return nil
+		return "", false
 	}
 	var fin sglangFinish
 	if json.Unmarshal(raw, &fin) == nil && fin.Type == "abort" {
-		return &DecodeError{Err: fmt.Errorf("%w: %s", ErrAborted, fin.Message)}
+		return fin.Message, true
 	}
-	return nil
+	return "", false
+}
+
+// abortError is the *DecodeError of an attempt the server aborted, with
+// its message.
+func abortError(message string) error {
+	if message == "" {
+		return &DecodeError{Err: ErrAborted}
+	}
+	return &DecodeError{Err: fmt.Errorf("%w: %s", ErrAborted, message)}
 }
 
 func equalInts(a, b []int) bool {

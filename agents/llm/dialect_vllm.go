@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -29,6 +30,8 @@ type vllmDialect struct {
 
 func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
 	total := 0
+	// aborted is the partial turn of the last attempt the server aborted.
+	var aborted *Turn
 	for {
 		mode := d.mode.Load()
 		cr := c.chatRequest(req, s)
@@ -47,6 +50,16 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		decode := func(b []byte, h http.Header) error {
 			r, err := decodeChatPrefix(b, mode == vllmLegacy, req.Prefix, c.met)
 			if err != nil {
+				if r != nil && errors.Is(err, ErrAborted) && mode != vllmLegacy {
+					// Keep what the aborted attempt generated, in case no
+					// later attempt finishes. (A legacy server's prompt ids
+					// would need a /tokenize call.)
+					t := baseTurn(r.resp, r.ch, h)
+					t.PromptIDs, t.CompletionIDs, t.Logprobs = r.resp.PromptTokenIDs, r.ch.TokenIDs, r.logprobs
+					if p := partialTurn(t, ""); p != nil {
+						aborted = p
+					}
+				}
 				return err
 			}
 			t := baseTurn(r.resp, r.ch, h)
@@ -83,7 +96,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		total += n
 		if err != nil {
 			setAttempts(err, total)
-			return nil, e, total, err
+			return aborted, e, total, err
 		}
 		if noIDsSeen {
 			if d.mode.CompareAndSwap(vllmUnknown, vllmLegacy) {

@@ -26,7 +26,7 @@
 //   - "sglang": the chat route with return_prompt_token_ids and
 //     return_meta_info; for servers without those, /v1/tokenize plus the
 //     native /generate with return_logprob, reasoning and Hermes tool calls
-//     parsed client-side. A finish reason "abort" is a failed attempt.
+//     parsed client-side.
 //   - "openai": any OpenAI-compatible API, without token data. A client
 //     configured with CaptureTokens refuses it with ErrTokensUnsupported.
 //
@@ -68,7 +68,15 @@
 // per-role in-flight caps). go-retryablehttp runs the attempts: connection
 // errors, 429 and 5xx are retried, Retry-After is honoured, backoff is
 // jittered exponential, attempts and the call's duration are bounded, and
-// a cancelled context ends a wait at once. A 200 whose body is truncated,
+// a cancelled context ends a wait at once. Every attempt has a timeout and
+// every call a deadline, both finite: by default an attempt gets 60 s plus
+// 100 ms per completion token the request allows (a decode rate of 10
+// tokens/s, the low end of a loaded server's, so a slow live generation is
+// not cut) and a call three attempts' worth (RetryPolicy.Timeouts). An
+// attempt that runs out is abandoned with its connection closed, which
+// makes vLLM and SGLang abort the generation; it counts as a failure of
+// its endpoint and is retried on another one where the pool has one. A
+// 200 whose body is truncated,
 // an HTML page, an event stream, or lacks token ids or has a logprob count
 // that does not match is a *DecodeError and is retried too; a call that
 // runs out of attempts returns a *GiveUpError naming the endpoint
@@ -84,6 +92,16 @@
 // it, and a request whose reused connection turns out to have been closed
 // by the server is sent again on another one (inference requests are
 // marked idempotent, which they are for the server's state).
+//
+// A generation the server aborted (finish_reason "abort", or SGLang's
+// meta_info.finish_reason type "abort": a pause for a weight update, an
+// engine abort) is a failed attempt and is retried, since the retry
+// generates the whole turn again; but its tokens are not thrown away: when
+// no later attempt finishes, Chat returns the last aborted attempt's
+// partial Turn (Turn.Abort set, FinishReason "abort", the prompt ids and
+// the completion ids and logprobs generated before the abort) together
+// with its error, for a caller to record or continue. A partial turn is
+// never a finished one.
 //
 // Streaming responses are not requested; an event-stream answer is a
 // decode error.

@@ -13,6 +13,10 @@ var (
 	// generation was cut by the engine (pause, weight sync, shutdown) and is
 	// not a completed turn. Retrying can help.
 	ErrAborted = errors.New("generation aborted by the server")
+	// ErrAttemptTimeout means an attempt ran out of its attempt timeout
+	// (RetryPolicy.AttemptTimeout): its connection was closed and, while
+	// the call's deadline and attempts allowed, it was retried elsewhere.
+	ErrAttemptTimeout = errors.New("attempt timed out")
 	// ErrMissingTokenIDs means a response lacked prompt or completion token
 	// ids the dialect promised.
 	ErrMissingTokenIDs = errors.New("response has no token ids")

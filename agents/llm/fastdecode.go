@@ -56,7 +56,8 @@ type chatResult struct {
 }
 
 // decodeChat decodes a chat completion body for a dialect, with the
-// results and errors of DecodeChatResponse. wantTokens asks for the
+// results and errors of DecodeChatResponse (an aborted generation's result
+// comes with its error). wantTokens asks for the
 // logprob entries' tokens (vLLM's legacy "token_id:N" mode). What the fast
 // decoder leaves to encoding/json is counted in met (which may be nil).
 func decodeChat(body []byte, wantTokens bool, met *Metrics) (*chatResult, error) {
@@ -74,10 +75,12 @@ func decodeChatPrefix(body []byte, wantTokens bool, prefix *PromptPrefix, met *M
 	return slowChat(body, wantTokens)
 }
 
-// slowChat is decodeChat with encoding/json alone.
+// slowChat is decodeChat with encoding/json alone. Like
+// DecodeChatResponse it returns an aborted generation's result with its
+// error.
 func slowChat(body []byte, wantTokens bool) (*chatResult, error) {
 	resp, ch, err := DecodeChatResponse(body)
-	if err != nil {
+	if resp == nil {
 		return nil, err
 	}
 	r := &chatResult{resp: resp, ch: ch, logprobs: []float64{}}
@@ -94,7 +97,7 @@ func slowChat(body []byte, wantTokens bool) (*chatResult, error) {
 			}
 		}
 	}
-	return r, nil
+	return r, err
 }
 
 // decodeGenerate decodes SGLang's native /generate answer, with the results

@@ -62,7 +62,8 @@ func mustClient(tb testing.TB, cfg Config) *Client {
 	if cfg.Model == "" {
 		cfg.Model = simllm.DefaultModel
 	}
-	if cfg.Retry == (RetryPolicy{}) {
+	if r := cfg.Retry; r.MaxAttempts == 0 && r.WaitMin == 0 && r.WaitMax == 0 && r.MaxRetryAfter == 0 &&
+		r.CallTimeout == 0 && r.AttemptTimeout == 0 && r.AttemptTimeoutFor == nil {
 		cfg.Retry = fastRetry()
 	}
 	if cfg.Pool.ProbeInterval == 0 {

@@ -94,7 +94,13 @@ func FuzzDecodeChatResponse(f *testing.F) {
 			if !errors.As(err, &de) {
 				t.Fatalf("error %T is not a *DecodeError", err)
 			}
-			return
+			// Only an aborted generation comes with its result.
+			if errors.Is(err, ErrAborted) != (resp != nil && ch != nil) || (resp == nil) != (ch == nil) {
+				t.Fatalf("result %v, %v with error %v", resp != nil, ch != nil, err)
+			}
+			if resp == nil {
+				return
+			}
 		}
 		if resp == nil || ch == nil {
 			t.Fatal("nil result without error")

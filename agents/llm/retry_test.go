@@ -3,9 +3,12 @@ package llm
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -158,6 +161,11 @@ func TestRetryScripts(t *testing.T) {
 				if !errors.Is(err, tc.wantErr) {
 					t.Errorf("err %v, want %v", err, tc.wantErr)
 				}
+				// Only an aborted generation comes back, partial, with the
+				// error.
+				if aborted := tc.wantErr == ErrAborted; tr.Partial() != aborted || aborted && (tr.FinishReason != "abort" || len(tr.CompletionIDs) != 2 || tr.Attempts != tc.attempts) {
+					t.Errorf("turn %+v with error %v", tr, err)
+				}
 			case err != nil:
 				t.Fatal(err)
 			default:
@@ -261,5 +269,166 @@ func TestTemperatureZeroSent(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("request body lacks %s: %s", want, got)
 		}
+	}
+}
+
+func TestDefaultAttemptTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		maxTokens int
+		want      time.Duration
+	}{
+		{0, 60*time.Second + 4096*100*time.Millisecond},
+		{-1, 60*time.Second + 4096*100*time.Millisecond},
+		{100, 70 * time.Second},
+		{2048, 264800 * time.Millisecond},
+	} {
+		if got := DefaultAttemptTimeout(tc.maxTokens); got != tc.want {
+			t.Errorf("DefaultAttemptTimeout(%d) = %v, want %v", tc.maxTokens, got, tc.want)
+		}
+	}
+}
+
+func TestRetryPolicyTimeouts(t *testing.T) {
+	perMilli := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	for _, tc := range []struct {
+		name          string
+		p             RetryPolicy
+		maxTokens     int
+		attempt, call time.Duration
+	}{
+		{"defaults", RetryPolicy{}, 2048, 264800 * time.Millisecond, 3 * 264800 * time.Millisecond},
+		{"defaults without a cap", RetryPolicy{}, 0, 469600 * time.Millisecond, 3 * 469600 * time.Millisecond},
+		{"attempt set", RetryPolicy{AttemptTimeout: 2 * time.Second}, 2048, 2 * time.Second, 6 * time.Second},
+		{"call set", RetryPolicy{CallTimeout: 20 * time.Minute}, 2048, 264800 * time.Millisecond, 20 * time.Minute},
+		{"call shorter than the derived attempt", RetryPolicy{CallTimeout: time.Minute}, 2048, time.Minute, time.Minute},
+		{"both set", RetryPolicy{AttemptTimeout: time.Second, CallTimeout: 10 * time.Second}, 2048, time.Second, 10 * time.Second},
+		{"own function", RetryPolicy{AttemptTimeoutFor: perMilli}, 150, 150 * time.Millisecond, 450 * time.Millisecond},
+		{"own function giving zero", RetryPolicy{AttemptTimeoutFor: perMilli}, 0, 469600 * time.Millisecond, 3 * 469600 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			attempt, call := tc.p.Timeouts(tc.maxTokens)
+			if attempt != tc.attempt || call != tc.call {
+				t.Errorf("Timeouts(%d) = %v, %v; want %v, %v", tc.maxTokens, attempt, call, tc.attempt, tc.call)
+			}
+		})
+	}
+}
+
+// TestNewRejectsTimeoutsThatCannotWork: a negative timeout, or an attempt
+// timeout not shorter than the call's, is an error of New.
+func TestNewRejectsTimeoutsThatCannotWork(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    RetryPolicy
+		want string
+	}{
+		{"negative call", RetryPolicy{CallTimeout: -time.Second}, "call timeout -1s"},
+		{"negative attempt", RetryPolicy{AttemptTimeout: -time.Second}, "attempt timeout -1s"},
+		{"attempt equal to call", RetryPolicy{AttemptTimeout: time.Minute, CallTimeout: time.Minute}, "shorter than the call timeout"},
+		{"attempt longer than call", RetryPolicy{AttemptTimeout: 2 * time.Minute, CallTimeout: time.Minute}, "shorter than the call timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(Config{Role: "planner", Dialect: DialectVLLM, Endpoints: []string{"http://127.0.0.1:1"}, Retry: tc.p})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "planner") {
+				t.Errorf("New error %v, want one naming the role and %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// stallingServer accepts each request and never answers it: with
+// headFirst it sends the status line and part of a body first. left is
+// closed once a stalled request's context ends, which the server sees when
+// the client closes the connection.
+func stallingServer(t *testing.T, headFirst bool) (ts *httptest.Server, left <-chan struct{}) {
+	t.Helper()
+	gone := make(chan struct{})
+	var once sync.Once
+	ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The server notices a client that went away only once the
+		// request body is consumed.
+		_, _ = io.Copy(io.Discard, r.Body)
+		if headFirst {
+			w.Header().Set("Content-Length", strconv.Itoa(len(okVLLM)))
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write([]byte(okVLLM[:20]))
+			w.(http.Flusher).Flush()
+		}
+		<-r.Context().Done()
+		once.Do(func() { close(gone) })
+	}))
+	t.Cleanup(func() { ts.CloseClientConnections(); ts.Close() })
+	return ts, gone
+}
+
+// TestStalledAttemptRetriedOnAnotherEndpoint: an attempt whose server
+// accepted it and never answered (or stopped mid-answer) ends at the
+// attempt timeout with its connection closed, counts as a timeout of that
+// endpoint and is retried on the other one.
+func TestStalledAttemptRetriedOnAnotherEndpoint(t *testing.T) {
+	for _, headFirst := range []bool{false, true} {
+		name := "no answer"
+		if headFirst {
+			name = "stalled mid-body"
+		}
+		t.Run(name, func(t *testing.T) {
+			stalled, left := stallingServer(t, headFirst)
+			healthy, _ := scripted(t, answer(200, okVLLM))
+			const attemptTimeout = 200 * time.Millisecond
+			rp := fastRetry()
+			rp.AttemptTimeout, rp.CallTimeout = attemptTimeout, 30*time.Second
+			met := NewMetrics()
+			// The stalled server is first: with nothing outstanding the
+			// pool picks it.
+			c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{stalled.URL, healthy.URL}, Retry: rp, Metrics: met, CaptureTokens: true})
+			c.dialect.(*vllmDialect).mode.Store(vllmModern)
+			start := time.Now()
+			tr, err := c.Chat(context.Background(), Request{Messages: userMsg("hi"), TrajectoryKey: "t1"})
+			elapsed := time.Since(start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.Endpoint != healthy.URL || tr.Attempts != 2 {
+				t.Errorf("served by %s after %d attempts, want %s after 2", tr.Endpoint, tr.Attempts, healthy.URL)
+			}
+			if elapsed < attemptTimeout || elapsed >= rp.CallTimeout {
+				t.Errorf("call took %v, want at least the attempt timeout %v and less than the call timeout %v", elapsed, attemptTimeout, rp.CallTimeout)
+			}
+			select {
+			case <-left:
+			case <-time.After(rp.CallTimeout):
+				t.Fatal("the stalled server never saw its client leave: the timed-out attempt's connection stayed open")
+			}
+			st := c.Pool().Status()
+			if st[0].Failures != 1 || st[1].Failures != 0 {
+				t.Errorf("pool %+v, want one failure on the stalled endpoint", st)
+			}
+			if got := counterValue(t, met.failures.WithLabelValues("default", stalled.URL, ClassTimeout)); got != 1 {
+				t.Errorf("timeouts of the stalled endpoint %v, want 1", got)
+			}
+			// The trajectory now sticks to the endpoint that answered.
+			tr, err = c.Chat(context.Background(), Request{Messages: userMsg("hi"), TrajectoryKey: "t1"})
+			if err != nil || tr.Endpoint != healthy.URL || tr.Attempts != 1 {
+				t.Errorf("next call of the trajectory: %v, %+v; want one attempt on %s", err, tr, healthy.URL)
+			}
+		})
+	}
+}
+
+// TestAttemptTimeoutFollowsMaxTokens: without a fixed attempt timeout each
+// call gets the one its completion cap derives.
+func TestAttemptTimeoutFollowsMaxTokens(t *testing.T) {
+	stalled, _ := stallingServer(t, false)
+	rp := fastRetry()
+	rp.MaxAttempts, rp.CallTimeout = 1, 0
+	rp.AttemptTimeoutFor = func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	c := mustClient(t, Config{Dialect: DialectVLLM, Endpoints: []string{stalled.URL}, Retry: rp})
+	start := time.Now()
+	_, err := c.Chat(context.Background(), Request{Messages: userMsg("hi"), Sampling: &Sampling{MaxTokens: 150}})
+	if !errors.Is(err, ErrAttemptTimeout) || !strings.Contains(err.Error(), "after 150ms") {
+		t.Fatalf("err %v, want an attempt timeout after 150ms", err)
+	}
+	if el := time.Since(start); el < 150*time.Millisecond {
+		t.Errorf("gave up after %v, before the attempt timeout", el)
 	}
 }

@@ -73,9 +73,10 @@ type Request struct {
 	Prefix *PromptPrefix
 }
 
-// Turn is the record of one successful call: the assistant message and the
-// exact tokens the engine saw and sampled. It round-trips through JSON, so
-// turns can travel between processes.
+// Turn is the record of one call: the assistant message and the exact
+// tokens the engine saw and sampled. A Turn with Abort set is a partial
+// generation (see Client.Chat), never a finished one. It round-trips
+// through JSON, so turns can travel between processes.
 type Turn struct {
 	// Message is the assistant message as the server returned it (content,
 	// reasoning_content, tool_calls). Replay it verbatim in the next request.
@@ -95,8 +96,15 @@ type Turn struct {
 	// Logprobs holds the sampler's logprob of each completion id.
 	Logprobs []float64 `json:"logprobs,omitempty"`
 
-	// FinishReason is "stop", "length" or "tool_calls".
+	// FinishReason is "stop", "length" or "tool_calls"; "abort" on a
+	// partial turn.
 	FinishReason string `json:"finish_reason"`
+	// Abort is set when the generation ended before the model finished it:
+	// PromptIDs, CompletionIDs and Logprobs are then what the engine had
+	// produced by that point (what a continuation would start from), the
+	// message is its text so far, and ToolCalls stays empty (the text may
+	// end inside a call).
+	Abort *Abort `json:"abort,omitempty"`
 	// StopReason is the matched stop string or token id, "" at EOS.
 	StopReason string       `json:"stop_reason,omitempty"`
 	Usage      openai.Usage `json:"usage"`
@@ -115,6 +123,38 @@ type Turn struct {
 	// Sequences then uses it instead of copying. It is trusted only while
 	// PromptIDs and CompletionIDs still point into it (see contiguous).
 	tokens []int
+}
+
+// Abort says how a generation was ended before the model finished it.
+type Abort struct {
+	// By is who ended it: AbortedByServer for finish_reason "abort" (a
+	// pause for a weight update, an engine abort, a shutdown).
+	By string `json:"by"`
+	// Reason is the server's message, when it sent one.
+	Reason string `json:"reason,omitempty"`
+}
+
+// AbortedByServer is Abort.By for a generation the server ended with
+// finish_reason "abort".
+const AbortedByServer = "server"
+
+// Partial reports whether t is a generation that ended before the model
+// finished it (Abort set); false for nil.
+func (t *Turn) Partial() bool { return t != nil && t.Abort != nil }
+
+// partialTurn marks t, decoded from an answer with finish_reason "abort",
+// as partial: FinishReason "abort", Abort from the server's message, and no
+// tool calls parsed from a message that may end inside one. It returns nil
+// when t holds no usable tokens (ids with one logprob each): nothing would
+// be kept.
+func partialTurn(t *Turn, message string) *Turn {
+	if t == nil || checkTokens(t) != nil {
+		return nil
+	}
+	t.FinishReason = "abort"
+	t.Abort = &Abort{By: AbortedByServer, Reason: message}
+	t.ToolCalls, t.ToolCallError = nil, nil
+	return t
 }
 
 // contiguous returns t's prompt and completion ids as one slice when they

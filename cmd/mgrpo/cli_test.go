@@ -22,6 +22,8 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 	os.WriteFile(badType, []byte("steps: 1\ngroup_size: lots\n"), 0o644)
 	twoTasks := filepath.Join(dir, "two.jsonl")
 	os.WriteFile(twoTasks, []byte(`{"id":"a","question":"q","answer":"x"}`+"\n"+`{"id":"b","question":"q","answer":"y"}`+"\n"), 0o644)
+	judgeTimeouts := filepath.Join(dir, "judge.yaml")
+	os.WriteFile(judgeTimeouts, []byte("judge:\n  attempt_timeout: 10m\n  call_timeout: 1m\n"), 0o644)
 	tests := []struct {
 		name string
 		args []string
@@ -38,6 +40,18 @@ func TestCLIExitCodesAndMessages(t *testing.T) {
 		{"more questions per step than tasks", []string{"rollout", "--sim", "--tasks", twoTasks, "--batch-size", "3"},
 			[]string{"batch_size (--batch-size): 3", "2 tasks", "two.jsonl"}},
 		{"unknown dialect", []string{"rollout", "--sim", "--dialect", "tgi"}, []string{"planner.dialect (--dialect)", `"tgi"`, "vllm or sglang"}},
+		{"zero attempt timeout", []string{"rollout", "--sim", "--attempt-timeout", "0s"},
+			[]string{"planner.attempt_timeout (--attempt-timeout): 0s", "executor.attempt_timeout (--attempt-timeout): 0s", "must be positive, or auto"}},
+		{"negative call timeout", []string{"rollout", "--sim", "--call-timeout", "-1m"},
+			[]string{"planner.call_timeout (--call-timeout): -1m0s", "executor.call_timeout (--call-timeout): -1m0s", "must be positive, or auto"}},
+		{"attempt timeout not shorter than the call's", []string{"rollout", "--sim", "--attempt-timeout", "5m", "--call-timeout", "5m"},
+			[]string{"planner.attempt_timeout (--attempt-timeout): 5m0s", "must be shorter than planner.call_timeout (--call-timeout) 5m0s"}},
+		{"attempt timeout longer than the call's in YAML", []string{"rollout", "--sim", "--config", judgeTimeouts},
+			[]string{"judge.attempt_timeout: 10m0s", "must be shorter than judge.call_timeout 1m0s"}},
+		{"unparsable timeout", []string{"rollout", "--sim", "--attempt-timeout", "soon"}, []string{"attempt-timeout", `"soon"`, "auto or a duration"}},
+		{"zero rollout timeout", []string{"rollout", "--sim", "--rollout-timeout", "0s"}, []string{"budgets.rollout_timeout (--rollout-timeout): 0s", "must be positive"}},
+		{"eval with a negative rollout timeout", []string{"eval", "--sim", "--benchmark", "gaia", "--rollout-timeout", "-5m"},
+			[]string{"budgets.rollout_timeout (--rollout-timeout): -5m0s"}},
 		{"unknown search provider", []string{"rollout", "--tasks", twoTasks, "--batch-size", "1", "--search-provider", "bing",
 			"--planner-url", "http://127.0.0.1:1", "--planner-model", "p", "--executor-url", "http://127.0.0.1:1", "--executor-model", "e"},
 			[]string{"search.provider (--search-provider)", `"bing"`, "serper, searxng, brave, tavily, retriever or local"}},

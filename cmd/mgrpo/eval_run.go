@@ -78,6 +78,7 @@ func checkEval(cfg stack.Config, benchmark, data, scorer string) error {
 	} else if mode == rollout.ModeFrozenSub {
 		errs = append(errs, errors.New("--mode frozen-sub is a training mode; evaluate with mgrpo or single"))
 	}
+	errs = append(errs, cfg.CheckTimeouts())
 	if err := errors.Join(errs...); err != nil {
 		return usageError{fmt.Errorf("eval configuration:\n%w", err)}
 	}

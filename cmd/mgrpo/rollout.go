@@ -40,6 +40,9 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "executor-url", Usage: "executor base `URL`s"},
 		&cli.StringFlag{Name: "executor-model", Usage: "executor model `NAME`"},
 		&cli.StringFlag{Name: "dialect", Value: d.Executor.Dialect, Usage: "dialect of the planner and executor endpoints: vllm or sglang"},
+		&cli.GenericFlag{Name: "call-timeout", Value: &stack.Timeout{}, Usage: "deadline of one planner or executor model call, every attempt included: a `DURATION`, or auto (3 × the attempt timeout)"},
+		&cli.GenericFlag{Name: "attempt-timeout", Value: &stack.Timeout{}, Usage: "deadline of one attempt of a planner or executor call, after which it is retried on another endpoint: a `DURATION`, or auto (60s + 100ms × the call's max_tokens)"},
+		&cli.DurationFlag{Name: "rollout-timeout", Value: d.Budgets.RolloutTimeout.Duration, Usage: "wall-clock limit per rollout (`DURATION`): past it the rollout ends with what it has, recorded with the reason"},
 		&cli.StringFlag{Name: "search-provider", Value: d.Search.Provider, Usage: search.NameList()},
 		&cli.StringFlag{Name: "search-url", Usage: "search provider base `URL` override"},
 		&cli.StringSliceFlag{Name: "allow-host", Usage: "`host[:port]` the visit tool may fetch despite the SSRF guard"},
@@ -104,6 +107,17 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 	str("executor-model", &cfg.Executor.Model)
 	if c.IsSet("dialect") {
 		cfg.Planner.Dialect, cfg.Executor.Dialect = c.String("dialect"), c.String("dialect")
+	}
+	for name, dst := range map[string][2]*stack.Timeout{
+		"call-timeout":    {&cfg.Planner.CallTimeout, &cfg.Executor.CallTimeout},
+		"attempt-timeout": {&cfg.Planner.AttemptTimeout, &cfg.Executor.AttemptTimeout},
+	} {
+		if v, ok := c.Generic(name).(*stack.Timeout); ok && c.IsSet(name) {
+			*dst[0], *dst[1] = *v, *v
+		}
+	}
+	if c.IsSet("rollout-timeout") {
+		cfg.Budgets.RolloutTimeout.Duration = c.Duration("rollout-timeout")
 	}
 	str("search-provider", &cfg.Search.Provider)
 	str("search-url", &cfg.Search.URL)

@@ -2,10 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
@@ -177,4 +182,107 @@ func TestRolloutSimJudge(t *testing.T) {
 	if code, _, stderr := runCLI(t, "rollout", "--judge-url", "sim", "--tasks", "x.jsonl", "--out", out+"2"); code != 2 || !strings.Contains(stderr, "needs --sim") {
 		t.Errorf("--judge-url sim without --sim: exit %d, stderr %q", code, stderr)
 	}
+}
+
+// TestRolloutSurvivesStalledServer is the run of the stall report: 2% of
+// model requests are accepted and never answered. A 64-rollout step (8
+// queries × 8) completes with every group whole and no rollout lost or
+// failed, within a bound that follows from the timeouts the run sets: each
+// stalled attempt is abandoned after --attempt-timeout and retried, so no
+// rollout reaches --rollout-timeout. Without attempt timeouts a stalled
+// call would wait for --call-timeout and fail its rollout.
+func TestRolloutSurvivesStalledServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 64-rollout step against a stalling sim")
+	}
+	const (
+		B, K           = 8, 8
+		attemptTimeout = 2 * time.Second
+		callTimeout    = 30 * time.Second
+		rolloutTimeout = 150 * time.Second
+		// The step's bound: every rollout ends before the rollout timeout,
+		// then the step is scored and written (no judge: exact match).
+		bound = rolloutTimeout + 30*time.Second
+	)
+	cfg := simllm.DefaultConfig()
+	cfg.Seed = 21
+	cfg.Faults = simllm.Faults{RateStall: 0.02}
+	dir := t.TempDir()
+	s := startSimServers(t, dir, cfg, B)
+	out := filepath.Join(dir, "run")
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, "rollout", "--tasks", s.tasks, "--out", out,
+		"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
+		"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost,
+		"--batch-size", strconv.Itoa(B), "--group-size", strconv.Itoa(K), "--concurrency", strconv.Itoa(B*K),
+		"--attempt-timeout", attemptTimeout.String(), "--call-timeout", callTimeout.String(), "--rollout-timeout", rolloutTimeout.String())
+	wall := time.Since(start)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	if wall >= bound {
+		t.Errorf("the step took %v, want less than %v (rollout timeout %v + 30s to score and write)", wall, bound, rolloutTimeout)
+	}
+	var sum struct {
+		Rollouts       int `json:"rollouts"`
+		FailedRollouts int `json:"failed_rollouts"`
+		LLMCalls       int `json:"llm_calls"`
+	}
+	if err := json.Unmarshal([]byte(mustRead(t, filepath.Join(out, "summary.jsonl"))), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Rollouts != B*K || sum.FailedRollouts != 0 {
+		t.Errorf("summary: %d rollouts, %d failed; want %d and none", sum.Rollouts, sum.FailedRollouts, B*K)
+	}
+	step := filepath.Join(out, "step-000001")
+	if got := len(readLines(t, filepath.Join(step, "rollouts.jsonl"))); got != B*K {
+		t.Errorf("rollouts.jsonl has %d rollouts, want %d", got, B*K)
+	}
+	stats := readLines(t, filepath.Join(step, "stats.jsonl"))
+	if len(stats) != B {
+		t.Errorf("stats.jsonl has %d queries, want %d", len(stats), B)
+	}
+	for _, line := range stats {
+		var st struct {
+			QueryID     string    `json:"query_id"`
+			MainRewards []float64 `json:"main_rewards"`
+		}
+		if err := json.Unmarshal([]byte(line), &st); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.MainRewards) != K {
+			t.Errorf("query %s: a group of %d rollouts, want %d", st.QueryID, len(st.MainRewards), K)
+		}
+	}
+	stalls := simCounter(t, s.llmURL, `sim:injected_faults_total{kind="stall",model_name="sim-qwen3"}`)
+	if stalls == 0 {
+		t.Fatalf("the sim stalled no request of %d calls; the test shows nothing", sum.LLMCalls)
+	}
+	t.Logf("%d rollouts, %d model calls, %v stalled requests, each abandoned after %v; step %v (bound %v)",
+		sum.Rollouts, sum.LLMCalls, stalls, attemptTimeout, wall.Round(time.Millisecond), bound)
+}
+
+// simCounter reads one sample of a sim server's /metrics.
+func simCounter(t *testing.T, base, sample string) float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, sample+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", line, err)
+			}
+			return f
+		}
+	}
+	t.Fatalf("the sim's /metrics has no %s:\n%s", sample, body)
+	return 0
 }

@@ -9,12 +9,14 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -249,6 +251,57 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 		if rec.Error != "" && (rec.Scores.Main != 0 || rec.Scores.FormatOK) {
 			t.Errorf("line %d (%s): failed rollout scored %+v, want 0 with invalid format", i, rec.ID, rec.Scores)
 		}
+	}
+}
+
+// TestFarmKeepsPartialTurns: a rollout whose planner's last generation
+// was aborted by the server (and not finished by a retry) keeps that
+// partial turn: its sample ends with the partial completion (mask 1, the
+// sampler's logprobs), finishes with reason "abort", and is scored as the
+// failed rollout it is; rollouts.jsonl records the abort.
+func TestFarmKeepsPartialTurns(t *testing.T) {
+	partial := []int{4242, 4243}
+	runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
+		r := scriptedRollout(tk, task, 1, tk.Answer)
+		if task.QueryID == "q0" && task.K == 1 {
+			last := r.Planner.Turns[len(r.Planner.Turns)-1]
+			prompt := append(append([]int(nil), last.PromptIDs...), append(last.CompletionIDs, 7)...)
+			r.Planner.Turns = append(r.Planner.Turns, &llm.Turn{PromptIDs: prompt, CompletionIDs: partial, Logprobs: []float64{-0.5, -0.75},
+				FinishReason: "abort", Abort: &llm.Abort{By: llm.AbortedByServer, Reason: "Aborted"}})
+			r.Planner.Steps = append(r.Planner.Steps, agents.Step{})
+			r.Planner.Error, r.Planner.FormatOK, r.Planner.Answer, r.Answer = "turn 2: generation aborted by the server", false, "", ""
+		}
+		return r
+	})
+	dir := t.TempDir()
+	sums := mustRunFarm(t, testFarmConfig(dir, runner), testTasks(2))
+	if sums[0].FailedRollouts != 1 {
+		t.Errorf("failed rollouts = %d, want 1", sums[0].FailedRollouts)
+	}
+	planner, _, _ := mustReadStep(t, dir, 1)
+	found := false
+	for _, smp := range planner {
+		if smp.QueryID != "q0" || smp.Rollout != 1 {
+			if smp.FinishReason == "abort" {
+				t.Errorf("%s/%d: finish reason abort without a partial turn", smp.QueryID, smp.Rollout)
+			}
+			continue
+		}
+		found = true
+		n := len(smp.InputIDs)
+		if smp.FinishReason != "abort" || smp.FormatOK || smp.Reward != 0 {
+			t.Errorf("partial sample: finish %q, format_ok %v, reward %v; want abort, false, 0", smp.FinishReason, smp.FormatOK, smp.Reward)
+		}
+		if !slices.Equal(smp.InputIDs[n-2:], partial) || !slices.Equal(smp.LossMask[n-2:], []int8{1, 1}) || !slices.Equal(smp.Logprobs[n-2:], []float64{-0.5, -0.75}) {
+			t.Errorf("partial sample ends with ids %v mask %v logprobs %v, want the partial completion", smp.InputIDs[n-2:], smp.LossMask[n-2:], smp.Logprobs[n-2:])
+		}
+	}
+	if !found {
+		t.Fatal("no sample of the rollout with the partial turn")
+	}
+	rollouts := string(mustReadFile(t, filepath.Join(rollout.StepDir(dir, 1), rollout.RolloutsFile)))
+	if !strings.Contains(rollouts, `"finish_reason":"abort","abort":{"by":"server","reason":"Aborted"}`) {
+		t.Errorf("rollouts.jsonl does not record the abort of the partial turn")
 	}
 }
 

@@ -76,6 +76,10 @@ type simRunnerConfig struct {
 	// h2c makes the model clients speak unencrypted HTTP/2 (prior
 	// knowledge), multiplexing every call over a few connections.
 	h2c bool
+	// rollout is the rollout budget (zero: agents.DefaultRolloutBudget).
+	rollout agents.RolloutBudget
+	// retry is the model clients' retry policy (zero: the client default).
+	retry llm.RetryPolicy
 }
 
 // newSimRunner wires real clients and tools to the sim servers, as the
@@ -94,7 +98,7 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 		}
 		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
 			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp}, HTTPClient: hc,
-			Pool: llm.PoolConfig{MaxInFlightPerEndpoint: rc.maxInFlight}})
+			Pool: llm.PoolConfig{MaxInFlightPerEndpoint: rc.maxInFlight}, Retry: rc.retry})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -113,9 +117,13 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 	if err != nil {
 		tb.Fatal(err)
 	}
+	rb := rc.rollout
+	if rb == (agents.RolloutBudget{}) {
+		rb = agents.DefaultRolloutBudget()
+	}
 	execCfg := agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()}
 	if rc.mode == rollout.ModeSingle {
-		s, err := agents.NewSingle(execCfg)
+		s, err := agents.NewSingle(execCfg, rb)
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -126,7 +134,7 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 		tb.Fatal(err)
 	}
 	p, err := agents.NewPlanner(agents.PlannerConfig{Model: client("planner"), Executor: exec,
-		Budget: agents.DefaultPlannerBudget(), Rollout: agents.DefaultRolloutBudget()})
+		Budget: agents.DefaultPlannerBudget(), Rollout: rb})
 	if err != nil {
 		tb.Fatal(err)
 	}

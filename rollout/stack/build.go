@@ -118,7 +118,8 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			key = os.Getenv(env)
 		}
 		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics})
+			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics,
+			Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client()}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
 		}
@@ -149,7 +150,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
 	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: toolbox, Budget: executorBudget, Prompts: prompts}
 	if opts.Single {
-		if st.Single, err = agents.NewSingle(execCfg); err != nil {
+		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	} else {

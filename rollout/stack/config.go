@@ -22,7 +22,9 @@ var ErrConfig = errors.New("configuration error")
 // top; a `flag` tag names the flag that sets a key, which Keys shows next
 // to it. In a nested struct the flag is the parent's flag, a dash and the
 // field's ("planner" + "url": --planner-url); a parent tagged flag:"-" has
-// no flags for its keys.
+// no flags for its keys. A `roleflag` tag names a flag that sets the key of
+// every role whose field is tagged roleflags:"true" (--dialect sets
+// planner.dialect and executor.dialect).
 type Config struct {
 	Run              string   `yaml:"run" flag:"run" doc:"run name, written into every sample (default: the out directory's name)"`
 	Tasks            string   `yaml:"tasks" flag:"tasks" doc:"JSON Lines task file (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
@@ -39,8 +41,8 @@ type Config struct {
 	Grace            Duration `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
 	Sim              bool     `yaml:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
 
-	Planner  EndpointConfig `yaml:"planner" flag:"planner" doc:"planner model endpoints"`
-	Executor EndpointConfig `yaml:"executor" flag:"executor" doc:"executor model endpoints (single mode: the single agent's)"`
+	Planner  EndpointConfig `yaml:"planner" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
+	Executor EndpointConfig `yaml:"executor" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`
 	Reasoner EndpointConfig `yaml:"reasoner" flag:"-" doc:"optional reasoning model behind the planner's reason tool"`
 	Judge    EndpointConfig `yaml:"judge" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
@@ -53,16 +55,21 @@ type Config struct {
 }
 
 // EndpointConfig is one role's inference endpoints. Its flags, where a role
-// has them, are --ROLE-url and --ROLE-model.
+// has them, are --ROLE-url and --ROLE-model; --dialect, --call-timeout and
+// --attempt-timeout set the planner's and the executor's at once.
 type EndpointConfig struct {
-	URLs        []string `yaml:"urls" flag:"url" doc:"base URLs (several: a pool with stickiness and failover)"`
-	Model       string   `yaml:"model" flag:"model" doc:"served model name"`
-	Dialect     string   `yaml:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
-	Temperature *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
-	TopP        *float64 `yaml:"top_p" doc:"nucleus sampling"`
-	TopK        *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
-	Stop        []string `yaml:"stop" doc:"stop strings"`
-	MaxTokens   int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's)"`
+	URLs    []string `yaml:"urls" flag:"url" doc:"base URLs (several: a pool with stickiness and failover)"`
+	Model   string   `yaml:"model" flag:"model" doc:"served model name"`
+	Dialect string   `yaml:"dialect" roleflag:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
+	// CallTimeout and AttemptTimeout bound the role's model calls; auto
+	// (the zero value) derives them from each call's max_tokens.
+	CallTimeout    Timeout  `yaml:"call_timeout" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`
+	AttemptTimeout Timeout  `yaml:"attempt_timeout" roleflag:"attempt-timeout" doc:"deadline of one attempt, after which its connection is closed and the call retried on another endpoint: a duration shorter than call_timeout, or auto (60s + 100ms × the call's max_tokens; 4m24.8s at 2048)"`
+	Temperature    *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
+	TopP           *float64 `yaml:"top_p" doc:"nucleus sampling"`
+	TopK           *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
+	Stop           []string `yaml:"stop" doc:"stop strings"`
+	MaxTokens      int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's)"`
 	// ChatTemplateKwargs is passed to the server's chat template.
 	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"chat template arguments, e.g. {enable_thinking: false}"`
 	// APIKeyEnv names the environment variable holding the endpoint's key;
@@ -98,7 +105,7 @@ type BudgetsConfig struct {
 	MaxTokens      int      `yaml:"max_tokens" doc:"completion tokens per call"`
 	ContextTokens  int      `yaml:"context_tokens" doc:"model context; near it the agent is told to answer now"`
 	Delegations    int      `yaml:"delegations" doc:"executors per rollout"`
-	RolloutTimeout Duration `yaml:"rollout_timeout" doc:"wall-clock limit per rollout (e.g. 10m)"`
+	RolloutTimeout Duration `yaml:"rollout_timeout" flag:"rollout-timeout" doc:"wall-clock limit per rollout: past it the rollout ends with what it has, recorded with the reason, and the step goes on"`
 }
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")

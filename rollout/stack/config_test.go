@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -17,6 +18,10 @@ planner:
   temperature: 0
   top_k: 20
   chat_template_kwargs: {enable_thinking: false}
+  call_timeout: 10m
+  attempt_timeout: 90s
+executor:
+  call_timeout: auto
 budgets:
   rollout_timeout: 5m
 prompts:
@@ -31,6 +36,11 @@ prompts:
 	}
 	if len(cfg.Planner.URLs) != 2 || cfg.Planner.Temperature == nil || *cfg.Planner.Temperature != 0 || cfg.Planner.TopK == nil || *cfg.Planner.TopK != 20 {
 		t.Errorf("planner = %+v", cfg.Planner)
+	}
+	if cfg.Planner.CallTimeout != TimeoutOf(10*time.Minute) || cfg.Planner.AttemptTimeout != TimeoutOf(90*time.Second) ||
+		cfg.Executor.CallTimeout != (Timeout{}) || cfg.Executor.AttemptTimeout != (Timeout{}) {
+		t.Errorf("timeouts: planner %v/%v, executor %v/%v; want 10m/1m30s and auto/auto",
+			cfg.Planner.CallTimeout, cfg.Planner.AttemptTimeout, cfg.Executor.CallTimeout, cfg.Executor.AttemptTimeout)
 	}
 	if v, ok := cfg.Planner.ChatTemplateKwargs["enable_thinking"].(bool); !ok || v {
 		t.Errorf("chat_template_kwargs = %v", cfg.Planner.ChatTemplateKwargs)
@@ -54,6 +64,7 @@ func TestLoadConfigErrorsSpeakYAML(t *testing.T) {
 		{"nested wrong type", "budgets:\n  max_tokens: [1]\n", []string{"line 2", "key max_tokens", "want an integer, got a list"}},
 		{"unknown key", "group_sise: 8\n", []string{"group_sise"}},
 		{"bad duration", "grace: soon\n", []string{"soon", "30s"}},
+		{"bad timeout", "planner:\n  attempt_timeout: soon\n", []string{"soon", "auto or a duration"}},
 		{"syntax", "group_size: [\n", []string{"run.yaml", "]"}},
 	}
 	for _, tt := range tests {

@@ -12,12 +12,14 @@ func TestKeysNameTheirFlags(t *testing.T) {
 		lines[f[0]] = l
 	}
 	for key, flag := range map[string]string{"group_size": "--group-size", "planner.urls": "--planner-url",
-		"judge.model": "--judge-model", "search.provider": "--search-provider", "rewards.expert_fallback": "--expert-fallback"} {
+		"judge.model": "--judge-model", "search.provider": "--search-provider", "rewards.expert_fallback": "--expert-fallback",
+		"planner.dialect": "--dialect", "executor.call_timeout": "--call-timeout", "planner.attempt_timeout": "--attempt-timeout",
+		"budgets.rollout_timeout": "--rollout-timeout"} {
 		if !strings.HasSuffix(lines[key], "("+flag+")") {
 			t.Errorf("key %s: %q, want it to name %s", key, lines[key], flag)
 		}
 	}
-	for _, key := range []string{"reasoner.urls", "grace", "budgets.max_tokens"} {
+	for _, key := range []string{"reasoner.urls", "grace", "budgets.max_tokens", "judge.dialect", "judge.call_timeout", "reasoner.attempt_timeout"} {
 		if l, ok := lines[key]; !ok || strings.Contains(l, "(--") {
 			t.Errorf("key %s: %q, want it listed without a flag", key, l)
 		}

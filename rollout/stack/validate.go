@@ -53,8 +53,8 @@ func (c Config) Validate() error {
 	if c.Grace.Duration < 0 {
 		p.add("grace", "", "%v: must not be negative", c.Grace.Duration)
 	}
-	if c.Budgets.RolloutTimeout.Duration < 0 {
-		p.add("budgets.rollout_timeout", "", "%v: must not be negative", c.Budgets.RolloutTimeout.Duration)
+	if err := c.CheckTimeouts(); err != nil {
+		p = append(p, err)
 	}
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
@@ -128,6 +128,49 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w:\n%w", ErrConfig, err)
 	}
 	return nil
+}
+
+// CheckTimeouts reports every timeout of c that cannot work, each naming
+// its key and flag: a rollout timeout that is not positive, and per role a
+// call or attempt timeout that is zero or negative or an attempt timeout
+// not shorter than the call timeout. Validate includes it; commands that do
+// not validate a whole run configuration (eval) call it alone.
+func (c Config) CheckTimeouts() error {
+	var p problems
+	if c.Budgets.RolloutTimeout.Duration <= 0 {
+		p.add("budgets.rollout_timeout", "rollout-timeout", "%v: must be positive (e.g. 30m); a rollout past it ends with what it has", c.Budgets.RolloutTimeout.Duration)
+	}
+	for _, r := range []struct {
+		role    string
+		flagged bool
+		e       EndpointConfig
+	}{{"planner", true, c.Planner}, {"executor", true, c.Executor}, {"reasoner", false, c.Reasoner}, {"judge", false, c.Judge}} {
+		p.timeouts(r.role, r.flagged, r.e)
+	}
+	return errors.Join(p...)
+}
+
+// timeouts reports a role's call and attempt timeouts that cannot work:
+// zero or negative ones, and an attempt timeout not shorter than the call
+// timeout. flagged says whether --call-timeout and --attempt-timeout set
+// the role's.
+func (p *problems) timeouts(role string, flagged bool, e EndpointConfig) {
+	callFlag, attemptFlag := "", ""
+	if flagged {
+		callFlag, attemptFlag = "call-timeout", "attempt-timeout"
+	}
+	call, callSet := e.CallTimeout.Value()
+	attempt, attemptSet := e.AttemptTimeout.Value()
+	if callSet && call <= 0 {
+		p.add(role+".call_timeout", callFlag, "%v: must be positive, or auto (3 × the attempt timeout)", call)
+	}
+	if attemptSet && attempt <= 0 {
+		p.add(role+".attempt_timeout", attemptFlag, "%v: must be positive, or auto (60s + 100ms × the call's max_tokens)", attempt)
+	}
+	if callSet && attemptSet && call > 0 && attempt >= call {
+		p.add(role+".attempt_timeout", attemptFlag, "%v: must be shorter than %s %v, which covers every attempt of a call",
+			attempt, name(role+".call_timeout", callFlag), call)
+	}
 }
 
 // CheckTasks reports, wrapping ErrConfig, what makes tasks unusable for

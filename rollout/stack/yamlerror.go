@@ -58,8 +58,11 @@ func yamlKind(t reflect.Type) string {
 	if t == nil {
 		return "a value"
 	}
-	if t == reflect.TypeOf(Duration{}) {
+	switch t {
+	case reflect.TypeFor[Duration]():
 		return "a duration such as 30s or 10m"
+	case reflect.TypeFor[Timeout]():
+		return "auto or a duration such as 90s or 5m"
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

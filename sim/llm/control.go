@@ -138,7 +138,9 @@ type updateWeightsRequest struct {
 }
 
 // handleUpdateWeights serves SGLang's POST /update_weights_from_disk. A
-// weight_version in the body becomes the served version.
+// weight_version in the body becomes the served version; with
+// abort_all_requests the requests running now end first, with
+// finish_reason "abort" and the tokens generated so far.
 func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 	var req updateWeightsRequest
 	if err := s.decodeBody(r, &req); err != nil {
@@ -148,6 +150,9 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 	if req.ModelPath == "" {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"success": false, "message": "Failed to update weights: model_path is required.", "num_paused_requests": 0})
 		return
+	}
+	if req.AbortAll {
+		s.eng.abortRunning()
 	}
 	if req.WeightVersion != nil {
 		s.SetWeightVersion(*req.WeightVersion)

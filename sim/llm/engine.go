@@ -134,6 +134,15 @@ func (e *engine) setGateLocked() {
 	}
 }
 
+// abortRunning aborts the requests running now; requests admitted later
+// run normally.
+func (e *engine) abortRunning() {
+	e.mu.Lock()
+	close(e.abort)
+	e.abort = make(chan struct{})
+	e.mu.Unlock()
+}
+
 // pause stops admitting requests. Mode "abort" aborts the running ones,
 // "wait" returns once they have finished (or ctx ends), "keep" leaves them
 // running.

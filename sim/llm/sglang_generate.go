@@ -77,7 +77,7 @@ type sglangFinishReason struct {
 func (s *Server) sglangFinish(c genChoice) any {
 	switch {
 	case c.finish == "abort":
-		return sglangFinishReason{Type: "abort", Message: "Abort in waiting queue"}
+		return sglangFinishReason{Type: "abort", Message: "Aborted"}
 	case c.finish == "length":
 		return sglangFinishReason{Type: "length", Length: len(c.ids)}
 	case c.stopStr != "":
@@ -286,9 +286,7 @@ func (s *Server) streamGenerate(w http.ResponseWriter, r *http.Request, req *gen
 				if ctx.Err() != nil {
 					return
 				}
-				ab := abortedChoice(i)
-				ab.ids = c.ids[:k]
-				ab.text, _ = s.tok.DecodeSkipSpecial(ab.ids)
+				ab, _ := s.abortedChoice(c, k)
 				out.data(generateResult{Text: ab.text, OutputIDs: ab.ids, MetaInfo: s.sglangMetaOf(id, g, ab, version, false, false)})
 				out.raw("[DONE]")
 				return
