@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mgrpo/mgrpo/bench/view"
+)
+
+// viewShutdownGrace is how long open page requests get to finish once the
+// command is interrupted.
+const viewShutdownGrace = 5 * time.Second
+
+// viewCommand serves the web page of a run directory.
+func viewCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "view",
+		Usage:     "serve a local web page over a run directory: curves, queries and rollouts per step, rollout trees, token views",
+		ArgsUsage: "[--listen ADDR] RUN_DIR",
+		Description: "Reads RUN_DIR as mgrpo rollout --out RUN_DIR writes it, lazily, page by page, while the run may still\n" +
+			"be going (steps being written show as in progress). Prints the page's URL and serves until interrupted.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to serve on (port 0 picks a free one)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("view takes one run directory")
+			}
+			dir := c.Args().First()
+			logger := loggerOf(c)
+			h, err := view.New(dir, logger)
+			if err != nil {
+				return usagef("view: %w", err)
+			}
+			addr := c.String("listen")
+			l, err := net.Listen("tcp", addr)
+			if err != nil {
+				return usagef("--listen %s: %w", addr, err)
+			}
+			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			fmt.Fprintf(c.App.Writer, "view http://%s/\n", l.Addr())
+			logger.Info("serving run", "dir", dir, "url", "http://"+l.Addr().String()+"/")
+			return serveUntilDone(c.Context, srv, l)
+		},
+	}
+}
+
+// serveUntilDone serves on l until ctx ends, then shuts srv down, giving
+// open requests viewShutdownGrace to finish.
+func serveUntilDone(ctx context.Context, srv *http.Server, l net.Listener) error {
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.Background(), viewShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
