@@ -186,6 +186,8 @@ type runPage struct {
 	Pager      pager
 	Done       int
 	InProgress int
+	// Usage is the cost meter's total over the run's written steps.
+	Usage rollout.Usage
 }
 
 func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +197,7 @@ func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request) {
 		for _, s := range steps {
 			if s.State == StateDone {
 				p.Done++
+				p.Usage.Add(s.Summary.Usage)
 			} else {
 				p.InProgress++
 			}

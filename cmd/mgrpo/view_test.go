@@ -136,11 +136,20 @@ func TestViewPagesMatchFiles(t *testing.T) {
 		}
 		cells := body[i:]
 		cells = cells[:strings.Index(cells, "</tr>")]
-		for _, want := range []string{`<td class="reward">` + f3(s.MeanMainReward), `<td class="accuracy">` + f3(s.Accuracy), `<td class="subreward">` + f3(s.MeanSubReward)} {
+		for _, want := range []string{`<td class="reward">` + f3(s.MeanMainReward), `<td class="accuracy">` + f3(s.Accuracy), `<td class="subreward">` + f3(s.MeanSubReward),
+			fmt.Sprintf(`<td class="search">%d</td>`, s.Usage.SearchRequests), fmt.Sprintf(`<td class="visits">%d</td>`, s.Usage.VisitRequests),
+			fmt.Sprintf(`<td class="judge">%d</td>`, s.Usage.JudgeCalls), fmt.Sprintf(`<td class="cost">%.4f</td>`, s.Usage.Cost)} {
 			if !strings.Contains(cells, want) {
 				t.Errorf("run page, step %d: row lacks %q:\n%s", s.Step, want, cells)
 			}
 		}
+	}
+	var total rollout.Usage
+	for _, s := range sums {
+		total.Add(s.Usage)
+	}
+	if want := fmt.Sprintf(`<span class="search">%d</span> search requests · <span class="visits">%d</span> page fetches`, total.SearchRequests, total.VisitRequests); total.SearchRequests == 0 || !strings.Contains(body, want) {
+		t.Errorf("run page lacks the run's usage %q", want)
 	}
 	if code, svg := fetch(t, srv.URL+"/curves.svg"); code != 200 || !strings.Contains(svg, "<svg") {
 		t.Errorf("curves: status %d", code)
