@@ -9,43 +9,11 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
-// record is one line of rollouts.jsonl as the farm writes it (see
-// rollout/farm's inspection records). Keys it does not name are ignored,
-// so the viewer reads files of older and newer farms.
-type record struct {
-	ID             string              `json:"id"`
-	Task           rollout.RolloutTask `json:"task"`
-	Question       string              `json:"question"`
-	GoldAnswer     string              `json:"gold_answer"`
-	Error          string              `json:"error"`
-	Scores         recordScores        `json:"scores"`
-	Drifts         []int               `json:"drifts"`
-	SequenceErrors []string            `json:"sequence_errors"`
-	Tree           *agents.Rollout     `json:"tree"`
-}
-
-// recordScores are a rollout's rewards and the verdicts behind them.
-type recordScores struct {
-	FormatOK     bool             `json:"format_ok"`
-	FormatReason string           `json:"format_reason"`
-	Correct      float64          `json:"correct"`
-	Verdict      *rollout.Verdict `json:"verdict"`
-	ScoreError   string           `json:"score_error"`
-	Main         float64          `json:"main"`
-	Subs         []recordSub      `json:"subs"`
-}
-
-// recordSub is the reward of one executor trajectory.
-type recordSub struct {
-	FormatOK     bool    `json:"format_ok"`
-	FormatReason string  `json:"format_reason"`
-	Expert       float64 `json:"expert"`
-	ExpertRaw    string  `json:"expert_raw"`
-	ExpertError  string  `json:"expert_error"`
-	Reward       float64 `json:"reward"`
-}
+// record is one line of rollouts.jsonl as the farm writes it.
+type record = farm.RolloutRecord
 
 // readRecord decodes line n of an indexed rollouts.jsonl.
 func readRecord(ix *fileIndex, n int) (*record, error) {
@@ -73,7 +41,7 @@ type trajView struct {
 	Error        string
 	AnswerNow    bool
 	Drifts       int
-	Sub          *recordSub
+	Sub          *farm.SubScore
 	// Samples are the trajectory's sample lines in executor.jsonl (the
 	// planner's are on the rollout row).
 	Samples []sampleMeta

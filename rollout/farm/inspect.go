@@ -12,9 +12,11 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
-// rolloutRecord is one line of rollouts.jsonl: a rollout tree with its
-// scores and errors, for inspection.
-type rolloutRecord struct {
+// RolloutRecord is one line of rollouts.jsonl: a rollout tree with its
+// question, gold answer, scores and errors, for inspection (the trajectory
+// viewer reads it). Readers should ignore keys they do not know, so that
+// files of older and newer farms stay readable.
+type RolloutRecord struct {
 	ID   string              `json:"id"`
 	Task rollout.RolloutTask `json:"task"`
 	// Question and GoldAnswer are the task's, so a line can be read without
@@ -41,7 +43,7 @@ type rolloutRecord struct {
 // file quadratic in the conversation length. Messages, tool calls,
 // observations, answers, errors, finish reasons and usage stay.
 func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
-	rec := rolloutRecord{ID: r.Task.ID(), Task: r.Task, Question: t.Question, GoldAnswer: t.Answer, Error: r.Error,
+	rec := RolloutRecord{ID: r.Task.ID(), Task: r.Task, Question: t.Question, GoldAnswer: t.Answer, Error: r.Error,
 		Scores: r.Scores, Tree: inspectionTree(r.Tree)}
 	rec.Drifts = append(rec.Drifts, r.Planner.Drifts)
 	errs := []string{r.Planner.SequenceError}
