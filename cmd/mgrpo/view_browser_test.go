@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/mgrpo/mgrpo/bench/view"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -100,12 +98,7 @@ func TestViewInBrowser(t *testing.T) {
 	ctx := browser(t)
 	shots := screenshotDir(t)
 	dir := mustSimRun(t)
-	h, err := view.New(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := serveRun(t, dir)
 	sums, err := rollout.ReadSummaries(filepath.Join(dir, rollout.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
@@ -177,12 +170,7 @@ func TestViewInBrowser(t *testing.T) {
 
 	// A token view, of a run whose trajectories are split by drift.
 	drift := driftRun(t)
-	dh, err := view.New(drift, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dsrv := httptest.NewServer(dh)
-	defer dsrv.Close()
+	dsrv := serveRun(t, drift)
 	first, second := driftPair(t, drift)
 	planner, err := rollout.ReadSamplesJSONL(filepath.Join(rollout.StepDir(drift, 1), rollout.PlannerFile))
 	if err != nil {

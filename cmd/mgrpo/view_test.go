@@ -117,12 +117,7 @@ func readInspections(t *testing.T, path string) []inspection {
 // page against the run's files.
 func TestViewPagesMatchFiles(t *testing.T) {
 	dir := mustSimRun(t)
-	h, err := view.New(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := serveRun(t, dir)
 	sums, err := rollout.ReadSummaries(filepath.Join(dir, rollout.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
@@ -221,12 +216,7 @@ func TestViewPagesMatchFiles(t *testing.T) {
 // by chat-template drift marks the boundary on both sides.
 func TestViewMarksDriftSplits(t *testing.T) {
 	dir := driftRun(t)
-	h, err := view.New(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	srv := serveRun(t, dir)
 	first, second := driftPair(t, dir)
 	_, a := fetch(t, fmt.Sprintf("%s/step/1/sample/planner/%d", srv.URL, first))
 	_, b := fetch(t, fmt.Sprintf("%s/step/1/sample/planner/%d", srv.URL, second))
@@ -317,4 +307,16 @@ func TestViewBadInput(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serveRun serves the viewer over the run in dir until the test ends.
+func serveRun(t *testing.T, dir string) *httptest.Server {
+	t.Helper()
+	h, err := view.New(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
 }
