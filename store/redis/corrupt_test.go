@@ -12,6 +12,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/storetest"
 )
 
 // TestWrongTypeIsCorrupt puts a value of the wrong type under each key a
@@ -29,7 +30,7 @@ func TestWrongTypeIsCorrupt(t *testing.T) {
 		return store.Lease{}, s.CreateRun(ctx, r)
 	}
 	claimOne := func(ctx context.Context, s *Store, id string) (store.Lease, error) {
-		if err := s.Enqueue(ctx, id, tasks(id, 2)); err != nil {
+		if err := s.Enqueue(ctx, id, storetest.Tasks(id, 2)); err != nil {
 			return store.Lease{}, err
 		}
 		l, err := s.Claim(ctx, store.ClaimRequest{Run: id, Worker: "w", Max: 1, Lease: time.Minute})
@@ -39,7 +40,7 @@ func TestWrongTypeIsCorrupt(t *testing.T) {
 		return l[0], nil
 	}
 	enqueue := func(ctx context.Context, s *Store, id string) (store.Lease, error) {
-		return store.Lease{}, s.Enqueue(ctx, id, tasks(id, 2))
+		return store.Lease{}, s.Enqueue(ctx, id, storetest.Tasks(id, 2))
 	}
 	claim := func(ctx context.Context, s *Store, id string, _ store.Lease) error {
 		_, err := s.Claim(ctx, store.ClaimRequest{Run: id, Worker: "w", Max: 2, Lease: time.Minute})
@@ -145,7 +146,7 @@ func TestWrongTypeIsCorrupt(t *testing.T) {
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := mustCtx(t)
+			ctx := storetest.Context(t)
 			id := fmt.Sprint("run", i)
 			var l store.Lease
 			if tc.before != nil {
@@ -162,7 +163,7 @@ func TestWrongTypeIsCorrupt(t *testing.T) {
 		})
 	}
 	t.Run("cache", func(t *testing.T) {
-		ctx := mustCtx(t)
+		ctx := storetest.Context(t)
 		key := s.cacheKey("k")
 		if err := c.HSet(ctx, key, "f", "v").Err(); err != nil {
 			t.Fatal(err)
@@ -171,9 +172,9 @@ func TestWrongTypeIsCorrupt(t *testing.T) {
 		checkCorrupt(t, c, key, func() error { return s.Set(ctx, "k", []byte("v"), time.Hour) })
 	})
 	t.Run("a failed claim leaves nothing pending", func(t *testing.T) {
-		ctx := mustCtx(t)
+		ctx := storetest.Context(t)
 		k := s.keys("run-leases")
-		if err := s.Enqueue(ctx, "run-leases", tasks("run-leases", 3)); err != nil {
+		if err := s.Enqueue(ctx, "run-leases", storetest.Tasks("run-leases", 3)); err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Set(ctx, k.leases, "x", 0).Err(); err != nil {
@@ -214,7 +215,7 @@ func TestUnreadableValuesAreCorrupt(t *testing.T) {
 	s := mustOpen(t, raw)
 	defer s.Close()
 	c := rawClient(t, raw)
-	ctx := mustCtx(t)
+	ctx := storetest.Context(t)
 	k := s.keys("r")
 	must := func(err error) {
 		t.Helper()
@@ -226,7 +227,7 @@ func TestUnreadableValuesAreCorrupt(t *testing.T) {
 	must(c.HSet(ctx, k.steps, "1", "{not json").Err())
 	must(c.HSet(ctx, k.stats, "1", "[{").Err())
 	must(c.HSet(ctx, k.versions, "planner", "v3").Err())
-	if err := s.Enqueue(ctx, "r", tasks("r", 1)); err != nil {
+	if err := s.Enqueue(ctx, "r", storetest.Tasks("r", 1)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Claim(ctx, store.ClaimRequest{Run: "r", Worker: "w", Max: 1, Lease: time.Minute}); err != nil {

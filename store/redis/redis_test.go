@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -17,7 +16,6 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/storetest"
 )
@@ -101,22 +99,6 @@ func mustOpen(tb testing.TB, raw string) *Store {
 	return s
 }
 
-// mustCtx returns a context ending with the test or after a minute.
-func mustCtx(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	tb.Cleanup(cancel)
-	return ctx
-}
-
-// tasks returns n tasks of step 1 of run.
-func tasks(run string, n int) []rollout.RolloutTask {
-	out := make([]rollout.RolloutTask, n)
-	for i := range out {
-		out[i] = rollout.RolloutTask{Run: run, Step: 1, QueryID: fmt.Sprintf("q%d", i/8), K: i % 8, Seed: math.MaxInt64 - int64(i), PolicyVersion: 1}
-	}
-	return out
-}
-
 func TestConformance(t *testing.T) {
 	raw := testURL(t)
 	var mu sync.Mutex
@@ -149,9 +131,9 @@ func TestTwoStoresClaimConcurrently(t *testing.T) {
 	a, b := mustOpen(t, u), mustOpen(t, u)
 	defer a.Close()
 	defer b.Close()
-	ctx := mustCtx(t)
+	ctx := storetest.Context(t)
 	const n = 300
-	if err := a.Enqueue(ctx, "r", tasks("r", n)); err != nil {
+	if err := a.Enqueue(ctx, "r", storetest.Tasks("r", n)); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
@@ -208,8 +190,8 @@ func TestTwoStoresClaimConcurrently(t *testing.T) {
 func TestWaitingClaimGetsAnExpiredLease(t *testing.T) {
 	s := mustOpen(t, freshURL(t, testURL(t)))
 	defer s.Close()
-	ctx := mustCtx(t)
-	if err := s.Enqueue(ctx, "r", tasks("r", 1)); err != nil {
+	ctx := storetest.Context(t)
+	if err := s.Enqueue(ctx, "r", storetest.Tasks("r", 1)); err != nil {
 		t.Fatal(err)
 	}
 	first, err := s.Claim(ctx, store.ClaimRequest{Run: "r", Worker: "w1", Max: 1, Lease: 200 * time.Millisecond})
@@ -228,8 +210,8 @@ func TestWaitingClaimGetsAnExpiredLease(t *testing.T) {
 func TestCompleteAfterDeadLetter(t *testing.T) {
 	s := mustOpen(t, freshURL(t, testURL(t)))
 	defer s.Close()
-	ctx := mustCtx(t)
-	if err := s.Enqueue(ctx, "r", tasks("r", 1)); err != nil {
+	ctx := storetest.Context(t)
+	if err := s.Enqueue(ctx, "r", storetest.Tasks("r", 1)); err != nil {
 		t.Fatal(err)
 	}
 	req := store.ClaimRequest{Run: "r", Worker: "w", Max: 1, Lease: 100 * time.Millisecond, MaxAttempts: 1}
@@ -301,7 +283,7 @@ func TestOpenUnreachable(t *testing.T) {
 func TestACLUser(t *testing.T) {
 	raw := testURL(t)
 	admin := rawClient(t, raw)
-	ctx := mustCtx(t)
+	ctx := storetest.Context(t)
 	var b [4]byte
 	rand.Read(b[:])
 	user, password := "mgrpotest-"+hex.EncodeToString(b[:]), "pw-"+hex.EncodeToString(b[:])+"-x"
@@ -318,7 +300,7 @@ func TestACLUser(t *testing.T) {
 	}
 	s := mustOpen(t, asUser(password))
 	defer s.Close()
-	if err := s.Enqueue(ctx, "r", tasks("r", 2)); err != nil {
+	if err := s.Enqueue(ctx, "r", storetest.Tasks("r", 2)); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := s.Claim(ctx, store.ClaimRequest{Run: "r", Worker: "w", Max: 2, Lease: time.Minute}); err != nil || len(l) != 2 {

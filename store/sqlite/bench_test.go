@@ -8,6 +8,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/storetest"
 )
 
 // BenchmarkClaimComplete claims tasks and completes each, one task an op:
@@ -22,7 +23,7 @@ func BenchmarkClaimComplete(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			s := MustOpen(b, tempPath(b))
 			ctx := context.Background()
-			tasks := someTasks("r", b.N)
+			tasks := storetest.Tasks("r", b.N)
 			for i := 0; i < len(tasks); i += 10000 {
 				if err := s.Enqueue(ctx, "r", tasks[i:min(i+10000, len(tasks))]); err != nil {
 					b.Fatal(err)

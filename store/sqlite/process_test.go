@@ -12,6 +12,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/sqlite"
+	"github.com/mgrpo/mgrpo/store/storetest"
 )
 
 // claimerEnv names the store file a helper claimer process works on.
@@ -27,7 +28,7 @@ func TestHelperClaimer(t *testing.T) {
 	if path == "" {
 		t.Skip("a helper process of TestTwoProcessesOneFile")
 	}
-	c := testCtx(t)
+	c := storetest.Context(t)
 	s := MustOpen(t, path, sqlite.WithPollInterval(5*time.Millisecond))
 	fmt.Println("ready")
 	worker := fmt.Sprint("pid", os.Getpid())
@@ -67,8 +68,8 @@ func TestTwoProcessesOneFile(t *testing.T) {
 	}
 	path := tempPath(t)
 	s := MustOpen(t, path)
-	c := testCtx(t)
-	tasks := someTasks("r", 1000)
+	c := storetest.Context(t)
+	tasks := storetest.Tasks("r", 1000)
 	type child struct {
 		cmd    *exec.Cmd
 		lines  chan string

@@ -11,6 +11,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/sqlite"
+	"github.com/mgrpo/mgrpo/store/storetest"
 )
 
 // Files this store must refuse, and leave as they are.
@@ -101,7 +102,7 @@ func TestReopenKeepsTheSchema(t *testing.T) {
 	path := tempPath(t)
 	newStore(t, path)
 	s := MustOpen(t, path)
-	if _, err := s.Run(testCtx(t), "r"); err != nil {
+	if _, err := s.Run(storetest.Context(t), "r"); err != nil {
 		t.Errorf("Run after a reopen: %v", err)
 	}
 	var mode string
@@ -135,7 +136,7 @@ func TestOpenRefusesWhatIsNotAFile(t *testing.T) {
 func TestCorruptRowsAreReported(t *testing.T) {
 	path := tempPath(t)
 	s := MustOpen(t, path)
-	c := testCtx(t)
+	c := storetest.Context(t)
 	if err := s.PutStats(c, "r", 1, []rollout.QueryStats{{QueryID: "q", MainRewards: []float64{1, 2}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -50,21 +50,6 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func testCtx(t *testing.T) context.Context {
-	c, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	return c
-}
-
-// someTasks returns n tasks of step 1 of run.
-func someTasks(run string, n int) []rollout.RolloutTask {
-	out := make([]rollout.RolloutTask, n)
-	for i := range out {
-		out[i] = rollout.RolloutTask{Run: run, Step: 1, QueryID: fmt.Sprintf("q%d", i/8), K: i % 8, Seed: int64(i)}
-	}
-	return out
-}
-
 // drain claims and completes tasks of run until the queue has none,
 // sending each claimed task id to ids.
 func drain(ctx context.Context, s store.Store, run, worker string, ids chan<- string) error {
@@ -105,11 +90,11 @@ func checkOnce(t *testing.T, ids []string, tasks []rollout.RolloutTask) {
 func TestTwoStoresOneFile(t *testing.T) {
 	path := tempPath(t)
 	a, b := MustOpen(t, path), MustOpen(t, path)
-	c := testCtx(t)
+	c := storetest.Context(t)
 	if err := a.CreateRun(c, store.RunRecord{ID: "r", Version: store.RunRecordVersion, Config: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
 	}
-	tasks := someTasks("r", 300)
+	tasks := storetest.Tasks("r", 300)
 	if err := a.Enqueue(c, "r", tasks); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +130,7 @@ func TestTwoStoresOneFile(t *testing.T) {
 func TestWaitingClaimSeesAnotherStoresTasks(t *testing.T) {
 	path := tempPath(t)
 	a, b := MustOpen(t, path), MustOpen(t, path)
-	c := testCtx(t)
+	c := storetest.Context(t)
 	type result struct {
 		leases []store.Lease
 		err    error
@@ -155,7 +140,7 @@ func TestWaitingClaimSeesAnotherStoresTasks(t *testing.T) {
 		l, err := a.Claim(c, store.ClaimRequest{Run: "r", Worker: "w", Max: 1, Lease: time.Minute, Wait: 30 * time.Second})
 		done <- result{l, err}
 	}()
-	if err := b.Enqueue(c, "r", someTasks("r", 1)); err != nil {
+	if err := b.Enqueue(c, "r", storetest.Tasks("r", 1)); err != nil {
 		t.Fatal(err)
 	}
 	r := <-done
@@ -263,7 +248,7 @@ func TestOpenCreatesTheDirectory(t *testing.T) {
 // means' NaN come back as they were put.
 func TestStatsKeepNilEmptyAndNaN(t *testing.T) {
 	s := MustOpen(t, tempPath(t))
-	c := testCtx(t)
+	c := storetest.Context(t)
 	stats := []rollout.QueryStats{
 		{QueryID: "nil", MainRewards: nil, D: nil, SubRewards: nil},
 		{QueryID: "empty", MainRewards: []float64{}, D: []int{}, SubRewards: []float64{}},
@@ -297,8 +282,8 @@ func TestStatsKeepNilEmptyAndNaN(t *testing.T) {
 
 func TestCompletingADeadTask(t *testing.T) {
 	s := MustOpen(t, tempPath(t))
-	c := testCtx(t)
-	if err := s.Enqueue(c, "r", someTasks("r", 1)); err != nil {
+	c := storetest.Context(t)
+	if err := s.Enqueue(c, "r", storetest.Tasks("r", 1)); err != nil {
 		t.Fatal(err)
 	}
 	req := store.ClaimRequest{Run: "r", Worker: "w", Max: 1, Lease: time.Millisecond, MaxAttempts: 1}
@@ -339,7 +324,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestCacheSweep(t *testing.T) {
 	path := tempPath(t)
 	s := MustOpen(t, path, sqlite.WithCacheSweepInterval(10*time.Millisecond))
-	c := testCtx(t)
+	c := storetest.Context(t)
 	for _, k := range []string{"a", "b", "c"} {
 		if err := s.Set(c, k, []byte(k), time.Millisecond); err != nil {
 			t.Fatal(err)
@@ -376,7 +361,7 @@ func TestClosedStore(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Errorf("Close twice: %v", err)
 	}
-	c := testCtx(t)
+	c := storetest.Context(t)
 	_, err = s.Claim(c, store.ClaimRequest{Run: "r", Worker: "w", Max: 1, Lease: time.Second})
 	if err == nil || !strings.Contains(err.Error(), "store closed") || !strings.Contains(err.Error(), path) {
 		t.Errorf("Claim after Close: err %v, want it to say the store at %s is closed", err, path)
@@ -420,7 +405,7 @@ func TestClaimRequestIsChecked(t *testing.T) {
 		{"negative attempts", store.ClaimRequest{Run: "r", Max: 1, Lease: time.Second, MaxAttempts: -1}, "max attempts -1 < 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := s.Claim(testCtx(t), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := s.Claim(storetest.Context(t), tc.req); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Claim(%+v): err %v, want %q", tc.req, err, tc.want)
 			}
 		})
@@ -430,15 +415,15 @@ func TestClaimRequestIsChecked(t *testing.T) {
 func TestErrorsNameTheFile(t *testing.T) {
 	path := tempPath(t)
 	s := MustOpen(t, path)
-	_, err := s.Run(testCtx(t), "missing")
+	_, err := s.Run(storetest.Context(t), "missing")
 	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), `"missing"`) {
 		t.Errorf("Run of a missing run: err %v, want ErrNotFound naming %s and the run", err, path)
 	}
-	l := store.Lease{Task: someTasks("r", 1)[0], Handle: "junk"}
-	if _, err := s.Extend(testCtx(t), l, time.Second); !errors.Is(err, store.ErrLeaseLost) {
+	l := store.Lease{Task: storetest.Tasks("r", 1)[0], Handle: "junk"}
+	if _, err := s.Extend(storetest.Context(t), l, time.Second); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("Extend of a foreign handle: err %v, want ErrLeaseLost", err)
 	}
-	if err := s.Complete(testCtx(t), l); !errors.Is(err, store.ErrNotFound) {
+	if err := s.Complete(storetest.Context(t), l); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Complete of a foreign handle: err %v, want ErrNotFound", err)
 	}
 }
@@ -447,7 +432,7 @@ func TestErrorsNameTheFile(t *testing.T) {
 // empty task id) is scanned whole, each result once.
 func TestScanResultsPages(t *testing.T) {
 	s := MustOpen(t, tempPath(t))
-	c := testCtx(t)
+	c := storetest.Context(t)
 	want := map[string]bool{"": true}
 	if err := s.PutResult(c, "r", 1, "", []byte(`0`)); err != nil {
 		t.Fatal(err)

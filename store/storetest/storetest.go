@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -58,21 +59,30 @@ func open(t *testing.T, b Backend) store.Store {
 	return s
 }
 
-// ctx returns a context that ends with the test or after a minute.
-func ctx(t *testing.T) context.Context {
+// Context returns a context that ends with the test or after a minute.
+// Backend tests use it too.
+func Context(tb testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
+	tb.Cleanup(cancel)
 	return c
 }
 
-// tasks returns n tasks of step 1 of run, queries q0…, rollout k = i%4.
-func tasks(run string, n int) []rollout.RolloutTask {
+// ctx is Context, for the suite's brevity.
+func ctx(t *testing.T) context.Context { return Context(t) }
+
+// Tasks returns n tasks of step 1 of run: queries q0, q1, … of four
+// rollouts each, with seeds near the top of the int64 range (so a backend
+// that loses precision on them fails). Backend tests use it too.
+func Tasks(run string, n int) []rollout.RolloutTask {
 	out := make([]rollout.RolloutTask, n)
 	for i := range out {
-		out[i] = rollout.RolloutTask{Run: run, Step: 1, QueryID: fmt.Sprintf("q%d", i/4), K: i % 4, Seed: int64(1000 + i), PolicyVersion: 3}
+		out[i] = rollout.RolloutTask{Run: run, Step: 1, QueryID: fmt.Sprintf("q%d", i/4), K: i % 4, Seed: math.MaxInt64 - int64(i), PolicyVersion: 3}
 	}
 	return out
 }
+
+// tasks is Tasks, for the suite's brevity.
+func tasks(run string, n int) []rollout.RolloutTask { return Tasks(run, n) }
 
 // mustCreateRun creates run id with a small configuration.
 func mustCreateRun(t *testing.T, s store.Store, id string) store.RunRecord {
