@@ -93,6 +93,9 @@ type StepRecord struct {
 	// DBar is the step's d̄ once resolved (0 before, and without a sub
 	// side).
 	DBar int `json:"dbar"`
+	// ObservedD are the step's d_k, one per rollout in plan order, once
+	// written: a resumed run resolves the next step's auto d̄ from them.
+	ObservedD []int `json:"observed_d,omitempty"`
 	// Files names where the step's files are (a directory or URL), once
 	// written: a trainer of one side reads its samples from there.
 	Files string `json:"files,omitempty"`
@@ -220,6 +223,9 @@ type Results interface {
 	// ones are ignored (a rollout redone after a lost lease yields the
 	// same result from the same seed).
 	PutResult(ctx context.Context, run string, step int, taskID string, result json.RawMessage) error
+	// Result returns the result of task taskID of step (ErrNotFound when
+	// none was stored), so a step can be assembled one query at a time.
+	Result(ctx context.Context, run string, step int, taskID string) (json.RawMessage, error)
 	// ScanResults calls fn with every result of step, in no particular
 	// order, stopping at fn's first error (returned). Results stored while
 	// it runs may or may not be seen.

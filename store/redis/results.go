@@ -25,6 +25,19 @@ func (s *Store) PutResult(ctx context.Context, run string, step int, taskID stri
 	return nil
 }
 
+// Result returns the result of task taskID of step (HGET).
+func (s *Store) Result(ctx context.Context, run string, step int, taskID string) (json.RawMessage, error) {
+	key := s.keys(run).results(step)
+	v, err := s.client.HGet(ctx, key, taskID).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, fmt.Errorf("read the result of task %s of step %d of run %s: %w", taskID, step, run, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the result of task %s of step %d of run %s: %w", taskID, step, run, keyErr(key, err))
+	}
+	return json.RawMessage(v), nil
+}
+
 // ScanResults calls fn with every result of step, each once, stopping at
 // fn's first error.
 func (s *Store) ScanResults(ctx context.Context, run string, step int, fn func(taskID string, result json.RawMessage) error) error {

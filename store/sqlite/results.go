@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,23 @@ func (s *Store) PutResult(ctx context.Context, run string, step int, taskID stri
 		return s.errf(op, err)
 	}
 	return nil
+}
+
+// Result returns the result of task taskID of step.
+func (s *Store) Result(ctx context.Context, run string, step int, taskID string) (json.RawMessage, error) {
+	op := fmt.Sprintf("read the result of task %s", taskID)
+	if err := s.alive(); err != nil {
+		return nil, s.errf(op, err)
+	}
+	var res []byte
+	err := s.r.QueryRowContext(ctx, `SELECT result FROM results WHERE run = ? AND step = ? AND task_id = ?`, run, step, taskID).Scan(&res)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, s.errf(op, errNotFoundf("no result of step %d of run %q", step, run))
+	}
+	if err != nil {
+		return nil, s.errf(op, err)
+	}
+	return json.RawMessage(res), nil
 }
 
 // ScanResults calls fn with every result of step, in task id order, a page

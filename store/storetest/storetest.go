@@ -217,6 +217,17 @@ func testResults(t *testing.T, b Backend) {
 	if err := s.PutResult(c, "r", 2, "r/2/q0/0", json.RawMessage(`{"step":2}`)); err != nil {
 		t.Fatal(err)
 	}
+	for id, w := range want {
+		if got, err := s.Result(c, "r", 1, id); err != nil || string(got) != w {
+			t.Errorf("Result(%s) = %s, %v; want %s", id, got, err, w)
+		}
+	}
+	if _, err := s.Result(c, "r", 1, "r/1/missing/0"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Result of a task without one: %v, want ErrNotFound", err)
+	}
+	if _, err := s.Result(c, "r", 3, "r/1/q0/0"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Result of another step's task: %v, want ErrNotFound", err)
+	}
 	if n, err := s.CountResults(c, "r", 1); err != nil || n != 50 {
 		t.Errorf("CountResults = %d, %v; want 50", n, err)
 	}
