@@ -2,29 +2,9 @@ package rollout
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/parquet-go/parquet-go"
 )
-
-// writeParquet writes rows as one Parquet file whose columns are the fields of
-// T in declaration order (named like the JSON keys). The writer's created_by
-// is fixed so that the bytes depend only on rows.
-func writeParquet[T any](w io.Writer, rows []T) error {
-	pw := parquet.NewGenericWriter[T](w,
-		parquet.Compression(&parquet.Snappy),
-		parquet.CreatedBy("mgrpo", "", ""),
-	)
-	if len(rows) > 0 {
-		if _, err := pw.Write(rows); err != nil {
-			return fmt.Errorf("write parquet: %w", err)
-		}
-	}
-	if err := pw.Close(); err != nil {
-		return fmt.Errorf("write parquet: %w", err)
-	}
-	return nil
-}
 
 // ReadSamplesParquet reads a planner.parquet or executor.parquet file.
 func ReadSamplesParquet(path string) ([]Sample, error) {

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -83,70 +82,15 @@ func StepDir(out string, step int) string {
 // ".step-NNNNNN.tmp-*" directory behind, never a partial step directory;
 // readers skip names starting with a dot. The bytes written depend only on
 // files.
-func (s DirSink) WriteStep(ctx context.Context, step int, files StepFiles) (err error) {
-	if step < 0 {
-		return fmt.Errorf("write step %d: negative step", step)
-	}
-	final := StepDir(s.Dir, step)
-	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
-		return fmt.Errorf("write step %d: %w", step, err)
-	}
-	if _, err := os.Lstat(final); err == nil {
-		return fmt.Errorf("write step %d: %s: %w", step, final, ErrStepExists)
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("write step %d: %w", step, err)
-	}
-	tmp, err := os.MkdirTemp(s.Dir, "."+filepath.Base(final)+".tmp-")
+func (s DirSink) WriteStep(ctx context.Context, step int, files StepFiles) error {
+	w, err := s.BeginStep(ctx, step)
 	if err != nil {
-		return fmt.Errorf("write step %d: %w", step, err)
+		return err
 	}
-	defer func() {
-		if err != nil {
-			os.RemoveAll(tmp)
-		}
-	}()
-
-	type job struct {
-		name  string
-		write func(io.Writer) error
+	if err := w.Append(ctx, files); err != nil {
+		return err
 	}
-	jobs := []job{
-		{PlannerFile, func(w io.Writer) error { return writeSamplesJSONL(w, files.Planner) }},
-		{ExecutorFile, func(w io.Writer) error { return writeSamplesJSONL(w, files.Executor) }},
-		{StatsFile, func(w io.Writer) error { return writeJSONL(w, files.Stats) }},
-		{RolloutsFile, func(w io.Writer) error { return writeRawJSONL(w, files.Rollouts, files.RolloutsCompact) }},
-	}
-	if s.Parquet {
-		jobs = append(jobs,
-			job{PlannerParquetFile, func(w io.Writer) error { return writeParquet(w, files.Planner) }},
-			job{ExecutorParquetFile, func(w io.Writer) error { return writeParquet(w, files.Executor) }},
-			job{StatsParquetFile, func(w io.Writer) error { return writeParquet(w, files.Stats) }},
-		)
-	}
-	for _, j := range jobs {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("write step %d: %w", step, err)
-		}
-		if err := writeFileAtomic(filepath.Join(tmp, j.name), j.write); err != nil {
-			return fmt.Errorf("write step %d: %s: %w", step, j.name, err)
-		}
-	}
-	if err := os.Chmod(tmp, 0o755); err != nil {
-		return fmt.Errorf("write step %d: %w", step, err)
-	}
-	if err := syncDir(tmp); err != nil {
-		return fmt.Errorf("write step %d: %w", step, err)
-	}
-	if _, err := os.Lstat(final); err == nil {
-		return fmt.Errorf("write step %d: %s: %w", step, final, ErrStepExists)
-	}
-	if err := os.Rename(tmp, final); err != nil {
-		return fmt.Errorf("write step %d: %w", step, err)
-	}
-	if err := syncDir(s.Dir); err != nil {
-		return fmt.Errorf("write step %d: %w", step, err)
-	}
-	return nil
+	return w.Commit(ctx)
 }
 
 // writeFileAtomic writes path through a temporary file in the same
