@@ -112,6 +112,9 @@ type Runs interface {
 	CreateRun(ctx context.Context, r RunRecord) error
 	// Run returns the run called id (ErrNotFound when absent).
 	Run(ctx context.Context, id string) (RunRecord, error)
+	// RunIDs returns the ids of the store's runs, sorted (a worker started
+	// without a run serves the only one).
+	RunIDs(ctx context.Context) ([]string, error)
 	// PutStep stores s as step s.Step of run, replacing an earlier record
 	// of that step. The run must exist (ErrNotFound otherwise).
 	PutStep(ctx context.Context, run string, s StepRecord) error

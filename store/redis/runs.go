@@ -25,6 +25,11 @@ func (s *Store) CreateRun(ctx context.Context, r store.RunRecord) error {
 		return fmt.Errorf("create run %s: configuration: %w", r.ID, err)
 	}
 	k := s.keys(r.ID)
+	// The set of runs is listed first: a run listed without a record is
+	// skipped by RunIDs, a record never goes unlisted.
+	if err := s.client.SAdd(ctx, s.runsKey(), r.ID).Err(); err != nil {
+		return fmt.Errorf("create run %s: %w", r.ID, keyErr(s.runsKey(), err))
+	}
 	err = createRunScript.Run(ctx, s.client, []string{k.run},
 		r.ID, strconv.Itoa(r.Version), cfg, r.Created.UTC().Format(time.RFC3339Nano)).Err()
 	if err != nil {
@@ -164,4 +169,27 @@ func (s *Store) PolicyVersion(ctx context.Context, run, role string) (int64, err
 		return 0, fmt.Errorf("%s policy version of run %s: %w", role, run, corrupt(k.versions, fmt.Errorf("field %s: %q", role, str)))
 	}
 	return v, nil
+}
+
+// runsKey is the set of the store's run ids.
+func (s *Store) runsKey() string { return s.prefix + "runs" }
+
+// RunIDs returns the ids of the runs whose records exist, sorted.
+func (s *Store) RunIDs(ctx context.Context) ([]string, error) {
+	ids, err := s.client.SMembers(ctx, s.runsKey()).Result()
+	if err != nil {
+		return nil, fmt.Errorf("list the runs: %w", keyErr(s.runsKey(), err))
+	}
+	slices.Sort(ids)
+	out := []string{}
+	for _, id := range ids {
+		n, err := s.client.Exists(ctx, s.keys(id).run).Result()
+		if err != nil {
+			return nil, fmt.Errorf("list the runs: %w", keyErr(s.keys(id).run, err))
+		}
+		if n == 1 {
+			out = append(out, id)
+		}
+	}
+	return out, nil
 }

@@ -188,3 +188,28 @@ func (s *Store) PolicyVersion(ctx context.Context, run, role string) (int64, err
 	}
 	return v, nil
 }
+
+// RunIDs returns the stored runs' ids, sorted.
+func (s *Store) RunIDs(ctx context.Context) ([]string, error) {
+	op := "list the runs"
+	if err := s.alive(); err != nil {
+		return nil, s.errf(op, err)
+	}
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs ORDER BY id`)
+	if err != nil {
+		return nil, s.errf(op, err)
+	}
+	defer rows.Close()
+	ids := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.errf(op, err)
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errf(op, err)
+	}
+	return ids, nil
+}

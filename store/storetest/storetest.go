@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -325,8 +326,14 @@ func testVersions(t *testing.T, b Backend) {
 func testRunsSeparate(t *testing.T, b Backend) {
 	s := open(t, b)
 	c := ctx(t)
-	mustCreateRun(t, s, "a")
+	if ids, err := s.RunIDs(c); err != nil || len(ids) != 0 {
+		t.Errorf("RunIDs of an empty store = %q, %v; want none", ids, err)
+	}
 	mustCreateRun(t, s, "b")
+	mustCreateRun(t, s, "a")
+	if ids, err := s.RunIDs(c); err != nil || !slices.Equal(ids, []string{"a", "b"}) {
+		t.Errorf("RunIDs = %q, %v; want [a b]", ids, err)
+	}
 	same := tasks("a", 2)
 	if err := s.Enqueue(c, "a", same); err != nil {
 		t.Fatal(err)
