@@ -230,3 +230,11 @@ func RemoveTempSteps(out string) ([]string, error) {
 	}
 	return removed, nil
 }
+
+// StepLocation returns the directory of step, for the run's step records.
+func (s DirSink) StepLocation(step int) string {
+	if abs, err := filepath.Abs(StepDir(s.Dir, step)); err == nil {
+		return abs
+	}
+	return StepDir(s.Dir, step)
+}

@@ -44,6 +44,8 @@ var (
 	// the wrong type). Backends report it and never overwrite what they
 	// could not read.
 	ErrCorrupt = errors.New("store data unreadable")
+	// ErrClosed: the store was closed by this process.
+	ErrClosed = errors.New("store closed")
 )
 
 // Store is a whole shared store. Close releases its connections; it is

@@ -1,6 +1,7 @@
 package farm
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -35,33 +36,38 @@ func planStep(run string, seed uint64, step, batch, group int, tasks []Task, ver
 	return p
 }
 
-// assembly is what a step's results turn into.
+// assembly is what a step's results turn into, besides the files streamed
+// out: the counters, the sample counts and the per-query statistics.
 type assembly struct {
-	files    rollout.StepFiles
-	counters rollout.StepCounters
+	counters          rollout.StepCounters
+	planner, executor int
+	stats             []rollout.QueryStats
 }
 
-// assembleStep groups a step's results by query (results[q*K+k] is rollout k
+// assembleStep groups a step's results by query (result q*K+k is rollout k
 // of plan.tasks[q]), computes rewards' advantages and the alignment with
 // ProcessGroup, and builds the samples, statistics and inspection lines, all
-// in task and rollout order whatever order the rollouts finished in.
-func assembleStep(cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPlan, group int, results []RolloutResult) (assembly, error) {
+// in task and rollout order whatever order the rollouts finished in. It
+// takes the results one query at a time and hands each query's files to
+// emit, so a step never needs to be in memory whole; each result is also
+// added to acc.
+func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPlan, group int,
+	results stepResults, acc *summaryAcc, emit func(rollout.StepFiles) error) (assembly, error) {
 	var out assembly
-	// Typically each rollout yields one planner and d̄ executor samples.
-	out.files.Planner = make([]rollout.Sample, 0, len(results))
-	out.files.Executor = make([]rollout.Sample, 0, len(results)*max(cfg.DBar, 0))
-	out.files.Rollouts = make([]json.RawMessage, 0, len(results))
-	// The inspection lines come from json.Marshal.
-	out.files.RolloutsCompact = true
+	rs := make([]*RolloutResult, group)
 	for q, t := range plan.tasks {
-		rs := results[q*group : (q+1)*group]
 		in := rollout.GroupInput{QueryID: t.ID, Rollouts: make([]rollout.RolloutRewards, group)}
 		tr := rollout.GroupTrajectories{Planner: make([]rollout.Trajectory, group), Executors: make([][]rollout.Trajectory, group)}
 		for k := range rs {
-			r := &rs[k]
+			r, err := results.get(ctx, q*group+k)
+			if err != nil {
+				return assembly{}, fmt.Errorf("assemble step %d: %w", plan.step, err)
+			}
 			if r.Task.QueryID != t.ID || r.Task.K != k {
 				return assembly{}, fmt.Errorf("assemble step %d: result %s in the slot of query %q rollout %d", plan.step, r.Task.ID(), t.ID, k)
 			}
+			rs[k] = r
+			acc.add(r)
 			in.Rollouts[k].Main = r.Scores.Main
 			tr.Planner[k] = sampleTrajectory(r.Tree.Planner, r.Planner, r.Task.PolicyVersion, r.Scores.FormatOK)
 			if cfg.Mode == rollout.ModeSingle {
@@ -79,21 +85,26 @@ func assembleStep(cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPla
 		if err != nil {
 			return assembly{}, fmt.Errorf("assemble step %d: %w", plan.step, err)
 		}
-		planner, executor, err := b.Build(res, tr)
-		if err != nil {
+		// The inspection lines come from json.Marshal.
+		files := rollout.StepFiles{Stats: []rollout.QueryStats{res.Stats}, Rollouts: make([]json.RawMessage, 0, group), RolloutsCompact: true}
+		if files.Planner, files.Executor, err = b.Build(res, tr); err != nil {
 			return assembly{}, fmt.Errorf("assemble step %d: %w", plan.step, err)
 		}
-		out.files.Planner = append(out.files.Planner, planner...)
-		out.files.Executor = append(out.files.Executor, executor...)
-		out.files.Stats = append(out.files.Stats, res.Stats)
-		out.counters.Add(res)
 		for k := range rs {
-			line, err := inspectionRecord(t, &rs[k])
+			line, err := inspectionRecord(t, rs[k])
 			if err != nil {
 				return assembly{}, fmt.Errorf("assemble step %d: encode %s: %w", plan.step, rs[k].describe(), err)
 			}
-			out.files.Rollouts = append(out.files.Rollouts, json.RawMessage(line))
+			files.Rollouts = append(files.Rollouts, json.RawMessage(line))
 		}
+		if err := emit(files); err != nil {
+			return assembly{}, err
+		}
+		out.planner += len(files.Planner)
+		out.executor += len(files.Executor)
+		out.stats = append(out.stats, res.Stats)
+		out.counters.Add(res)
+		clear(rs)
 	}
 	return out, nil
 }

@@ -2,12 +2,14 @@ package farm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/store"
 )
 
 // DefaultGrace is how long in-flight rollouts may go on after the run's
@@ -68,6 +70,27 @@ type Config struct {
 	Metrics *Metrics
 	// Prices price each step's Usage (all 0: counted, not priced).
 	Prices rollout.Prices
+
+	// Store, when set, holds the run: its record (RunConfig and the tasks,
+	// for workers), every rollout's result as it finishes (a step is
+	// assembled from the store one query at a time, so memory does not
+	// grow with the step), each written step's record and statistics (for
+	// a trainer of either side) and the queue of Queue mode. Nil keeps a
+	// step's results in memory.
+	Store store.Store
+	// RunConfig is the run's configuration as JSON, secrets excepted,
+	// written into the run record for workers (with Store).
+	RunConfig json.RawMessage
+	// Resume continues the run found in Store: written steps are skipped,
+	// stored results are kept and the rest is run with the same seeds.
+	// Without it a run of which Store holds steps is refused.
+	Resume bool
+	// Queue hands each step's rollouts out through Store's queue, to
+	// `mgrpo worker` processes and to Concurrency local ones (0: this
+	// process only coordinates). Needs Store.
+	Queue bool
+	// Worker tunes the leases of the local worker in Queue mode.
+	Worker WorkerOptions
 }
 
 // Validate reports every invalid field of c, each named with how to fix it.
@@ -105,12 +128,21 @@ func (c Config) Validate() error {
 	if _, err := rollout.ParseExpertFallback(string(c.ExpertFallback)); err != nil {
 		add("ExpertFallback: %v", err)
 	}
-	if c.Concurrency < 1 {
+	switch {
+	case c.Queue && c.Store == nil:
+		add("Queue: needs a Store whose queue the workers share")
+	case c.Queue && c.Concurrency < 0:
+		add("Concurrency %d: must not be negative (0: coordinate only, the workers run every rollout)", c.Concurrency)
+	case c.Resume && c.Store == nil:
+		add("Resume: needs the Store of the run to resume")
+	case !c.Queue && c.Concurrency < 1:
 		add("Concurrency %d: must be at least 1 (rollouts in flight; BatchSize×GroupSize runs a whole step at once)", c.Concurrency)
 	}
 	switch r := c.Runner.(type) {
 	case nil:
-		add("Runner: nil; set an *AgentRunner with the mode's agent")
+		if !c.Queue || c.Concurrency > 0 {
+			add("Runner: nil; set an *AgentRunner with the mode's agent")
+		}
 	case *AgentRunner:
 		if r == nil {
 			add("Runner: nil *AgentRunner")
@@ -137,6 +169,8 @@ type Farm struct {
 	tasks   []Task
 	scoring Scoring
 	log     *slog.Logger
+	// st is the run's store, nil without one.
+	st *storeAccess
 }
 
 // New validates cfg and the tasks: at least BatchSize tasks (a step
@@ -170,13 +204,16 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Farm{
-		cfg:   cfg,
-		tasks: append([]Task(nil), tasks...),
-		scoring: Scoring{Mode: cfg.Mode, Weights: cfg.Weights, Scorer: cfg.Scorer,
-			Expert: cfg.Expert, ExpertFallback: cfg.ExpertFallback},
-		log: log,
-	}, nil
+	f := &Farm{
+		cfg:     cfg,
+		tasks:   append([]Task(nil), tasks...),
+		scoring: newScoring(cfg),
+		log:     log,
+	}
+	if cfg.Store != nil {
+		f.st = &storeAccess{store: cfg.Store, log: log}
+	}
+	return f, nil
 }
 
 // Run runs the configured steps in order and returns their summaries. When
@@ -200,6 +237,10 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 	}
 	warn := warnings{log: f.log}
 	warn.atStart(f.cfg, len(f.tasks))
+	written, err := f.openRun(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var (
 		sums  []rollout.StepSummary
 		prevD []int
@@ -208,11 +249,21 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		if ctx.Err() != nil {
 			return sums, fmt.Errorf("rollout run interrupted before step %d: %w", step, context.Cause(ctx))
 		}
-		sum, d, err := f.runStep(ctx, step, prevD)
+		if rec, ok := written[step]; ok {
+			f.log.Info("step already written: skipped", "step", step, "files", rec.Files)
+			sums = append(sums, *rec.Summary)
+			prevD = rec.ObservedD
+			continue
+		}
+		out, err := f.runStep(ctx, step, prevD)
 		if err != nil {
 			return sums, err
 		}
+		sum, d := out.summary, out.d
 		if err := f.cfg.Sink.WriteSummary(context.WithoutCancel(ctx), sum); err != nil {
+			return sums, fmt.Errorf("rollout step %d: %w", step, err)
+		}
+		if err := f.recordStep(context.WithoutCancel(ctx), out); err != nil {
 			return sums, fmt.Errorf("rollout step %d: %w", step, err)
 		}
 		warn.afterStep(sum)
@@ -225,9 +276,16 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 	return sums, nil
 }
 
-// runStep runs, assembles and writes one step; it returns the step's
-// summary and its observed d_k.
-func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.StepSummary, []int, error) {
+// stepOutcome is what a written step leaves for the run and its store.
+type stepOutcome struct {
+	summary rollout.StepSummary
+	// d are the step's d_k in plan order.
+	d     []int
+	stats []rollout.QueryStats
+}
+
+// runStep runs, assembles and writes one step.
+func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome, error) {
 	start := time.Now()
 	var version int64
 	if f.cfg.PolicyVersion != nil {
@@ -236,44 +294,75 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version)
 	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version)
 	f.cfg.Metrics.stepStarted(version)
-	results, err := f.runUnits(ctx, plan)
+	var (
+		results  stepResults = make(memResults, len(plan.units))
+		finished map[int]resultDigest
+		digests  []resultDigest
+		err      error
+	)
+	if f.st != nil {
+		results = storedResults{st: f.st, plan: &plan}
+		if finished, err = f.scheduleStep(ctx, plan); err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	if f.cfg.Queue {
+		digests, err = f.runQueued(ctx, plan, finished)
+	} else {
+		digests, err = f.runUnits(ctx, plan, results, finished)
+	}
 	if err != nil {
-		return rollout.StepSummary{}, nil, err
+		return stepOutcome{}, err
 	}
 	rolloutTime := time.Since(start)
 	f.cfg.Metrics.phaseDone(PhaseRollout, rolloutTime)
 
-	d := make([]int, len(results))
-	for i := range results {
-		d[i] = len(results[i].Tree.Executors)
+	d := make([]int, len(digests))
+	for i := range digests {
+		d[i] = digests[i].D
 	}
 	dbar, err := f.resolveDBar(step, prevD, d)
 	if err != nil {
-		return rollout.StepSummary{}, nil, err
+		return stepOutcome{}, err
 	}
 	gcfg := rollout.GroupConfig{Mode: f.cfg.Mode, DBar: dbar, DropZeroVariance: f.cfg.DropZeroVariance, RunSeed: f.cfg.Seed, Step: step}
 	// The samples share the results' token slices (see StepFiles).
 	builder := rollout.SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version, ShareTokens: true}
-	asm, err := assembleStep(gcfg, builder, plan, f.cfg.GroupSize, results)
-	if err != nil {
-		return rollout.StepSummary{}, nil, err
-	}
-	assembled := time.Now()
-	f.cfg.Metrics.phaseDone(PhaseAssemble, assembled.Sub(start)-rolloutTime)
 	// The rollouts are all in: a cancellation that arrived during the grace
 	// period must not keep a complete step from being written.
-	if err := f.cfg.Sink.WriteStep(context.WithoutCancel(ctx), step, asm.files); err != nil {
-		return rollout.StepSummary{}, nil, fmt.Errorf("rollout step %d: %w", step, err)
+	wctx := context.WithoutCancel(ctx)
+	sum := rollout.StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks)}
+	acc := newSummaryAcc(&sum)
+	w, err := f.beginStep(wctx, step)
+	if err != nil {
+		return stepOutcome{}, err
 	}
+	asm, err := assembleStep(wctx, gcfg, builder, plan, f.cfg.GroupSize, results, acc, func(files rollout.StepFiles) error {
+		if err := w.Append(wctx, files); err != nil {
+			return fmt.Errorf("rollout step %d: %w", step, err)
+		}
+		return nil
+	})
+	if err != nil {
+		w.Abort()
+		return stepOutcome{}, err
+	}
+	assembled := time.Now()
+	if err := w.Commit(wctx); err != nil {
+		return stepOutcome{}, fmt.Errorf("rollout step %d: %w", step, err)
+	}
+	// Assembly and writing now run together, one query at a time: the
+	// assemble phase counts both, the write phase the final flush.
 	written := time.Since(assembled)
+	f.cfg.Metrics.phaseDone(PhaseAssemble, assembled.Sub(start)-rolloutTime)
 	f.cfg.Metrics.phaseDone(PhaseWrite, written)
 
-	sum := rollout.StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks), Counters: asm.counters,
-		PlannerSamples: len(asm.files.Planner), ExecutorSamples: len(asm.files.Executor)}
+	acc.finish()
+	sum.Counters = asm.counters
+	sum.PlannerSamples, sum.ExecutorSamples = asm.planner, asm.executor
 	if f.cfg.Mode.TrainsExecutor() {
 		sum.DBar = dbar
 	}
-	summarize(&sum, results)
 	sum.Usage.Price(f.cfg.Prices)
 	f.cfg.Metrics.stepWritten(sum.DriftEvents, sum.MeanMainReward, sum.Accuracy)
 	if q := float64(asm.counters.Queries); q > 0 {
@@ -287,14 +376,14 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (rollout.Step
 	sum.AssembleSeconds = assembled.Sub(start).Seconds() - sum.RolloutSeconds
 	sum.WriteSeconds = written.Seconds()
 	if s := rolloutTime.Seconds(); s > 0 {
-		sum.RolloutsPerSecond = float64(len(results)) / s
+		sum.RolloutsPerSecond = float64(len(digests)) / s
 		sum.CompletionTokensPerSecond = float64(sum.CompletionTokens) / s
 	}
 	f.log.Info("step done", "step", step, "mean_main_reward", sum.MeanMainReward, "mean_sub_reward", sum.MeanSubReward,
 		"accuracy", sum.Accuracy, "failed_rollouts", sum.FailedRollouts, "planner_samples", sum.PlannerSamples,
 		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_seconds", sum.WallSeconds,
 		"rollouts_per_second", sum.RolloutsPerSecond)
-	return sum, d, nil
+	return stepOutcome{summary: sum, d: d, stats: asm.stats}, nil
 }
 
 // resolveDBar picks the step's d̄: the fixed value, or with auto the

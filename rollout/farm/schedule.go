@@ -7,9 +7,10 @@ import (
 	"time"
 )
 
-// runUnits carries out every rollout task of plan with at most
-// Concurrency in flight and returns the results in plan order
-// (results[i] is plan.units[i]), whatever order they finished in.
+// runUnits carries out every rollout task of plan not already finished
+// with at most Concurrency in flight, handing each result to results as it
+// finishes, and returns the digests of all of them in plan order
+// (digests[i] is plan.units[i]'s), whatever order they finished in.
 //
 // Rollouts run under a context that the run's cancellation does not reach
 // directly: when ctx is cancelled, no further rollout starts and those in
@@ -19,9 +20,13 @@ import (
 // on their own). An interrupted step returns an error wrapping ctx's cause,
 // unless every rollout of the step had started and finished within the
 // grace period, in which case the step is complete.
-func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, error) {
+func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults, finished map[int]resultDigest) ([]resultDigest, error) {
 	n := len(plan.units)
-	results := make([]RolloutResult, n)
+	digests := make([]resultDigest, n)
+	putErrs := make([]error, n)
+	// failures holds the first line of each failed rollout's error, for
+	// the log once its result has gone to the store.
+	failures := make([]string, n)
 	done := make(chan int, n)
 	unitCtx, cancelUnits := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelUnits(nil)
@@ -34,6 +39,9 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 		started := 0
 		defer func() { launched <- started }()
 		for i := range plan.units {
+			if _, ok := finished[i]; ok {
+				continue
+			}
 			select {
 			case <-ctx.Done():
 				return
@@ -48,7 +56,10 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 			f.cfg.Metrics.started()
 			go func() {
 				defer func() { <-slots }()
-				results[i] = Execute(unitCtx, f.cfg.Runner, f.scoring, plan.units[i], plan.tasks[i/f.cfg.GroupSize])
+				r := Execute(unitCtx, f.cfg.Runner, f.scoring, plan.units[i], plan.tasks[i/f.cfg.GroupSize])
+				digests[i] = digestOf(&r)
+				failures[i] = firstLine(r.Error)
+				putErrs[i] = results.put(unitCtx, i, &r)
 				done <- i
 			}()
 		}
@@ -57,13 +68,26 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 	start := time.Now()
 	p := Progress{Step: plan.step, Total: n}
 	var rewardSum float64
-	finish := func(i int) {
-		f.cfg.Metrics.finished(results[i].Failed())
+	for i, d := range finished {
+		digests[i] = d
 		p.Done++
-		rewardSum += results[i].Scores.Main
-		if results[i].Failed() {
+		rewardSum += d.Main
+		if d.Failed {
 			p.Errors++
-			f.log.Warn("rollout failed", "rollout", plan.units[i].ID(), "error", firstLine(results[i].Error))
+		}
+	}
+	var putErr error
+	finish := func(i int) {
+		d := digests[i]
+		f.cfg.Metrics.finished(d.Failed)
+		if putErrs[i] != nil && putErr == nil {
+			putErr = putErrs[i]
+		}
+		p.Done++
+		rewardSum += d.Main
+		if d.Failed {
+			p.Errors++
+			f.log.Warn("rollout failed", "rollout", plan.units[i].ID(), "error", failures[i])
 		}
 		p.MeanReward = rewardSum / float64(p.Done)
 		if s := time.Since(start).Seconds(); s > 0 {
@@ -83,7 +107,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 			finish(i)
 		case <-ctxDone:
 			ctxDone = nil
-			started = <-launched
+			started = <-launched + len(finished)
 			f.log.Warn("rollout step interrupted: waiting for in-flight rollouts", "step", plan.step,
 				"in_flight", started-p.Done, "not_started", n-started, "grace", f.cfg.Grace, "cause", context.Cause(ctx))
 			t := time.NewTimer(f.cfg.Grace)
@@ -99,7 +123,10 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan) ([]RolloutResult, er
 	if started < n {
 		return nil, fmt.Errorf("rollout step %d interrupted after %d of %d rollouts: %w", plan.step, started, n, context.Cause(ctx))
 	}
-	return results, nil
+	if putErr != nil {
+		return nil, fmt.Errorf("rollout step %d: %w", plan.step, putErr)
+	}
+	return digests, nil
 }
 
 // firstLine returns the first line of s (a panic's stack trace stays in the

@@ -36,76 +36,99 @@ type Progress struct {
 
 // summarize fills the result-derived fields of a summary.
 func summarize(sum *rollout.StepSummary, results []RolloutResult) {
-	sum.Rollouts = len(results)
+	acc := newSummaryAcc(sum)
+	for i := range results {
+		acc.add(&results[i])
+	}
+	acc.finish()
+}
+
+// summaryAcc fills a summary's result-derived fields one result at a time,
+// so a step assembled from the store need not hold its results.
+type summaryAcc struct {
+	sum                                        *rollout.StepSummary
+	mainSum, subSum, correctSum                float64
+	plannerOK, execOK, subScored, trajectories int
+	lengths                                    map[string][]int
+}
+
+func newSummaryAcc(sum *rollout.StepSummary) *summaryAcc {
 	sum.DHistogram = map[int]int{}
 	sum.ToolErrors = map[string]int{}
 	sum.FormatErrors = map[string]int{}
-	var mainSum, subSum, correctSum float64
-	var plannerOK, execOK, subScored, trajectories int
-	lengths := map[string][]int{}
-	formatError := func(reason string) {
-		trajectories++
-		if c := formatClass(reason); c != "" {
-			sum.FormatErrors[c]++
+	return &summaryAcc{sum: sum, lengths: map[string][]int{}}
+}
+
+func (a *summaryAcc) formatError(reason string) {
+	a.trajectories++
+	if c := formatClass(reason); c != "" {
+		a.sum.FormatErrors[c]++
+	}
+}
+
+// add counts one result.
+func (a *summaryAcc) add(r *RolloutResult) {
+	sum := a.sum
+	sum.Rollouts++
+	sum.ScoringSeconds += r.ScoringSeconds
+	a.formatError(r.Scores.FormatReason)
+	if r.Scores.Verdict != nil {
+		sum.Usage.JudgeCalls += r.Scores.Verdict.JudgeCalls
+	}
+	if r.Failed() {
+		sum.FailedRollouts++
+	}
+	a.mainSum += r.Scores.Main
+	a.correctSum += r.Scores.Correct
+	if r.Scores.FormatOK {
+		a.plannerOK++
+	}
+	if r.Scores.ScoreError != "" {
+		sum.ScoreErrors++
+	}
+	d := len(r.Tree.Executors)
+	sum.DHistogram[d]++
+	sum.Executors += d
+	for _, s := range r.Scores.Subs {
+		a.formatError(s.FormatReason)
+		if s.ExpertRaw != "" {
+			sum.Usage.JudgeCalls++
+		}
+		if s.FormatOK {
+			a.execOK++
+		}
+		if s.ExpertError != "" {
+			sum.ExpertErrors++
+		}
+		a.subSum += s.Reward
+		a.subScored++
+	}
+	for _, tr := range append([]TrajectoryResult{r.Planner}, r.Executors...) {
+		sum.DriftEvents += tr.Drifts
+		if tr.SequenceError != "" {
+			sum.SequenceErrors++
 		}
 	}
-	for i := range results {
-		r := &results[i]
-		sum.ScoringSeconds += r.ScoringSeconds
-		formatError(r.Scores.FormatReason)
-		if r.Scores.Verdict != nil {
-			sum.Usage.JudgeCalls += r.Scores.Verdict.JudgeCalls
-		}
-		if r.Failed() {
-			sum.FailedRollouts++
-		}
-		mainSum += r.Scores.Main
-		correctSum += r.Scores.Correct
-		if r.Scores.FormatOK {
-			plannerOK++
-		}
-		if r.Scores.ScoreError != "" {
-			sum.ScoreErrors++
-		}
-		d := len(r.Tree.Executors)
-		sum.DHistogram[d]++
-		sum.Executors += d
-		for _, s := range r.Scores.Subs {
-			formatError(s.FormatReason)
-			if s.ExpertRaw != "" {
-				sum.Usage.JudgeCalls++
-			}
-			if s.FormatOK {
-				execOK++
-			}
-			if s.ExpertError != "" {
-				sum.ExpertErrors++
-			}
-			subSum += s.Reward
-			subScored++
-		}
-		for _, tr := range append([]TrajectoryResult{r.Planner}, r.Executors...) {
-			sum.DriftEvents += tr.Drifts
-			if tr.SequenceError != "" {
-				sum.SequenceErrors++
-			}
-		}
-		for _, tr := range r.trajectories() {
-			if tr != nil {
-				lengths[tr.Role] = append(lengths[tr.Role], countTrajectory(sum, tr))
-			}
+	for _, tr := range r.trajectories() {
+		if tr != nil {
+			a.lengths[tr.Role] = append(a.lengths[tr.Role], countTrajectory(sum, tr))
 		}
 	}
-	sum.ResponseTokens = make(map[string]rollout.LengthStats, len(lengths))
-	for role, ls := range lengths {
+}
+
+// finish computes the rates and means once every result was added.
+func (a *summaryAcc) finish() {
+	sum := a.sum
+	sum.ResponseTokens = make(map[string]rollout.LengthStats, len(a.lengths))
+	for role, ls := range a.lengths {
 		sum.ResponseTokens[role] = rollout.NewLengthStats(ls)
 	}
-	if trajectories > 0 {
+	if a.trajectories > 0 {
 		n := 0
 		for _, c := range sum.FormatErrors {
 			n += c
 		}
-		sum.FormatErrorRate = float64(n) / float64(trajectories)
+		sum.FormatErrorRate = float64(n) / float64(a.trajectories)
 	}
 	if sum.LLMCalls > 0 {
 		sum.TruncationRate = float64(sum.TruncatedTurns) / float64(sum.LLMCalls)
@@ -117,14 +140,14 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 		}
 		sum.ToolErrorRate = float64(n) / float64(sum.ToolCalls)
 	}
-	if n := float64(len(results)); n > 0 {
-		sum.MeanMainReward = mainSum / n
-		sum.Accuracy = correctSum / n
-		sum.PlannerFormatValid = float64(plannerOK) / n
+	if n := float64(sum.Rollouts); n > 0 {
+		sum.MeanMainReward = a.mainSum / n
+		sum.Accuracy = a.correctSum / n
+		sum.PlannerFormatValid = float64(a.plannerOK) / n
 	}
-	if subScored > 0 {
-		sum.ExecutorFormatValid = float64(execOK) / float64(subScored)
-		sum.MeanSubReward = subSum / float64(subScored)
+	if a.subScored > 0 {
+		sum.ExecutorFormatValid = float64(a.execOK) / float64(a.subScored)
+		sum.MeanSubReward = a.subSum / float64(a.subScored)
 	}
 }
 

@@ -156,6 +156,9 @@ func (e *storeError) Unwrap() error { return e.err }
 
 // mapErr turns the error replies that mean a store error into one.
 func mapErr(err error) error {
+	if errors.Is(err, goredis.ErrClosed) {
+		return fmt.Errorf("%w: %w", store.ErrClosed, err)
+	}
 	var re goredis.Error
 	if err == nil || !errors.As(err, &re) {
 		return err

@@ -108,10 +108,18 @@ func (s *Store) PutStep(ctx context.Context, run string, st store.StepRecord) er
 		}
 		summary = sql.NullString{String: string(b), Valid: true}
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO steps (run, step, status, rollouts, dbar, files, summary) VALUES (?, ?, ?, ?, ?, ?, ?)
+	var observed sql.NullString
+	if st.ObservedD != nil {
+		b, err := json.Marshal(st.ObservedD)
+		if err != nil {
+			return s.errf(op, err)
+		}
+		observed = sql.NullString{String: string(b), Valid: true}
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO steps (run, step, status, rollouts, dbar, files, summary, observed_d) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run, step) DO UPDATE SET status = excluded.status, rollouts = excluded.rollouts, dbar = excluded.dbar,
-			files = excluded.files, summary = excluded.summary`,
-		run, st.Step, string(st.Status), st.Rollouts, st.DBar, st.Files, summary)
+			files = excluded.files, summary = excluded.summary, observed_d = excluded.observed_d`,
+		run, st.Step, string(st.Status), st.Rollouts, st.DBar, st.Files, summary, observed)
 	if isForeignKey(err) {
 		return s.errf(op, fmt.Errorf("no run %q: %w", run, store.ErrNotFound))
 	}
@@ -127,7 +135,7 @@ func (s *Store) Steps(ctx context.Context, run string) ([]store.StepRecord, erro
 	if err := s.alive(); err != nil {
 		return nil, s.errf(op, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT step, status, rollouts, dbar, files, summary FROM steps WHERE run = ? ORDER BY step`, run)
+	rows, err := s.r.QueryContext(ctx, `SELECT step, status, rollouts, dbar, files, summary, observed_d FROM steps WHERE run = ? ORDER BY step`, run)
 	if err != nil {
 		return nil, s.errf(op, err)
 	}
@@ -135,11 +143,12 @@ func (s *Store) Steps(ctx context.Context, run string) ([]store.StepRecord, erro
 	out := []store.StepRecord{}
 	for rows.Next() {
 		var (
-			st      store.StepRecord
-			status  string
-			summary sql.NullString
+			st       store.StepRecord
+			status   string
+			summary  sql.NullString
+			observed sql.NullString
 		)
-		if err := rows.Scan(&st.Step, &status, &st.Rollouts, &st.DBar, &st.Files, &summary); err != nil {
+		if err := rows.Scan(&st.Step, &status, &st.Rollouts, &st.DBar, &st.Files, &summary, &observed); err != nil {
 			return nil, s.errf(op, err)
 		}
 		st.Status = store.StepStatus(status)
@@ -147,6 +156,11 @@ func (s *Store) Steps(ctx context.Context, run string) ([]store.StepRecord, erro
 			st.Summary = new(rollout.StepSummary)
 			if err := json.Unmarshal([]byte(summary.String), st.Summary); err != nil {
 				return nil, s.errf(op, corruptf("summary of step %d: %v", st.Step, err))
+			}
+		}
+		if observed.Valid {
+			if err := json.Unmarshal([]byte(observed.String), &st.ObservedD); err != nil {
+				return nil, s.errf(op, corruptf("observed d of step %d: %v", st.Step, err))
 			}
 		}
 		out = append(out, st)

@@ -124,6 +124,8 @@ CREATE TABLE policy_versions (
 	PRIMARY KEY (run, role)
 ) STRICT;
 `},
+	// 2: a step's observed d_k (JSON array), for a resumed run's auto d̄.
+	{2, `ALTER TABLE steps ADD COLUMN observed_d TEXT;`},
 }
 
 // SchemaVersion is the schema version this binary writes: the number of

@@ -42,7 +42,7 @@ const (
 var ErrNewerSchema = errors.New("store written by a newer version of mgrpo")
 
 // errClosed is returned by the methods of a closed Store.
-var errClosed = errors.New("store closed")
+var errClosed = store.ErrClosed
 
 // Option configures Open.
 type Option func(*config)

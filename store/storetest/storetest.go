@@ -144,7 +144,7 @@ func testRuns(t *testing.T, b Backend) {
 	for _, st := range []store.StepRecord{
 		{Step: 2, Status: store.StepScheduled, Rollouts: 8},
 		{Step: 1, Status: store.StepWritten, Rollouts: 8, DBar: 2, Files: "out/step-000001"},
-		{Step: 2, Status: store.StepWritten, Rollouts: 8, DBar: 3, Files: "out/step-000002", Summary: sum},
+		{Step: 2, Status: store.StepWritten, Rollouts: 8, DBar: 3, Files: "out/step-000002", Summary: sum, ObservedD: []int{0, 3, 1, 2, 0, 0, 4, 1}},
 	} {
 		if err := s.PutStep(c, "r1", st); err != nil {
 			t.Fatalf("PutStep %d: %v", st.Step, err)
@@ -156,7 +156,7 @@ func testRuns(t *testing.T, b Backend) {
 	}
 	want := []store.StepRecord{
 		{Step: 1, Status: store.StepWritten, Rollouts: 8, DBar: 2, Files: "out/step-000001"},
-		{Step: 2, Status: store.StepWritten, Rollouts: 8, DBar: 3, Files: "out/step-000002", Summary: sum},
+		{Step: 2, Status: store.StepWritten, Rollouts: 8, DBar: 3, Files: "out/step-000002", Summary: sum, ObservedD: []int{0, 3, 1, 2, 0, 0, 4, 1}},
 	}
 	if !reflect.DeepEqual(steps, want) {
 		t.Errorf("Steps = %+v, want %+v", steps, want)

@@ -1,0 +1,217 @@
+package farm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/mgrpo/mgrpo/store"
+)
+
+// resultDigest is what the farm keeps in memory of a finished rollout while
+// its step runs: enough for progress and for d̄, not its tokens.
+type resultDigest struct {
+	// D is the rollout's d_k (executor trajectories).
+	D      int     `json:"d"`
+	Main   float64 `json:"main"`
+	Failed bool    `json:"failed,omitempty"`
+}
+
+func digestOf(r *RolloutResult) resultDigest {
+	return resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed()}
+}
+
+// stepResults holds a step's finished results until the step is assembled:
+// in memory, or in the run's store so that memory does not grow with the
+// step.
+type stepResults interface {
+	// put keeps result i of the plan; it is called once per rollout, from
+	// the rollout's goroutine.
+	put(ctx context.Context, i int, r *RolloutResult) error
+	// get returns result i; assembly calls it once per rollout in plan
+	// order, after which the result is not needed again.
+	get(ctx context.Context, i int) (*RolloutResult, error)
+}
+
+// memResults keeps a step's results in memory.
+type memResults []*RolloutResult
+
+func (m memResults) put(_ context.Context, i int, r *RolloutResult) error {
+	m[i] = r
+	return nil
+}
+
+func (m memResults) get(_ context.Context, i int) (*RolloutResult, error) {
+	r := m[i]
+	m[i] = nil
+	if r == nil {
+		return nil, fmt.Errorf("no result for rollout %d", i)
+	}
+	return r, nil
+}
+
+// storedResults keeps a step's results in the run's store, each written as
+// its rollout finishes.
+type storedResults struct {
+	st   *storeAccess
+	plan *stepPlan
+}
+
+func (s storedResults) put(ctx context.Context, i int, r *RolloutResult) error {
+	return s.st.putResult(ctx, r)
+}
+
+func (s storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
+	u := s.plan.units[i]
+	var raw json.RawMessage
+	err := s.st.retry(ctx, "read the result of "+u.ID(), func(ctx context.Context) error {
+		var err error
+		raw, err = s.st.store.Result(ctx, u.Run, u.Step, u.ID())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	r, err := decodeResult(raw)
+	if err != nil {
+		return nil, fmt.Errorf("result of %s in the store: %w", u.ID(), err)
+	}
+	if r.Task != u {
+		return nil, fmt.Errorf("result of %s in the store is that of task %s (seed %d, policy version %d)", u.ID(), r.Task.ID(), r.Task.Seed, r.Task.PolicyVersion)
+	}
+	return r, nil
+}
+
+// encodeResult writes a result as the store keeps it: its digest on the
+// first line, then the result's JSON, so the digests of a whole step are
+// read without decoding its rollouts.
+func encodeResult(r *RolloutResult) (json.RawMessage, error) {
+	d, err := json.Marshal(digestOf(r))
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(r)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(d)+1+len(body))
+	out = append(append(append(out, d...), '\n'), body...)
+	return out, nil
+}
+
+// decodeDigest reads the digest line of a stored result.
+func decodeDigest(raw []byte) (resultDigest, error) {
+	line, _, ok := bytes.Cut(raw, []byte{'\n'})
+	var d resultDigest
+	if !ok {
+		return d, errors.New("stored result has no digest line")
+	}
+	if err := json.Unmarshal(line, &d); err != nil {
+		return d, fmt.Errorf("stored result's digest: %w", err)
+	}
+	return d, nil
+}
+
+// decodeResult reads a stored result.
+func decodeResult(raw []byte) (*RolloutResult, error) {
+	_, body, ok := bytes.Cut(raw, []byte{'\n'})
+	if !ok {
+		return nil, errors.New("stored result has no digest line")
+	}
+	r := new(RolloutResult)
+	if err := json.Unmarshal(body, r); err != nil {
+		return nil, err
+	}
+	if r.Tree == nil {
+		return nil, errors.New("stored result has no rollout tree")
+	}
+	return r, nil
+}
+
+// storeAccess is the farm's use of its store: every call retried with
+// backoff while the store is unreachable, so a store lost mid-run makes
+// the run wait instead of losing results.
+type storeAccess struct {
+	store store.Store
+	log   *slog.Logger
+	// maxBackoff caps the wait between attempts.
+	maxBackoff time.Duration
+}
+
+// retry calls fn until it succeeds, fails for good (a missing record, a
+// conflict, corrupt data, a closed store) or ctx ends.
+func (a *storeAccess) retry(ctx context.Context, what string, fn func(context.Context) error) error {
+	wait := 50 * time.Millisecond
+	maxWait := a.maxBackoff
+	if maxWait <= 0 {
+		maxWait = 5 * time.Second
+	}
+	for attempt := 1; ; attempt++ {
+		err := fn(ctx)
+		if err == nil || !transientStoreError(err) {
+			if err != nil {
+				return fmt.Errorf("store: %s: %w", what, err)
+			}
+			if attempt > 1 {
+				a.log.Info("store reachable again", "op", what, "attempts", attempt)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("store: %s: %w (gave up: %w)", what, err, context.Cause(ctx))
+		}
+		a.log.Warn("store call failed, retrying", "op", what, "attempt", attempt, "retry_in", wait, "error", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("store: %s: %w (gave up: %w)", what, err, context.Cause(ctx))
+		case <-t.C:
+		}
+		wait = min(2*wait, maxWait)
+	}
+}
+
+// transientStoreError reports whether err may go away by itself (a lost
+// connection, a timeout) rather than being an answer.
+func transientStoreError(err error) bool {
+	switch {
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrCorrupt),
+		errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
+		return false
+	}
+	return true
+}
+
+// putResult encodes and stores a result (the first stored for a task wins).
+func (a *storeAccess) putResult(ctx context.Context, r *RolloutResult) error {
+	raw, err := encodeResult(r)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", r.describe(), err)
+	}
+	return a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
+		return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, r.Task.ID(), raw)
+	})
+}
+
+// digests returns the digests of the step's results in the store, by task
+// id.
+func (a *storeAccess) digests(ctx context.Context, run string, step int) (map[string]resultDigest, error) {
+	out := map[string]resultDigest{}
+	err := a.retry(ctx, fmt.Sprintf("read the results of step %d", step), func(ctx context.Context) error {
+		clear(out)
+		return a.store.ScanResults(ctx, run, step, func(id string, raw json.RawMessage) error {
+			d, err := decodeDigest(raw)
+			if err != nil {
+				return fmt.Errorf("result of %s: %w: %w", id, store.ErrCorrupt, err)
+			}
+			out[id] = d
+			return nil
+		})
+	})
+	return out, err
+}

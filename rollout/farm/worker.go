@@ -1,0 +1,249 @@
+package farm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/store"
+)
+
+// Defaults of WorkerOptions.
+const (
+	// DefaultLease is how long a claimed rollout is held before another
+	// worker may take it; holders extend it every third of it, so only a
+	// worker that died (or lost the store that long) loses its leases.
+	DefaultLease = 30 * time.Second
+	// DefaultMaxAttempts dead-letters a rollout whose lease expired this
+	// many times: a rollout that kills every worker taking it is recorded
+	// as failed instead of killing them all.
+	DefaultMaxAttempts = 3
+)
+
+// WorkerOptions tune a worker's claims.
+type WorkerOptions struct {
+	// Name names the worker in leases and logs (empty: host-pid).
+	Name string
+	// Lease is each claim's lease (0: DefaultLease).
+	Lease time.Duration
+	// MaxAttempts dead-letters a task after this many expired leases
+	// (0: DefaultMaxAttempts).
+	MaxAttempts int
+}
+
+func (o WorkerOptions) withDefaults() WorkerOptions {
+	if o.Name == "" {
+		host, _ := os.Hostname()
+		o.Name = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLease
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	return o
+}
+
+// Worker claims rollout tasks of one run from the store's queue, runs them
+// and stores their results: the body of `mgrpo worker`, and of the local
+// rollouts of a coordinating farm.
+type Worker struct {
+	cfg     Config
+	opts    WorkerOptions
+	st      *storeAccess
+	scoring Scoring
+	tasks   map[string]Task
+	log     *slog.Logger
+}
+
+// NewWorker returns a worker of the run cfg.Run in cfg.Store running
+// cfg.Concurrency rollouts at once with cfg.Runner and cfg's scoring, for
+// the run's tasks.
+func NewWorker(cfg Config, tasks []Task, opts WorkerOptions) (*Worker, error) {
+	var errs []error
+	if cfg.Store == nil {
+		errs = append(errs, errors.New("Store: nil; a worker serves a run of a store"))
+	}
+	if cfg.Run == "" {
+		errs = append(errs, errors.New("Run: empty"))
+	}
+	if cfg.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("Concurrency %d: must be at least 1", cfg.Concurrency))
+	}
+	if cfg.Runner == nil {
+		errs = append(errs, errors.New("Runner: nil"))
+	}
+	if cfg.Scorer == nil {
+		errs = append(errs, errors.New("Scorer: nil"))
+	}
+	if len(tasks) == 0 {
+		errs = append(errs, errors.New("tasks: none"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("rollout worker: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	w := &Worker{cfg: cfg, opts: opts.withDefaults(), scoring: newScoring(cfg), tasks: make(map[string]Task, len(tasks)), log: log}
+	w.st = &storeAccess{store: cfg.Store, log: log}
+	for _, t := range tasks {
+		w.tasks[t.ID] = t
+	}
+	return w, nil
+}
+
+// Name returns the worker's name.
+func (w *Worker) Name() string { return w.opts.Name }
+
+// Serve claims and runs tasks until ctx ends. It then claims no more and
+// gives the rollouts in flight the grace period to finish; those still
+// running after it are abandoned, and their leases expire for other
+// workers to take. It returns nil when stopped by ctx, or the error that
+// stopped it (a store that answers but cannot serve the run).
+func (w *Worker) Serve(ctx context.Context) error {
+	w.log.Info("worker serving", "worker", w.opts.Name, "run", w.cfg.Run, "concurrency", w.cfg.Concurrency, "lease", w.opts.Lease)
+	runCtx, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelRuns(nil)
+	slots := make(chan struct{}, w.cfg.Concurrency)
+	var wg sync.WaitGroup
+	var serveErr error
+	for ctx.Err() == nil {
+		// Wait for a free slot, then claim as many tasks as slots are free.
+		select {
+		case <-ctx.Done():
+			continue
+		case slots <- struct{}{}:
+		}
+		free := 1
+		for free < cap(slots) {
+			select {
+			case slots <- struct{}{}:
+				free++
+				continue
+			default:
+			}
+			break
+		}
+		var leases []store.Lease
+		err := w.st.retry(ctx, "claim rollout tasks", func(ctx context.Context) error {
+			var err error
+			leases, err = w.cfg.Store.Claim(ctx, store.ClaimRequest{Run: w.cfg.Run, Worker: w.opts.Name, Max: free,
+				Lease: w.opts.Lease, Wait: time.Second, MaxAttempts: w.opts.MaxAttempts})
+			return err
+		})
+		for range free - len(leases) {
+			<-slots
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				serveErr = err
+			}
+			break
+		}
+		for _, l := range leases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-slots }()
+				w.serveLease(runCtx, l)
+			}()
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(w.cfg.Grace):
+		cancelRuns(fmt.Errorf("worker stopped: rollouts abandoned after the %v grace period", w.cfg.Grace))
+		w.log.Warn("worker stopped with rollouts in flight; their leases will expire for other workers", "worker", w.opts.Name)
+	}
+	return serveErr
+}
+
+// serveLease runs one claimed task, extending its lease while it runs,
+// then stores its result and completes it. A lease lost to another worker
+// stops the rollout: the other worker's result will count.
+func (w *Worker) serveLease(ctx context.Context, l store.Lease) {
+	task := l.Task
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopExtend := make(chan struct{})
+	extended := make(chan struct{})
+	go func() {
+		defer close(extended)
+		t := time.NewTicker(w.opts.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopExtend:
+				return
+			case <-t.C:
+			}
+			nl, err := w.cfg.Store.Extend(ctx, l, w.opts.Lease)
+			switch {
+			case err == nil:
+				l = nl
+			case errors.Is(err, store.ErrLeaseLost):
+				w.log.Warn("lease lost: another worker has the rollout", "rollout", task.ID(), "worker", w.opts.Name)
+				cancel(fmt.Errorf("lease of %s lost: %w", task.ID(), err))
+				return
+			default:
+				w.log.Warn("extending a lease failed; retrying at the next tick", "rollout", task.ID(), "error", err)
+			}
+		}
+	}()
+	w.cfg.Metrics.started()
+	r := w.execute(ctx, task)
+	close(stopExtend)
+	<-extended
+	w.cfg.Metrics.finished(r.Failed())
+	if context.Cause(ctx) != nil {
+		return
+	}
+	if r.Failed() {
+		w.log.Warn("rollout failed", "rollout", task.ID(), "error", firstLine(r.Error))
+	}
+	if err := w.st.putResult(ctx, &r); err != nil {
+		w.log.Error("storing a result failed; the lease will expire and the rollout be redone", "rollout", task.ID(), "error", err)
+		return
+	}
+	if err := w.st.retry(ctx, "complete "+task.ID(), func(ctx context.Context) error { return w.cfg.Store.Complete(ctx, l) }); err != nil {
+		w.log.Warn("completing a task failed; its result is stored and counts", "rollout", task.ID(), "error", err)
+	}
+}
+
+// execute runs task, or records as failed a task whose query the run does
+// not hold.
+func (w *Worker) execute(ctx context.Context, task rollout.RolloutTask) RolloutResult {
+	t, ok := w.tasks[task.QueryID]
+	if !ok {
+		return failedResult(ctx, w.scoring, task, Task{ID: task.QueryID}, fmt.Sprintf("query %q is not among the run's tasks", task.QueryID))
+	}
+	return Execute(ctx, w.cfg.Runner, w.scoring, task, t)
+}
+
+// failedResult is the result of a rollout that could not run, scored as
+// every failed rollout is.
+func failedResult(ctx context.Context, scoring Scoring, task rollout.RolloutTask, t Task, why string) RolloutResult {
+	return Execute(ctx, failingRunner(why), scoring, task, t)
+}
+
+// failingRunner is a Runner whose rollouts fail with its text.
+type failingRunner string
+
+func (f failingRunner) Run(_ context.Context, _ rollout.RolloutTask, t Task) *agents.Rollout {
+	return &agents.Rollout{Question: t.Question, Planner: &agents.Trajectory{Role: agents.RolePlanner, Task: t.Question, Error: string(f)}}
+}
