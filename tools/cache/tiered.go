@@ -2,7 +2,9 @@ package cache
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"sync"
@@ -25,6 +27,7 @@ type Tiered struct {
 	local   Cache
 	decoded DecodedCache // local as a DecodedCache, or nil
 	shared  Cache
+	ns      string // suffix of the shared level's keys, "" for none
 	ttl     time.Duration
 	timeout time.Duration
 	onError func(op string, err error)
@@ -45,6 +48,11 @@ type TieredConfig struct {
 	// Shared is the shared level; nil makes the Tiered its local level
 	// alone.
 	Shared Cache
+	// Namespace separates the shared level's entries of callers whose
+	// answers differ for the same key: Tiereds share entries only when
+	// their namespaces are equal. It enters the shared keys hashed, so it
+	// may name URLs and paths without writing them to the store.
+	Namespace string
 	// TTL is the lifetime of an entry written with ttl ≤ 0, in both levels
 	// (0: one hour, the LRU's default).
 	TTL time.Duration
@@ -101,8 +109,13 @@ func NewTiered(cfg TieredConfig) *Tiered {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	ns := ""
+	if cfg.Namespace != "" {
+		h := sha256.Sum256([]byte(cfg.Namespace))
+		ns = "@" + hex.EncodeToString(h[:8])
+	}
 	dc, _ := cfg.Local.(DecodedCache)
-	return &Tiered{local: cfg.Local, decoded: dc, shared: cfg.Shared, ttl: cfg.TTL, timeout: cfg.Timeout,
+	return &Tiered{local: cfg.Local, decoded: dc, shared: cfg.Shared, ns: ns, ttl: cfg.TTL, timeout: cfg.Timeout,
 		onError: cfg.OnError, logger: cfg.Logger, now: time.Now}
 }
 
@@ -133,7 +146,7 @@ func (t *Tiered) GetShared(ctx context.Context, key string) ([]byte, bool) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	raw, ok, err := t.shared.Get(sctx, key)
+	raw, ok, err := t.shared.Get(sctx, key+t.ns)
 	if err != nil {
 		t.misses.Add(1)
 		t.fail("get", key, err)
@@ -175,7 +188,7 @@ func (t *Tiered) Set(ctx context.Context, key string, value []byte, ttl time.Dur
 	if t.shared != nil {
 		sctx, cancel := context.WithTimeout(ctx, t.timeout)
 		defer cancel()
-		if serr := t.shared.Set(sctx, key, wrap(value, t.now().Add(ttl)), ttl); serr != nil {
+		if serr := t.shared.Set(sctx, key+t.ns, wrap(value, t.now().Add(ttl)), ttl); serr != nil {
 			t.fail("set", key, serr)
 		}
 	}

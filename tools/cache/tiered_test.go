@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -222,6 +223,27 @@ func TestTieredTTL(t *testing.T) {
 	clk.t = clk.t.Add(20 * time.Second)
 	if _, ok, _ := b.Get(ctx, "default"); ok {
 		t.Error("the default-TTL entry outlived the configured TTL")
+	}
+}
+
+func TestTieredNamespaces(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{time.Unix(1000, 0)}
+	shared := newFakeShared()
+	a, _ := worker(shared, clk, TieredConfig{Namespace: "serper https://sim-a.example"})
+	same, _ := worker(shared, clk, TieredConfig{Namespace: "serper https://sim-a.example"})
+	other, _ := worker(shared, clk, TieredConfig{Namespace: "serper https://sim-b.example"})
+	_ = a.Set(ctx, "k", []byte("v"), 0)
+	if _, ok, _ := same.Get(ctx, "k"); !ok {
+		t.Error("equal namespaces do not share")
+	}
+	if _, ok, _ := other.Get(ctx, "k"); ok {
+		t.Error("another namespace read the entry")
+	}
+	for k := range shared.m {
+		if strings.Contains(k, "sim-a") {
+			t.Errorf("the namespace is written in clear in the key %q", k)
+		}
 	}
 }
 
