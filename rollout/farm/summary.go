@@ -39,6 +39,7 @@ func summarize(sum *rollout.StepSummary, results []RolloutResult) {
 	sum.Rollouts = len(results)
 	sum.DHistogram = map[int]int{}
 	sum.ToolErrors = map[string]int{}
+	sum.ToolCacheByTool = map[string]rollout.CacheCounts{}
 	sum.FormatErrors = map[string]int{}
 	var mainSum, subSum, correctSum float64
 	var plannerOK, execOK, subScored, trajectories int
@@ -154,6 +155,12 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 			sum.ToolCalls++
 			if c.Meta.Class != remote.ClassOK {
 				sum.ToolErrors[string(c.Meta.Class)]++
+			}
+			if m := c.Meta; m.Requests > 0 {
+				sum.ToolCache.Add(m.Requests, m.CacheHits, m.SharedHits)
+				tc := sum.ToolCacheByTool[m.Tool]
+				tc.Add(m.Requests, m.CacheHits, m.SharedHits)
+				sum.ToolCacheByTool[m.Tool] = tc
 			}
 			switch c.Meta.Tool {
 			case searchTool:
