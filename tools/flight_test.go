@@ -10,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/remote"
+	"github.com/mgrpo/mgrpo/tools/search"
 )
 
 // countingStore is an in-memory stand-in for the run's store as a shared
@@ -136,5 +139,49 @@ func TestSearchTieredStoreDown(t *testing.T) {
 	}
 	if got := fake.n.Load(); got != 1 {
 		t.Errorf("provider requests = %d, want 1 (the second call is a local hit)", got)
+	}
+}
+
+// TestWebToolboxSharedCacheMetrics checks the toolbox's wiring of the
+// shared cache: shared hits reach Meta and mgrpo_tool_cache_shared_hits_total,
+// and a store that fails is counted by operation in
+// mgrpo_tool_cache_shared_errors_total while the calls succeed.
+func TestWebToolboxSharedCacheMetrics(t *testing.T) {
+	fake := &countingSerper{}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	m := NewMetrics(nil)
+	shared := &countingStore{}
+	toolbox := func() *Registry {
+		reg, err := NewWebToolbox(WebConfig{
+			Search:      search.Config{Name: "serper", BaseURL: srv.URL, Getenv: func(string) string { return "k-123456" }},
+			SharedCache: shared, Metrics: m,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	args := json.RawMessage(`{"query":["alpha"]}`)
+	if o := toolbox().Call(context.Background(), "search", args); o.Meta.CacheHits != 0 {
+		t.Fatalf("first worker: %+v", o.Meta)
+	}
+	if o := toolbox().Call(context.Background(), "search", args); o.Meta.SharedHits != 1 {
+		t.Fatalf("second worker: %+v; want a shared hit", o.Meta)
+	}
+	if got := testutil.ToFloat64(m.shareHits.WithLabelValues("search", "serper")); got != 1 {
+		t.Errorf("shared hits counter = %v, want 1", got)
+	}
+	shared.down.Store(true)
+	if o := toolbox().Call(context.Background(), "search", json.RawMessage(`{"query":["beta"]}`)); o.Meta.Class != remote.ClassOK {
+		t.Fatalf("call with the store down: %+v", o.Meta)
+	}
+	for _, op := range []string{"get", "set"} {
+		if got := testutil.ToFloat64(m.shareErrs.WithLabelValues(op)); got != 1 {
+			t.Errorf("shared %s errors = %v, want 1", op, got)
+		}
+	}
+	if got := fake.n.Load(); got != 2 {
+		t.Errorf("provider requests = %d, want 2 (alpha once, beta once)", got)
 	}
 }
