@@ -76,6 +76,11 @@ type StepSummary struct {
 	// ToolErrorRate is the share of ToolCalls whose metadata carries a
 	// failure class (ToolErrors counts them by class).
 	ToolErrorRate float64 `json:"tool_error_rate"`
+	// ToolCache counts the tool calls' sub-requests (search queries,
+	// visited URLs) and the tool cache's answers to them, over all tools;
+	// ToolCacheByTool by tool name (tools with sub-requests only).
+	ToolCache       CacheCounts            `json:"tool_cache"`
+	ToolCacheByTool map[string]CacheCounts `json:"tool_cache_by_tool"`
 	// Usage is the step's billable work and its cost under the run's
 	// prices.
 	Usage Usage `json:"usage"`
@@ -94,6 +99,37 @@ type StepSummary struct {
 	WriteSeconds              float64 `json:"write_seconds"`
 	RolloutsPerSecond         float64 `json:"rollouts_per_second"`
 	CompletionTokensPerSecond float64 `json:"completion_tokens_per_second"`
+}
+
+// CacheCounts are the tool cache's outcomes for a set of sub-requests.
+type CacheCounts struct {
+	// Requests counts the sub-requests; Hits those a cache answered, of
+	// which SharedHits the shared cache (the run's store: a result another
+	// worker or run had fetched); Misses the others (asked upstream, or
+	// answered by an identical request already in flight).
+	Requests   int `json:"requests"`
+	Hits       int `json:"hits"`
+	SharedHits int `json:"shared_hits"`
+	Misses     int `json:"misses"`
+	// HitRate is Hits over Requests (0 without requests).
+	HitRate float64 `json:"hit_rate"`
+}
+
+// Add counts one call of requests sub-requests, hits of them answered by a
+// cache, shared of those by the shared one, and updates HitRate. Counts
+// out of range (hits > requests) are clamped, so a malformed record cannot
+// make Misses negative.
+func (c *CacheCounts) Add(requests, hits, shared int) {
+	requests = max(requests, 0)
+	hits = min(max(hits, 0), requests)
+	shared = min(max(shared, 0), hits)
+	c.Requests += requests
+	c.Hits += hits
+	c.SharedHits += shared
+	c.Misses += requests - hits
+	if c.Requests > 0 {
+		c.HitRate = float64(c.Hits) / float64(c.Requests)
+	}
 }
 
 // LengthStats summarise lengths in tokens: how many were measured, their

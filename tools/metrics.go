@@ -11,6 +11,8 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	cacheHits *prometheus.CounterVec
 	cacheMiss *prometheus.CounterVec
+	shareHits *prometheus.CounterVec
+	shareErrs *prometheus.CounterVec
 	bytes     *prometheus.CounterVec
 	upstream  *prometheus.CounterVec
 }
@@ -32,6 +34,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		cacheMiss: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_tool_cache_misses_total", Help: "Sub-requests not found in the tool cache.",
 		}, []string{"tool", "provider"}),
+		shareHits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_tool_cache_shared_hits_total", Help: "Cache hits served by the shared cache (the run's store); a subset of mgrpo_tool_cache_hits_total.",
+		}, []string{"tool", "provider"}),
+		shareErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_tool_cache_shared_errors_total", Help: "Failed reads and writes of the shared cache, by operation (get, set); a failed read is a miss.",
+		}, []string{"op"}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_tool_observation_bytes_total", Help: "Bytes of observation text returned to the model.",
 		}, []string{"tool", "provider"}),
@@ -40,7 +48,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"tool", "provider", "class"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.latency, m.cacheHits, m.cacheMiss, m.bytes, m.upstream)
+		reg.MustRegister(m.calls, m.latency, m.cacheHits, m.cacheMiss, m.shareHits, m.shareErrs, m.bytes, m.upstream)
 	}
 	return m
 }
@@ -56,6 +64,9 @@ func (m *Metrics) observe(meta Meta) {
 	if meta.CacheHits > 0 {
 		m.cacheHits.WithLabelValues(meta.Tool, meta.Provider).Add(float64(meta.CacheHits))
 	}
+	if meta.SharedHits > 0 {
+		m.shareHits.WithLabelValues(meta.Tool, meta.Provider).Add(float64(meta.SharedHits))
+	}
 	if miss := meta.Requests - meta.CacheHits; miss > 0 {
 		m.cacheMiss.WithLabelValues(meta.Tool, meta.Provider).Add(float64(miss))
 	}
@@ -70,4 +81,12 @@ func (m *Metrics) upstreamDone(tool, provider, class string) {
 		class = "ok"
 	}
 	m.upstream.WithLabelValues(tool, provider, class).Inc()
+}
+
+// sharedCacheError counts one failed operation of the shared cache.
+func (m *Metrics) sharedCacheError(op string, _ error) {
+	if m == nil {
+		return
+	}
+	m.shareErrs.WithLabelValues(op).Inc()
 }

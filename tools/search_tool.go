@@ -89,7 +89,7 @@ type searchArgs struct {
 
 type queryOutcome struct {
 	text     string
-	hit      bool
+	src      hitSource
 	upstream int
 	err      error
 }
@@ -114,12 +114,12 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 		go func() {
 			defer wg.Done()
 			var upstream atomic.Int32
-			res, hit, err := t.searchOne(ctx, q, &upstream)
+			res, src, err := t.searchOne(ctx, q, &upstream)
 			if err != nil {
 				outs[i] = queryOutcome{text: search.FormatError(q, string(remote.Classify(err)), err.Error()), err: err, upstream: int(upstream.Load())}
 				return
 			}
-			outs[i] = queryOutcome{text: search.Format(q, res), hit: hit, upstream: int(upstream.Load())}
+			outs[i] = queryOutcome{text: search.Format(q, res), src: src, upstream: int(upstream.Load())}
 		}()
 	}
 	wg.Wait()
@@ -132,9 +132,7 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 		b.WriteString(o.text)
 		meta.Requests++
 		meta.Upstream += o.upstream
-		if o.hit {
-			meta.CacheHits++
-		}
+		meta.countHit(o.src)
 		if o.err != nil {
 			failed++
 			if meta.Class == remote.ClassOK {
@@ -150,8 +148,8 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 
 // searchOne answers one query from the cache, or from the one in-flight
 // provider request for the same key, or by asking the provider; upstream
-// counts the requests it sent itself.
-func (t *SearchTool) searchOne(ctx context.Context, q string, upstream *atomic.Int32) ([]search.Result, bool, error) {
+// counts the requests it sent itself. It says where the answer came from.
+func (t *SearchTool) searchOne(ctx context.Context, q string, upstream *atomic.Int32) ([]search.Result, hitSource, error) {
 	key := cache.Key("search", t.cfg.Provider.Name(), cache.Normalize(q), strconv.Itoa(t.cfg.Results))
 	return cachedFlight(ctx, t.cfg.Cache, t.cfg.CacheTTL, &t.flight, key, t.cfg.Timeout, func(fctx context.Context) ([]search.Result, error) {
 		var res []search.Result

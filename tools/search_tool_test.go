@@ -186,11 +186,11 @@ func TestSearchCacheHitsShareDecodedResults(t *testing.T) {
 	ctx := context.Background()
 	var upstream atomic.Int32
 	first, hit, err := tool.searchOne(ctx, "alpha", &upstream)
-	if err != nil || hit || upstream.Load() != 1 {
+	if err != nil || hit != missed || upstream.Load() != 1 {
 		t.Fatalf("first search: hit=%v upstream=%d err=%v; want a miss that asked the provider once", hit, upstream.Load(), err)
 	}
 	second, hit, err := tool.searchOne(ctx, "alpha", &upstream)
-	if err != nil || !hit || upstream.Load() != 1 {
+	if err != nil || hit != localHit || upstream.Load() != 1 {
 		t.Fatalf("second search: hit=%v upstream=%d err=%v; want a hit that asked nothing", hit, upstream.Load(), err)
 	}
 	if len(first) != 1 || &first[0] != &second[0] {
@@ -201,7 +201,7 @@ func TestSearchCacheHitsShareDecodedResults(t *testing.T) {
 	key := cache.Key("search", "serper", cache.Normalize("beta"), "10")
 	_ = lru.Set(ctx, key, []byte(`[{"title":"B","link":"https://b.example/","snippet":"s"}]`), 0)
 	a, hit, err := tool.searchOne(ctx, "beta", &upstream)
-	if err != nil || !hit || len(a) != 1 || a[0].Title != "B" {
+	if err != nil || hit != localHit || len(a) != 1 || a[0].Title != "B" {
 		t.Fatalf("byte entry: %v hit=%v err=%v", a, hit, err)
 	}
 	b, _, _ := tool.searchOne(ctx, "beta", &upstream)

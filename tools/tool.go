@@ -44,6 +44,10 @@ type Meta struct {
 	// cache; Requests counts all sub-requests.
 	CacheHits int `json:"cache_hits"`
 	Requests  int `json:"requests"`
+	// SharedHits counts the CacheHits the shared cache (the run's store)
+	// served: answers another worker, or another run, had fetched. The
+	// others came from this process's own cache.
+	SharedHits int `json:"shared_hits,omitempty"`
 	// Upstream counts the requests this call sent to the provider or site
 	// itself, retries included: what a metered API bills. A sub-request
 	// served by the cache, or by an identical call already in flight,
@@ -58,6 +62,16 @@ type Meta struct {
 	Partial bool `json:"partial,omitempty"`
 	// Error is the failure's text (redacted), empty on success.
 	Error string `json:"error,omitempty"`
+}
+
+// countHit counts one sub-request's cache outcome.
+func (m *Meta) countHit(src hitSource) {
+	if src.hit() {
+		m.CacheHits++
+	}
+	if src == sharedHit {
+		m.SharedHits++
+	}
 }
 
 // Failed reports whether the call failed as a whole (every sub-request

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/mgrpo/mgrpo/tools/cache"
@@ -29,10 +31,24 @@ type WebConfig struct {
 	VisitBudget int
 	// Summarizer, when set, turns pages into goal-directed extractions.
 	Summarizer visit.Summarizer
-	// CacheEntries sizes the shared in-memory cache (0: 10000 entries);
-	// CacheTTL is its entries' lifetime (0: one hour).
+	// CacheEntries sizes the in-memory cache both tools share (0: 10000
+	// entries); CacheTTL is the lifetime of their entries (0: one hour), in
+	// both levels when there is a shared cache.
 	CacheEntries int
 	CacheTTL     time.Duration
+	// SharedCache, when set, is a cache shared with other processes (the
+	// run's store: every worker of the run and every run on the same
+	// store), read on a miss of the in-memory cache and written with every
+	// fetched result (see cache.Tiered). Its failures are misses, counted
+	// in Metrics and logged to Logger.
+	SharedCache cache.Cache
+	// CacheScope separates the shared cache's entries of tools that answer
+	// the same arguments differently (a simulated web of another seed):
+	// toolboxes share entries only within one scope. Search entries are
+	// also scoped by the provider's name, URL and index.
+	CacheScope string
+	// Logger receives the shared cache's failures (nil: discarded).
+	Logger *slog.Logger
 	// Metrics, when set, receives the tools' counters; Registry options
 	// pass on to NewRegistry.
 	Metrics *Metrics
@@ -54,12 +70,25 @@ func NewWebToolbox(cfg WebConfig) (*Registry, error) {
 	if ttl <= 0 {
 		ttl = time.Hour
 	}
-	shared := cache.NewLRU(entries, ttl)
+	lru := cache.NewLRU(entries, ttl)
+	searchCache, visitCache := cache.Cache(lru), cache.Cache(lru)
+	if cfg.SharedCache != nil {
+		tiered := func(ns string) cache.Cache {
+			return cache.NewTiered(cache.TieredConfig{Local: lru, Shared: cfg.SharedCache, Namespace: ns, TTL: ttl,
+				OnError: cfg.Metrics.sharedCacheError, Logger: cfg.Logger})
+		}
+		// One local LRU for both tools (their keys start with the tool's
+		// name); in the store, search results are scoped by the provider's
+		// endpoint as well, pages only by the scope.
+		s := cfg.Search
+		searchCache = tiered(strings.Join([]string{cfg.CacheScope, s.Name, s.BaseURL, s.Index}, "\x00"))
+		visitCache = tiered(cfg.CacheScope)
+	}
 	var gate *remote.Gate
 	if cfg.SearchRate > 0 || cfg.SearchConcurrency > 0 {
 		gate = remote.NewGate(remote.GateConfig{Rate: cfg.SearchRate, Concurrency: cfg.SearchConcurrency})
 	}
-	searchTool, err := NewSearch(SearchConfig{Provider: provider, MaxQueries: cfg.MaxQueries, Results: cfg.Results, Cache: shared, Gate: gate, Metrics: cfg.Metrics})
+	searchTool, err := NewSearch(SearchConfig{Provider: provider, MaxQueries: cfg.MaxQueries, Results: cfg.Results, Cache: searchCache, Gate: gate, Metrics: cfg.Metrics})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +100,7 @@ func NewWebToolbox(cfg WebConfig) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	visitTool, err := NewVisit(VisitConfig{Fetcher: fetcher, Budget: cfg.VisitBudget, Summarizer: cfg.Summarizer, Cache: shared, Metrics: cfg.Metrics})
+	visitTool, err := NewVisit(VisitConfig{Fetcher: fetcher, Budget: cfg.VisitBudget, Summarizer: cfg.Summarizer, Cache: visitCache, Metrics: cfg.Metrics})
 	if err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ type visitArgs struct {
 
 type visitOutcome struct {
 	text     string
-	hit      bool
+	src      hitSource
 	upstream int
 	err      error
 }
@@ -135,9 +135,7 @@ func (t *VisitTool) Call(ctx context.Context, raw json.RawMessage) Observation {
 		b.WriteString(o.text)
 		meta.Requests++
 		meta.Upstream += o.upstream
-		if o.hit {
-			meta.CacheHits++
-		}
+		meta.countHit(o.src)
 		if o.err != nil {
 			failed++
 			if meta.Class == remote.ClassOK {
@@ -162,7 +160,7 @@ func (t *VisitTool) visitOne(ctx context.Context, u, goal string, budget int) vi
 // in upstream the fetches it made itself, and renders it for the model.
 func (t *VisitTool) visitPage(ctx context.Context, u, goal string, budget int, upstream *atomic.Int32) visitOutcome {
 	key := cache.Key("visit", t.cfg.Fetcher.Backend(), strings.TrimSpace(u))
-	page, hit, err := cachedFlight(ctx, t.cfg.Cache, t.cfg.CacheTTL, &t.flight, key, t.cfg.Timeout, func(fctx context.Context) (visit.Page, error) {
+	page, src, err := cachedFlight(ctx, t.cfg.Cache, t.cfg.CacheTTL, &t.flight, key, t.cfg.Timeout, func(fctx context.Context) (visit.Page, error) {
 		var p visit.Page
 		call := func(c context.Context) error {
 			var err error
@@ -180,19 +178,19 @@ func (t *VisitTool) visitPage(ctx context.Context, u, goal string, budget int, u
 		return visitOutcome{text: fmt.Sprintf("Could not visit %s (%s): %s\n", u, remote.Classify(err), err), err: err}
 	}
 	if strings.TrimSpace(page.Text) == "" {
-		return visitOutcome{text: fmt.Sprintf("The page %s has no readable text.\n", page.FinalURL), hit: hit}
+		return visitOutcome{text: fmt.Sprintf("The page %s has no readable text.\n", page.FinalURL), src: src}
 	}
 	if t.cfg.Summarizer != nil && strings.TrimSpace(goal) != "" {
 		ext, _, xerr := visit.Extract(ctx, t.cfg.Summarizer, goal, page.Text, t.cfg.Extract)
 		if xerr == nil {
-			return visitOutcome{text: clipRunes(ext.Format(page.FinalURL, goal), budget, ""), hit: hit}
+			return visitOutcome{text: clipRunes(ext.Format(page.FinalURL, goal), budget, ""), src: src}
 		}
 		if errors.Is(xerr, context.Canceled) || errors.Is(xerr, context.DeadlineExceeded) {
 			return visitOutcome{text: fmt.Sprintf("Could not visit %s (%s): %s\n", u, remote.Classify(xerr), xerr), err: xerr}
 		}
 		// Fall back to the page itself, as the issue asks.
 	}
-	return visitOutcome{text: renderPage(page, budget), hit: hit}
+	return visitOutcome{text: renderPage(page, budget), src: src}
 }
 
 // renderPage shows a page's text within budget characters.

@@ -114,7 +114,7 @@ func inspectionTrajectory(tr *agents.Trajectory) *agents.Trajectory {
 		sc.Calls = make([]agents.CallRecord, len(s.Calls))
 		for j, call := range s.Calls {
 			call.Meta.Latency = 0
-			call.Meta.CacheHit, call.Meta.CacheHits, call.Meta.Upstream = false, 0, 0
+			call.Meta.CacheHit, call.Meta.CacheHits, call.Meta.SharedHits, call.Meta.Upstream = false, 0, 0, 0
 			if id, ok := ids[call.ID]; ok {
 				call.ID = id
 			}

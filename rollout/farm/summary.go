@@ -55,6 +55,7 @@ type summaryAcc struct {
 func newSummaryAcc(sum *rollout.StepSummary) *summaryAcc {
 	sum.DHistogram = map[int]int{}
 	sum.ToolErrors = map[string]int{}
+	sum.ToolCacheByTool = map[string]rollout.CacheCounts{}
 	sum.FormatErrors = map[string]int{}
 	return &summaryAcc{sum: sum, lengths: map[string][]int{}}
 }
@@ -177,6 +178,12 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 			sum.ToolCalls++
 			if c.Meta.Class != remote.ClassOK {
 				sum.ToolErrors[string(c.Meta.Class)]++
+			}
+			if m := c.Meta; m.Requests > 0 {
+				sum.ToolCache.Add(m.Requests, m.CacheHits, m.SharedHits)
+				tc := sum.ToolCacheByTool[m.Tool]
+				tc.Add(m.Requests, m.CacheHits, m.SharedHits)
+				sum.ToolCacheByTool[m.Tool] = tc
 			}
 			switch c.Meta.Tool {
 			case searchTool:

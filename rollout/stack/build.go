@@ -13,6 +13,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/tools"
+	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/search"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -39,6 +40,11 @@ type Options struct {
 	// Prometheus collectors (mgrpo_llm_*, mgrpo_tool_*), shared by every
 	// role.
 	Registerer prometheus.Registerer
+	// SharedCache, when set, is the tool cache shared by every worker of
+	// the run and by runs on the same store (the run's store.Store serves
+	// as it is): the tools look there when their in-memory cache misses
+	// and write every fetched result to it. Nil: in-memory cache only.
+	SharedCache cache.Cache
 }
 
 // Stack is what a run needs from its endpoints: the agent (the planner
@@ -138,6 +144,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
 		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
 		AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
+		SharedCache: opts.SharedCache, CacheScope: cacheScope(c), Logger: logger,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
@@ -190,6 +197,16 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	}
 	ok = true
 	return st, nil
+}
+
+// cacheScope separates the shared tool cache's entries of runs whose tools
+// answer the same arguments differently: each seed of the simulated web is
+// a different web (its address alone could be reused by another seed).
+func cacheScope(c Config) string {
+	if c.Sim {
+		return fmt.Sprintf("sim seed %d", c.Seed)
+	}
+	return ""
 }
 
 // Configure adds the stack's runner and scorers to a farm configuration:
