@@ -39,6 +39,8 @@ type fakeTinker struct {
 	// echoKey makes error answers repeat the key, to check the client
 	// keeps it out of its errors.
 	echoKey bool
+	// submitDetail replaces the detail of scripted submit answers.
+	submitDetail string
 }
 
 type fakeCall struct {
@@ -117,7 +119,11 @@ func (f *fakeTinker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "0")
 			f.reply(w, 429, map[string]string{"detail": "rate limited"})
 		default:
-			f.reply(w, st, map[string]string{"detail": "scripted " + strconv.Itoa(st)})
+			d := "scripted " + strconv.Itoa(st)
+			if f.submitDetail != "" {
+				d = f.submitDetail
+			}
+			f.reply(w, st, map[string]string{"detail": d})
 		}
 		return
 	}
