@@ -210,3 +210,18 @@ func Open(ctx context.Context, rawURL string, o Options) (Trainer, error) {
 	}
 	return t, nil
 }
+
+// Resumer is implemented by backends that keep state on the trainer's side
+// (a session, a model, request sequence numbers) which a restarted process
+// must pick up to avoid training a batch twice. The training loop stores
+// ResumeState's bytes with every completed step, in the same write that
+// marks the step done, and hands them to Resume after a restart, before
+// Start.
+type Resumer interface {
+	// ResumeState returns the state to keep, as JSON. It changes on Start
+	// and on every successful Train.
+	ResumeState() ([]byte, error)
+	// Resume restores a state ResumeState returned. It must be called
+	// before Start; bytes that do not parse are an error.
+	Resume(state []byte) error
+}

@@ -1,0 +1,237 @@
+package tinker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"strings"
+
+	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
+)
+
+// Metrics the bridge adds to the trainer's.
+const (
+	MetricDatums         = "mgrpo/datums"          // samples sent
+	MetricTokens         = "mgrpo/target_tokens"   // target tokens sent
+	MetricRequests       = "mgrpo/fb_requests"     // forward_backward requests of the step
+	MetricSkippedShort   = "mgrpo/skipped_short"   // samples of fewer than two tokens
+	MetricSkippedNoLoss  = "mgrpo/skipped_no_loss" // samples with no target in the loss mask
+	MetricReplayed       = "mgrpo/replayed"        // 1: the step was trained before; nothing sent
+	MetricNothingToTrain = "mgrpo/nothing_to_train"
+)
+
+// fbOutput is the part of the SDK's ForwardBackwardOutput the bridge
+// reads.
+type fbOutput struct {
+	Metrics       map[string]float64 `json:"metrics"`
+	LossFnOutputs []json.RawMessage  `json:"loss_fn_outputs"`
+}
+
+// Train runs one step on b: forward_backward over the batch in requests
+// of at most Config.MaxDatums datums and Config.MaxBytes bytes, then,
+// once every one succeeded, optim_step and save_weights_for_sampler. The
+// requests carry seq_ids State.SeqID+1, +2, … and bodies that depend
+// only on b and the state, so calling Train again with the same batch
+// and state (after an error, or after a restart with the state restored)
+// sends the same requests, which the server answers with the original
+// futures: nothing is trained twice. A batch whose step is the last one
+// trained gets the saved result back without a request; an earlier step
+// is an error.
+//
+// A batch with nothing to train (every sample shorter than two tokens or
+// without loss) sends nothing and returns the previous weights with
+// Version = b.PolicyVersion and the MetricNothingToTrain metric.
+func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbridge.StepResult, error) {
+	t.mu.Lock()
+	started, st := t.started, t.st
+	t.mu.Unlock()
+	if !started {
+		return trainerbridge.StepResult{}, errors.New("tinker: train before start")
+	}
+	if t.opts.Role != "" && b.Role != "" && b.Role != t.opts.Role {
+		return trainerbridge.StepResult{}, fmt.Errorf("tinker: a %s batch for the %s trainer", b.Role, t.opts.Role)
+	}
+	if st.StepsTrained > 0 {
+		switch {
+		case b.Step == st.LastStep:
+			return trainerbridge.StepResult{Weights: st.Weights, Version: st.Version, Metrics: map[string]float64{MetricReplayed: 1}}, nil
+		case b.Step < st.LastStep:
+			return trainerbridge.StepResult{}, fmt.Errorf("tinker: step %d: step %d is trained already", b.Step, st.LastStep)
+		}
+	}
+	where := fmt.Sprintf("tinker %s: step %d", t.where, b.Step)
+
+	env, err := newEnvelope(st.ModelID, t.loss, t.lossConfig)
+	if err != nil {
+		return trainerbridge.StepResult{}, fmt.Errorf("%s: %w", where, err)
+	}
+	seq := st.SeqID
+	var refs []futureRef
+	// Each forward_backward request is sent as soon as it is encoded, so
+	// the trainer works while the rest is encoded and only one request's
+	// body is held at a time.
+	p, err := makePlan(b.Samples, env, seq+1, t.cfg.MaxDatums, t.cfg.MaxBytes, func(k int, body []byte) error {
+		var ref futureRef
+		if err := t.c.call(ctx, http.MethodPost, "forward_backward", body, &ref); err != nil {
+			return err
+		}
+		if ref.RequestID == "" {
+			return fmt.Errorf("%w: forward_backward: answer without request_id", trainerbridge.ErrRejected)
+		}
+		refs = append(refs, ref)
+		return nil
+	})
+	if err != nil {
+		return trainerbridge.StepResult{}, fmt.Errorf("%s: %w", where, err)
+	}
+	metrics := map[string]float64{
+		MetricDatums:        float64(len(p.samples)),
+		MetricTokens:        float64(p.tokens),
+		MetricRequests:      float64(len(p.chunks)),
+		MetricSkippedShort:  float64(p.short),
+		MetricSkippedNoLoss: float64(p.masked),
+	}
+	if len(p.samples) == 0 {
+		metrics[MetricNothingToTrain] = 1
+		t.mu.Lock()
+		t.st.StepsTrained++
+		t.st.LastStep = b.Step
+		t.st.Version = b.PolicyVersion
+		weights := t.st.Weights
+		t.mu.Unlock()
+		return trainerbridge.StepResult{Weights: weights, Version: b.PolicyVersion, Metrics: metrics}, nil
+	}
+
+	outs := make([]fbOutput, len(p.chunks))
+	for k, ref := range refs {
+		sp := p.chunks[k]
+		chunkSeq := seq + 1 + int64(k)
+		err := t.c.wait(ctx, "forward_backward", string(ref.RequestID), &outs[k])
+		for resubmit := 0; errors.Is(err, errResubmit); resubmit++ {
+			if resubmit >= t.c.retries {
+				err = fmt.Errorf("%w: forward_backward: future expired %d times", trainerbridge.ErrUnavailable, resubmit+1)
+				break
+			}
+			// The future is gone: send the request again, re-encoded
+			// (encoding is deterministic, so it is the same body).
+			body := env.body(nil, p.samples[sp.lo:sp.hi], chunkSeq)
+			_, err = t.c.submit(ctx, "forward_backward", body, &outs[k])
+		}
+		if err != nil {
+			return trainerbridge.StepResult{}, fmt.Errorf("%s: forward_backward %d of %d (seq_id %d): %w", where, k+1, len(refs), chunkSeq, err)
+		}
+	}
+	seq += int64(len(p.chunks))
+
+	seq++
+	optBody, err := json.Marshal(map[string]any{
+		"adam_params": t.adam,
+		"model_id":    st.ModelID,
+		"seq_id":      seq,
+		"type":        "optim_step",
+	})
+	if err != nil {
+		return trainerbridge.StepResult{}, err
+	}
+	var opt struct {
+		Metrics map[string]float64 `json:"metrics"`
+	}
+	if _, err := t.c.submit(ctx, "optim_step", optBody, &opt); err != nil {
+		return trainerbridge.StepResult{}, fmt.Errorf("%s: optim_step (seq_id %d): %w", where, seq, err)
+	}
+
+	seq++
+	name := checkpointName(b.IdempotencyKey())
+	saveBody, err := json.Marshal(map[string]any{
+		"model_id": st.ModelID,
+		"path":     name,
+		"seq_id":   seq,
+		"type":     "save_weights_for_sampler",
+	})
+	if err != nil {
+		return trainerbridge.StepResult{}, err
+	}
+	var saved struct {
+		Path string `json:"path"`
+	}
+	_, err = t.c.submit(ctx, "save_weights_for_sampler", saveBody, &saved)
+	var se *StatusError
+	if errors.As(err, &se) && se.Status == http.StatusConflict && strings.Contains(se.Detail, "already exists") {
+		// SkyRL records the checkpoint before it looks the seq_id up, so
+		// a replayed save is refused as a duplicate name. The name is
+		// this batch's alone: the weights are those saved the first time,
+		// at SkyRL's path for them.
+		saved.Path, err = "tinker://"+st.ModelID+"/sampler_weights/"+name, nil
+	}
+	if err != nil {
+		return trainerbridge.StepResult{}, fmt.Errorf("%s: save_weights_for_sampler (seq_id %d): %w", where, seq, err)
+	}
+	if saved.Path == "" {
+		return trainerbridge.StepResult{}, fmt.Errorf("%s: %w: save_weights_for_sampler gave no path", where, trainerbridge.ErrRejected)
+	}
+
+	fbm := combineMetrics(outs, p.chunks)
+	for k, v := range fbm {
+		metrics[k] = v
+	}
+	for k, v := range opt.Metrics {
+		if _, taken := metrics[k]; taken {
+			k = "optim_step/" + k
+		}
+		metrics[k] = v
+	}
+	res := trainerbridge.StepResult{Weights: saved.Path, Version: b.PolicyVersion + 1, Metrics: metrics}
+	t.mu.Lock()
+	t.st.SeqID = seq
+	t.st.StepsTrained++
+	t.st.LastStep = b.Step
+	t.st.Weights = res.Weights
+	t.st.Version = res.Version
+	t.mu.Unlock()
+	return res, nil
+}
+
+// combineMetrics folds the requests' forward_backward metrics into one
+// set by the reduction their names end in, as the SDK does: ":sum" adds,
+// ":mean" averages weighted by the request's datums, ":min" and ":max"
+// keep the extreme; any other name keeps the first request's value.
+func combineMetrics(outs []fbOutput, chunks []span) map[string]float64 {
+	m := map[string]float64{}
+	weight := map[string]float64{}
+	for k, o := range outs {
+		w := float64(chunks[k].hi - chunks[k].lo)
+		for name, v := range o.Metrics {
+			old, seen := m[name]
+			switch {
+			case strings.HasSuffix(name, ":sum"):
+				m[name] = old + v
+			case strings.HasSuffix(name, ":mean"):
+				m[name] = old + v*w
+				weight[name] += w
+			case strings.HasSuffix(name, ":min"):
+				if !seen {
+					old = math.Inf(1)
+				}
+				m[name] = math.Min(old, v)
+			case strings.HasSuffix(name, ":max"):
+				if !seen {
+					old = math.Inf(-1)
+				}
+				m[name] = math.Max(old, v)
+			default:
+				if !seen {
+					m[name] = v
+				}
+			}
+		}
+	}
+	for name, w := range weight {
+		if w > 0 {
+			m[name] /= w
+		}
+	}
+	return m
+}
