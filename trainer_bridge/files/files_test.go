@@ -109,7 +109,7 @@ func TestRecordEdgeCases(t *testing.T) {
 				t.Errorf("%d sequences for two equal samples, want 1", m.Sequences)
 			}
 			for i := range got {
-				if !sameTokens(&got[i], &s) || len(got[i].InputIDs) != len(s.InputIDs) {
+				if !cmp.Equal(got[i], s) || !bitsEqual(got[i].Logprobs, s.Logprobs) {
 					t.Errorf("sample %d read back as %v %v %v, want %v %v %v", i, got[i].InputIDs, got[i].LossMask, got[i].Logprobs, s.InputIDs, s.LossMask, s.Logprobs)
 				}
 			}
@@ -231,4 +231,17 @@ func FuzzDecodeSequences(f *testing.F) {
 			t.Fatalf("decode of the re-encoding: %d sequences, %v; want %d", len(again), err, len(seqs))
 		}
 	})
+}
+
+// bitsEqual compares logprobs bit for bit (cmp.Equal takes -0 for 0).
+func bitsEqual(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash"
-	"hash/maphash"
 	"io"
 	"math"
 	"slices"
@@ -117,61 +116,37 @@ func checkBatch(b trainerbridge.Batch) error {
 	return nil
 }
 
-// encoder writes a batch's index and sequences, each distinct sequence
-// once.
-type encoder struct {
-	samples []rollout.Sample
-	// byPointer finds the sequence of samples sharing token slices (the
-	// farm's duplicates) without hashing; byContent finds equal sequences
-	// held in distinct slices.
-	byPointer map[tokenSlices]int
-	byContent map[uint64][]int
-	// first[s] is the index of the first sample holding sequence s.
-	first []int
-	seed  maphash.Seed
-	buf   []byte
-	// tokens counts the tokens stored.
-	tokens int64
-}
-
-// tokenSlices identifies a sample's token slices by address and length.
-type tokenSlices struct {
-	ids              *int
-	mask             *int8
-	logprobs         *float64
-	nIDs, nMask, nLP int
-}
-
-func sliceKey(s *rollout.Sample) (tokenSlices, bool) {
-	if len(s.InputIDs) == 0 || len(s.LossMask) == 0 || len(s.Logprobs) == 0 {
-		return tokenSlices{}, false
-	}
-	return tokenSlices{&s.InputIDs[0], &s.LossMask[0], &s.Logprobs[0], len(s.InputIDs), len(s.LossMask), len(s.Logprobs)}, true
-}
-
-// encodeBatch writes b's sequences to seqW and its index to indexW and
-// returns the manifest's counts (files not filled in).
+// encodeBatch writes b's sequences to seqW, each distinct one once, and
+// its index to indexW, and returns the manifest's counts (files not filled
+// in).
 func encodeBatch(b trainerbridge.Batch, seqW, indexW io.Writer) (Manifest, error) {
 	if err := checkBatch(b); err != nil {
 		return Manifest{}, err
 	}
-	e := &encoder{samples: b.Samples, byPointer: map[tokenSlices]int{}, byContent: map[uint64][]int{}, seed: maphash.MakeSeed()}
+	seq, first := trainerbridge.DistinctSequences(b.Samples)
 	sw := bufio.NewWriterSize(seqW, 1<<20)
 	iw := bufio.NewWriterSize(indexW, 1<<16)
 	if _, err := sw.WriteString(SequencesMagic); err != nil {
 		return Manifest{}, err
 	}
-	enc := json.NewEncoder(iw)
-	enc.SetEscapeHTML(false)
-	var expanded int64
-	for i := range b.Samples {
-		s := &b.Samples[i]
-		seq, err := e.sequence(i, sw)
-		if err != nil {
+	var rec []byte
+	var tokens, expanded int64
+	for _, i := range first {
+		var err error
+		if rec, err = appendRecord(rec[:0], &b.Samples[i]); err != nil {
 			return Manifest{}, fmt.Errorf("sample %d: %w", i, err)
 		}
+		if _, err := sw.Write(rec); err != nil {
+			return Manifest{}, err
+		}
+		tokens += int64(len(b.Samples[i].InputIDs))
+	}
+	enc := json.NewEncoder(iw)
+	enc.SetEscapeHTML(false)
+	for i := range b.Samples {
+		s := &b.Samples[i]
 		expanded += int64(len(s.InputIDs))
-		ent := indexEntry{Seq: seq, QueryID: s.QueryID, Rollout: s.Rollout, SubIndex: s.SubIndex, DuplicateOf: s.DuplicateOf,
+		ent := indexEntry{Seq: seq[i], QueryID: s.QueryID, Rollout: s.Rollout, SubIndex: s.SubIndex, DuplicateOf: s.DuplicateOf,
 			PolicyVersion: s.PolicyVersion, Reward: s.Reward, Advantage: s.Advantage, NumTurns: s.NumTurns,
 			FinishReason: s.FinishReason, FormatOK: s.FormatOK}
 		if err := enc.Encode(&ent); err != nil {
@@ -187,59 +162,8 @@ func encodeBatch(b trainerbridge.Batch, seqW, indexW io.Writer) (Manifest, error
 	return Manifest{
 		Format: FormatName, FormatVersion: FormatVersion,
 		Run: b.Run, Role: b.Role, Step: b.Step, PolicyVersion: b.PolicyVersion, IdempotencyKey: b.IdempotencyKey(),
-		Samples: len(b.Samples), Sequences: len(e.first), Tokens: e.tokens, ExpandedTokens: expanded,
+		Samples: len(b.Samples), Sequences: len(first), Tokens: tokens, ExpandedTokens: expanded,
 	}, nil
-}
-
-// sequence returns the sequence number of sample i, writing its record to
-// w when it is the first of its content.
-func (e *encoder) sequence(i int, w io.Writer) (int, error) {
-	s := &e.samples[i]
-	key, keyed := sliceKey(s)
-	if keyed {
-		if seq, ok := e.byPointer[key]; ok {
-			return seq, nil
-		}
-	}
-	rec, err := appendRecord(e.buf[:0], s)
-	if err != nil {
-		return 0, err
-	}
-	e.buf = rec
-	h := maphash.Bytes(e.seed, rec)
-	for _, seq := range e.byContent[h] {
-		if sameTokens(&e.samples[e.first[seq]], s) {
-			if keyed {
-				e.byPointer[key] = seq
-			}
-			return seq, nil
-		}
-	}
-	seq := len(e.first)
-	e.first = append(e.first, i)
-	e.byContent[h] = append(e.byContent[h], seq)
-	if keyed {
-		e.byPointer[key] = seq
-	}
-	e.tokens += int64(len(s.InputIDs))
-	if _, err := w.Write(rec); err != nil {
-		return 0, err
-	}
-	return seq, nil
-}
-
-// sameTokens reports whether a and b hold the same token arrays, logprobs
-// compared bit for bit.
-func sameTokens(a, b *rollout.Sample) bool {
-	if !slices.Equal(a.InputIDs, b.InputIDs) || !slices.Equal(a.LossMask, b.LossMask) || len(a.Logprobs) != len(b.Logprobs) {
-		return false
-	}
-	for i, f := range a.Logprobs {
-		if math.Float64bits(f) != math.Float64bits(b.Logprobs[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // appendRecord appends the sequences-file record of s (see SequencesMagic).
