@@ -213,8 +213,9 @@ func encodeBody(h stepHeader, b trainerbridge.Batch, zip bool) ([]byte, error) {
 		}
 		return out.Bytes(), nil
 	}
-	// BestSpeed: the token arrays compress about as well at level 1 as at
-	// the default level, in a fraction of the time.
+	// BestSpeed: compression is most of the cost of a body (level 1 turns
+	// the 361 MB of JSON of 4,096 samples of 8k tokens into 142 MB in about
+	// 4 s on the 2-core development VM; BenchmarkEncodeStep).
 	zw, err := gzip.NewWriterLevel(&out, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
