@@ -26,3 +26,13 @@ func (n *none) Sync(ctx context.Context, role, ref string, version int64, step i
 		return "", nil
 	})
 }
+
+func (n *none) Check(ctx context.Context) error {
+	if n.o.VersionPath == "" {
+		return nil
+	}
+	return n.check(ctx, "", 0, func(ctx context.Context, ep endpoint) error {
+		_, err := n.readVersion(ctx, n.hc, ep)
+		return err
+	})
+}

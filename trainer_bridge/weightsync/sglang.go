@@ -33,7 +33,18 @@ func (s *sglang) Sync(ctx context.Context, role, ref string, version int64, step
 	if err != nil {
 		return err
 	}
+	if err := s.check(ctx, role, version, s.checkOne); err != nil {
+		return err
+	}
 	return s.run(ctx, t, s.syncOne)
+}
+
+func (s *sglang) Check(ctx context.Context) error { return s.check(ctx, "", 0, s.checkOne) }
+
+// checkOne reads the endpoint's version, which finds its version route.
+func (s *sglang) checkOne(ctx context.Context, ep endpoint) error {
+	_, err := s.readVersion(ctx, s.hc, ep)
+	return err
 }
 
 func (s *sglang) syncOne(ctx context.Context, ep endpoint, t target, p *progress) (string, error) {

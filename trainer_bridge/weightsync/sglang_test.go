@@ -24,7 +24,8 @@ func TestSGLangSyncsEveryEndpoint(t *testing.T) {
 	if err := s.Sync(context.Background(), "planner", "tinker://run/weights/step-3", 3, 3); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"POST /pause_generation", "POST /update_weights_from_disk", "GET /get_weight_version", "POST /continue_generation"}
+	// The check before any change, then the update and its verification.
+	want := []string{"GET /get_weight_version", "POST /pause_generation", "POST /update_weights_from_disk", "GET /get_weight_version", "POST /continue_generation"}
 	for _, e := range []*simEndpoint{a, b} {
 		if got := e.sim.WeightVersion(); got != "3" {
 			t.Errorf("%s serves version %q, want 3", e.URL(), got)
@@ -117,8 +118,9 @@ func TestSGLangRetriesTransientFailures(t *testing.T) {
 	}
 }
 
-// TestSGLangUnreachableEndpoint: a closed port is retried for RetryFor,
-// then reported as unavailable, with the other endpoint's version.
+// TestSGLangUnreachableEndpoint: a closed port is retried for RetryFor by
+// the check that runs before any endpoint changes, so the sync stops with
+// the whole pool on its old version.
 func TestSGLangUnreachableEndpoint(t *testing.T) {
 	a := MustSim(t, simllm.DialectSGLang, nil, nil)
 	dead := MustSim(t, simllm.DialectSGLang, nil, nil)
@@ -130,8 +132,19 @@ func TestSGLangUnreachableEndpoint(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Sync: %v, want ErrUnavailable", err)
 	}
+	var se *SyncError
+	if !errors.As(err, &se) || !se.Preflight || se.Mixed() {
+		t.Errorf("SyncError %+v: want Preflight and no mix", se)
+	}
 	t.Log(err)
-	mustContain(t, err.Error(), dead.URL()+": update", a.URL()+" on version 2, updated", dead.URL()+" on an unknown version", "mixes versions")
+	mustContain(t, err.Error(), "stopped before changing anything", dead.URL()+": check", "connection refused",
+		a.URL()+" on version default, not updated", dead.URL()+" on an unknown version", "No endpoint was changed")
+	if a.sim.WeightLoads() != 0 {
+		t.Error("the reachable endpoint was updated")
+	}
+	if err := s.Check(context.Background()); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Check: %v, want ErrUnavailable", err)
+	}
 }
 
 // TestSGLangVersionRouteFallback: a server that moved the version off
@@ -147,8 +160,8 @@ func TestSGLangVersionRouteFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"POST /update_weights_from_disk", "GET /get_weight_version", "GET /weight_version", "GET /model_info", "GET /get_model_info",
-		"POST /update_weights_from_disk", "GET /get_model_info"}
+	want := []string{"GET /get_weight_version", "GET /weight_version", "GET /model_info", "GET /get_model_info", "POST /update_weights_from_disk", "GET /get_model_info",
+		"GET /get_model_info", "POST /update_weights_from_disk", "GET /get_model_info"}
 	if got := a.Routes(); !slices.Equal(got, want) {
 		t.Errorf("routes %v, want %v (the route found is remembered)", got, want)
 	}

@@ -13,13 +13,13 @@ import (
 
 // Stages of an endpoint's sync, as EndpointError.Stage names them.
 const (
-	StagePause   = "pause"
-	StageUpdate  = "update"
-	StageLabel   = "label version"
-	StageReset   = "reset prefix cache"
-	StageVerify  = "verify"
-	StageResume  = "resume"
-	StageVersion = "read version"
+	StagePause  = "pause"
+	StageUpdate = "update"
+	StageLabel  = "label version"
+	StageReset  = "reset prefix cache"
+	StageVerify = "verify"
+	StageResume = "resume"
+	StageCheck  = "check"
 )
 
 // EndpointError is one endpoint's failure in a sync.
@@ -55,6 +55,9 @@ type SyncError struct {
 	Version   int64
 	Failed    []*EndpointError
 	Endpoints []EndpointVersion
+	// Preflight is set when the failure came from the check that runs on
+	// every endpoint before any is changed: nothing was updated.
+	Preflight bool
 }
 
 // Mixed reports whether the pool may now serve two versions: some
@@ -70,7 +73,14 @@ func (e *SyncError) Mixed() bool {
 
 func (e *SyncError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "weight sync (%s) of %s to version %d failed on %d of %d endpoints: ", e.Kind, e.Role, e.Version, len(e.Failed), len(e.Endpoints))
+	switch {
+	case e.Preflight && e.Role == "":
+		fmt.Fprintf(&b, "weight sync (%s) check failed on %d of %d endpoints: ", e.Kind, len(e.Failed), len(e.Endpoints))
+	case e.Preflight:
+		fmt.Fprintf(&b, "weight sync (%s) of %s to version %d stopped before changing anything, the check failed on %d of %d endpoints: ", e.Kind, e.Role, e.Version, len(e.Failed), len(e.Endpoints))
+	default:
+		fmt.Fprintf(&b, "weight sync (%s) of %s to version %d failed on %d of %d endpoints: ", e.Kind, e.Role, e.Version, len(e.Failed), len(e.Endpoints))
+	}
 	for i, f := range e.Failed {
 		if i > 0 {
 			b.WriteString("; ")
@@ -83,18 +93,20 @@ func (e *SyncError) Error() string {
 			b.WriteString("; ")
 		}
 		b.WriteString(ep.Endpoint)
-		if ep.Version != "" {
-			b.WriteString(" on version " + ep.Version)
-		} else {
-			b.WriteString(" on an unknown version (" + ep.Note + ")")
-		}
-		if ep.Updated {
-			b.WriteString(", updated")
-		} else {
-			b.WriteString(", not updated")
+		switch {
+		case ep.Version != "" && ep.Updated:
+			b.WriteString(" on version " + ep.Version + ", updated")
+		case ep.Version != "":
+			b.WriteString(" on version " + ep.Version + ", not updated")
+		case ep.Updated:
+			fmt.Fprintf(&b, " took the version-%d weights, unverified (%s)", e.Version, ep.Note)
+		default:
+			b.WriteString(" on an unknown version, not updated (" + ep.Note + ")")
 		}
 	}
 	switch {
+	case e.Preflight:
+		b.WriteString(". No endpoint was changed: the pool stays on its current weights")
 	case e.Mixed():
 		b.WriteString(". The pool mixes versions and a weight update cannot be rolled back: stop the run, fix the failing endpoints and resume from the last completed step")
 	default:
@@ -158,6 +170,38 @@ func (b *base) newTarget(role, ref string, version int64, step int) (target, err
 // progress is what one endpoint's sync reached.
 type progress struct {
 	updated bool
+}
+
+// checkFunc checks one endpoint can be synced, changing nothing.
+type checkFunc func(ctx context.Context, ep endpoint) error
+
+// check runs fn on every endpoint concurrently; a failure is a
+// *SyncError with Preflight set. role and version only label the error.
+func (b *base) check(ctx context.Context, role string, version int64, fn checkFunc) error {
+	if fn == nil {
+		return nil
+	}
+	failed := make([]*EndpointError, len(b.eps))
+	var wg sync.WaitGroup
+	for i, ep := range b.eps {
+		wg.Go(func() {
+			if err := fn(ctx, ep); err != nil {
+				failed[i] = &EndpointError{Endpoint: ep.name, Stage: StageCheck, Err: err}
+			}
+		})
+	}
+	wg.Wait()
+	se := &SyncError{Kind: b.kind, Role: role, Version: version, Preflight: true}
+	for _, f := range failed {
+		if f != nil {
+			se.Failed = append(se.Failed, f)
+		}
+	}
+	if len(se.Failed) == 0 {
+		return nil
+	}
+	se.Endpoints = b.standing(ctx, make([]progress, len(b.eps)))
+	return se
 }
 
 // syncFunc syncs one endpoint; it sets p.updated once the endpoint has

@@ -72,7 +72,26 @@ func (v *vllm) Sync(ctx context.Context, role, ref string, version int64, step i
 	if err != nil {
 		return err
 	}
+	if err := v.check(ctx, role, version, v.checkOne); err != nil {
+		return err
+	}
 	return v.run(ctx, t, v.syncOne)
+}
+
+func (v *vllm) Check(ctx context.Context) error { return v.check(ctx, "", 0, v.checkOne) }
+
+// checkOne asks a dev-mode route (GET /is_paused), and reads the version
+// when a version route is set.
+func (v *vllm) checkOne(ctx context.Context, ep endpoint) error {
+	_, err := v.hc.call(ctx, ep, "GET", "/is_paused", nil)
+	if isStatus(err, 404) {
+		return fmt.Errorf("%w (%w)", ErrDevMode, err)
+	}
+	if err != nil || v.o.VersionPath == "" {
+		return err
+	}
+	_, err = v.readVersion(ctx, v.hc, ep)
+	return err
 }
 
 // devCall is a call to a dev-mode route: a 404 means dev mode is off.

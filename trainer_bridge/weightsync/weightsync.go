@@ -59,6 +59,13 @@ type Syncer interface {
 	// again is harmless (servers reload the same weights). Calls must not
 	// overlap; ctx bounds the whole sync.
 	Sync(ctx context.Context, role, ref string, version int64, step int) error
+	// Check verifies, changing nothing, that every endpoint can be synced:
+	// it is reachable, serves the routes the kind needs (vLLM's dev mode)
+	// and reports its version where the kind reads one. Sync runs it
+	// first, so that a misconfigured endpoint fails the sync before any
+	// endpoint is changed; run it at start too, before any rollout. A
+	// failure is a *SyncError with Preflight set.
+	Check(ctx context.Context) error
 	// Kind returns the syncer's kind (KindSGLang, KindVLLM, KindNone).
 	Kind() string
 	// Endpoints returns the pool's base URLs, credentials redacted.
