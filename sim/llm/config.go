@@ -98,6 +98,12 @@ type Config struct {
 	// WeightVersion is the initial served weight version (default "default",
 	// like SGLang's --weight-version).
 	WeightVersion string
+	// NoDevMode serves the vLLM dialect as vLLM runs without
+	// VLLM_SERVER_DEV_MODE=1: the control routes (/sleep, /wake_up,
+	// /is_sleeping, /pause, /resume, /is_paused, /reset_prefix_cache,
+	// /weight_info, /update_weight_version and the sim's
+	// /sim/update_weights) answer 404. It applies to the vLLM dialect only.
+	NoDevMode bool
 	// Strict rejects unknown request fields with 400. Real servers accept and
 	// ignore them (vLLM logs a warning), so it is off by default.
 	Strict bool
@@ -173,6 +179,9 @@ func (c Config) Validate() error {
 	case DialectVLLM, DialectSGLang:
 	default:
 		errs = append(errs, fmt.Errorf("Dialect %q: want %q or %q", c.Dialect, DialectVLLM, DialectSGLang))
+	}
+	if c.NoDevMode && c.Dialect == DialectSGLang {
+		errs = append(errs, errors.New("NoDevMode: SGLang has no dev mode; set it with the vllm dialect only"))
 	}
 	if c.MaxModelLen < 0 {
 		errs = append(errs, fmt.Errorf("MaxModelLen %d: must be positive (0 means %d)", c.MaxModelLen, DefaultMaxModelLen))

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 )
@@ -123,52 +122,4 @@ func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
 		ModelType               string   `json:"model_type"`
 		Architectures           []string `json:"architectures"`
 	}{s.cfg.Model, s.cfg.Model, true, nil, s.WeightVersion(), false, false, "qwen3", []string{"Qwen3ForCausalLM"}})
-}
-
-// updateWeightsRequest is SGLang's UpdateWeightFromDiskReqInput.
-type updateWeightsRequest struct {
-	ModelPath     string  `json:"model_path"`
-	LoadFormat    *string `json:"load_format"`
-	AbortAll      bool    `json:"abort_all_requests"`
-	WeightVersion *string `json:"weight_version"`
-	IsAsync       bool    `json:"is_async"`
-	TorchEmpty    bool    `json:"torch_empty_cache"`
-	KeepPause     bool    `json:"keep_pause"`
-	Flush         *bool   `json:"flush_cache"`
-}
-
-// handleUpdateWeights serves SGLang's POST /update_weights_from_disk. A
-// weight_version in the body becomes the served version; with
-// abort_all_requests the requests running now end first, with
-// finish_reason "abort" and the tokens generated so far.
-func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
-	var req updateWeightsRequest
-	if err := s.decodeBody(r, &req); err != nil {
-		s.writeError(w, err)
-		return
-	}
-	if req.ModelPath == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"success": false, "message": "Failed to update weights: model_path is required.", "num_paused_requests": 0})
-		return
-	}
-	if req.AbortAll {
-		s.eng.abortRunning()
-	}
-	if req.WeightVersion != nil {
-		s.SetWeightVersion(*req.WeightVersion)
-	}
-	s.cfg.Logger.Info("sim llm weights updated", "model_path", req.ModelPath, "weight_version", s.WeightVersion())
-	w.Header().Set("X-Weight-Version", s.WeightVersion())
-	body, _ := json.Marshal(struct {
-		Success           bool   `json:"success"`
-		Message           string `json:"message"`
-		NumPausedRequests int    `json:"num_paused_requests"`
-	}{true, "Succeeded to update model weights.", 0})
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(body)
-}
-
-// handleGetWeightVersion serves SGLang's GET /get_weight_version.
-func (s *Server) handleGetWeightVersion(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"weight_version": s.WeightVersion()})
 }

@@ -35,6 +35,7 @@ type Server struct {
 
 	versionMu sync.RWMutex
 	version   string
+	weights   weightState
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -108,16 +109,26 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /get_model_info", plain(s.handleModelInfo))
 		mux.Handle("POST /update_weights_from_disk", plain(s.handleUpdateWeights))
 		mux.Handle("GET /get_weight_version", plain(s.handleGetWeightVersion))
+		mux.Handle("POST /update_weight_version", plain(s.handleUpdateWeightVersion))
+		mux.Handle("POST /pause_generation", plain(s.handlePauseGeneration))
+		mux.Handle("POST /continue_generation", plain(s.handleContinueGeneration))
 	} else {
 		mux.Handle("POST /tokenize", plain(s.handleTokenize))
 		mux.Handle("POST /detokenize", plain(s.handleDetokenize))
-		mux.Handle("POST /sleep", plain(s.handleSleep))
-		mux.Handle("POST /wake_up", plain(s.handleWakeUp))
-		mux.Handle("GET /is_sleeping", plain(s.handleIsSleeping))
-		mux.Handle("POST /pause", plain(s.handlePause))
-		mux.Handle("POST /resume", plain(s.handleResume))
-		mux.Handle("GET /is_paused", plain(s.handleIsPaused))
-		mux.Handle("POST /reset_prefix_cache", plain(s.handleResetPrefixCache))
+		// vLLM serves its control routes only in dev mode
+		// (VLLM_SERVER_DEV_MODE=1); without it they are unknown routes.
+		if !s.cfg.NoDevMode {
+			mux.Handle("POST /sleep", plain(s.handleSleep))
+			mux.Handle("POST /wake_up", plain(s.handleWakeUp))
+			mux.Handle("GET /is_sleeping", plain(s.handleIsSleeping))
+			mux.Handle("POST /pause", plain(s.handlePause))
+			mux.Handle("POST /resume", plain(s.handleResume))
+			mux.Handle("GET /is_paused", plain(s.handleIsPaused))
+			mux.Handle("POST /reset_prefix_cache", plain(s.handleResetPrefixCache))
+			mux.Handle("GET /weight_info", plain(s.handleGetWeightVersion))
+			mux.Handle("POST /update_weight_version", plain(s.handleUpdateWeightVersion))
+			mux.Handle("POST /sim/update_weights", plain(s.handleSimUpdateWeights))
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// FastAPI's answer for an unknown route.

@@ -366,7 +366,7 @@ func TestControlVLLM(t *testing.T) {
 func TestControlSGLang(t *testing.T) {
 	_, ts := MustServer(t, testConfig(DialectSGLang))
 	st, _, b := post(t, ts.URL+"/update_weights_from_disk", map[string]any{"model_path": "/ckpt/step-3", "weight_version": "step-3"})
-	if st != 200 || string(b) != `{"success":true,"message":"Succeeded to update model weights.","num_paused_requests":0}` {
+	if st != 200 || string(b) != `{"success":true,"message":"Succeeded to update model weights. Weight version updated to step-3.","num_paused_requests":0}` {
 		t.Fatalf("update: %d %s", st, b)
 	}
 	if _, b := get(t, ts.URL+"/get_weight_version"); string(b) != `{"weight_version":"step-3"}` {

@@ -1,0 +1,197 @@
+package llm
+
+import (
+	"net/http"
+	"sync"
+)
+
+// weightState is what the server knows of its weights besides the version:
+// the path of the last load, and how many loads there were.
+type weightState struct {
+	mu    sync.Mutex
+	path  string
+	loads int
+}
+
+// ModelPath returns the path of the last weight update ("" before any).
+func (s *Server) ModelPath() string {
+	s.weights.mu.Lock()
+	defer s.weights.mu.Unlock()
+	return s.weights.path
+}
+
+// WeightLoads returns how many weight updates the server has taken.
+func (s *Server) WeightLoads() int {
+	s.weights.mu.Lock()
+	defer s.weights.mu.Unlock()
+	return s.weights.loads
+}
+
+// loadWeights records a weight update from path and makes version (when
+// not nil) the served version.
+func (s *Server) loadWeights(path string, version *string) {
+	s.weights.mu.Lock()
+	s.weights.path = path
+	s.weights.loads++
+	s.weights.mu.Unlock()
+	if version != nil {
+		s.SetWeightVersion(*version)
+	}
+	s.cfg.Logger.Info("sim llm weights updated", "model_path", path, "weight_version", s.WeightVersion())
+}
+
+// updateWeightsRequest is SGLang's UpdateWeightFromDiskReqInput.
+type updateWeightsRequest struct {
+	ModelPath     string  `json:"model_path"`
+	LoadFormat    *string `json:"load_format"`
+	AbortAll      bool    `json:"abort_all_requests"`
+	WeightVersion *string `json:"weight_version"`
+	IsAsync       bool    `json:"is_async"`
+	TorchEmpty    bool    `json:"torch_empty_cache"`
+	KeepPause     bool    `json:"keep_pause"`
+	Recapture     bool    `json:"recapture_cuda_graph"`
+	TokenStep     int     `json:"token_step"`
+	Flush         *bool   `json:"flush_cache"`
+}
+
+// updateWeightsResponse is SGLang's answer to /update_weights_from_disk,
+// 200 on success and 400 with success false otherwise.
+type updateWeightsResponse struct {
+	Success           bool   `json:"success"`
+	Message           string `json:"message"`
+	NumPausedRequests int    `json:"num_paused_requests"`
+}
+
+// handleUpdateWeights serves SGLang's POST /update_weights_from_disk. A
+// weight_version in the body becomes the served version; with
+// abort_all_requests the requests running now end first, with
+// finish_reason "abort" and the tokens generated so far.
+func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
+	var req updateWeightsRequest
+	if err := s.decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if req.ModelPath == "" {
+		writeJSON(w, http.StatusBadRequest, updateWeightsResponse{Message: "Failed to update weights: model_path is required."})
+		return
+	}
+	if req.AbortAll {
+		s.eng.abortRunning()
+	}
+	s.loadWeights(req.ModelPath, req.WeightVersion)
+	msg := "Succeeded to update model weights."
+	if req.WeightVersion != nil {
+		msg += " Weight version updated to " + *req.WeightVersion + "."
+	}
+	w.Header().Set("X-Weight-Version", s.WeightVersion())
+	writeJSON(w, http.StatusOK, updateWeightsResponse{Success: true, Message: msg})
+}
+
+// handleGetWeightVersion serves SGLang's GET /get_weight_version (and
+// vLLM's GET /weight_info, which answers the same body).
+func (s *Server) handleGetWeightVersion(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"weight_version": s.WeightVersion()})
+}
+
+// pauseGenerationRequest is SGLang's PauseGenerationReqInput. Servers
+// before the modes took no body; an empty body means mode "abort".
+type pauseGenerationRequest struct {
+	Mode string `json:"mode"`
+}
+
+// handlePauseGeneration serves SGLang's POST /pause_generation: new
+// generation requests wait until POST /continue_generation. Mode "abort"
+// (the default) ends the running ones with finish_reason "abort" and the
+// tokens generated so far; "in_place" and "retract" keep them: the sim lets
+// them run to the end (SGLang freezes or requeues them and finishes them
+// after the continue, so their tokens then span two weight versions).
+func (s *Server) handlePauseGeneration(w http.ResponseWriter, r *http.Request) {
+	var req pauseGenerationRequest
+	if r.ContentLength != 0 {
+		if err := s.decodeBody(r, &req); err != nil {
+			s.writeError(w, err)
+			return
+		}
+	}
+	mode := "abort"
+	switch req.Mode {
+	case "", "abort":
+	case "in_place", "retract":
+		mode = "keep"
+	default:
+		s.writeError(w, badRequest("Invalid mode: '%s'. Expected one of ['abort', 'retract', 'in_place'].", req.Mode))
+		return
+	}
+	if err := s.eng.pause(r.Context(), mode); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	s.cfg.Logger.Info("sim llm generation paused", "mode", req.Mode)
+	writeJSON(w, http.StatusOK, map[string]string{"message": "Generation paused successfully.", "status": "ok"})
+}
+
+// handleContinueGeneration serves SGLang's POST /continue_generation.
+func (s *Server) handleContinueGeneration(w http.ResponseWriter, r *http.Request) {
+	s.eng.resume()
+	s.cfg.Logger.Info("sim llm generation continued")
+	writeJSON(w, http.StatusOK, map[string]string{"message": "Generation continued successfully.", "status": "ok"})
+}
+
+// updateVersionRequest is the body of POST /update_weight_version in both
+// servers (SGLang's UpdateWeightVersionReqInput; vLLM's dev route embeds
+// new_version the same way).
+type updateVersionRequest struct {
+	NewVersion *string `json:"new_version"`
+	AbortAll   bool    `json:"abort_all_requests"`
+}
+
+// handleUpdateWeightVersion serves POST /update_weight_version: it renames
+// the served weights without loading any.
+func (s *Server) handleUpdateWeightVersion(w http.ResponseWriter, r *http.Request) {
+	var req updateVersionRequest
+	if err := s.decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if req.NewVersion == nil {
+		s.writeError(w, badRequest("new_version is required"))
+		return
+	}
+	if req.AbortAll {
+		s.eng.abortRunning()
+	}
+	s.SetWeightVersion(*req.NewVersion)
+	if s.cfg.Dialect == DialectSGLang {
+		writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Weight version updated to " + *req.NewVersion, "new_version": *req.NewVersion})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "new_version": *req.NewVersion})
+}
+
+// simUpdateWeightsRequest is the body of the vLLM dialect's sim-only
+// POST /sim/update_weights.
+type simUpdateWeightsRequest struct {
+	ModelPath     string  `json:"model_path"`
+	WeightVersion *string `json:"weight_version"`
+}
+
+// handleSimUpdateWeights serves the vLLM dialect's POST /sim/update_weights
+// {"model_path", "weight_version"}: the sim's stand-in for the update
+// action a vLLM deployment configures (a worker extension reached through
+// a dev route, a script), since vLLM has no single load-from-disk route.
+// It answers 200 {"status": "updated", "weight_version"} or 400.
+func (s *Server) handleSimUpdateWeights(w http.ResponseWriter, r *http.Request) {
+	var req simUpdateWeightsRequest
+	if err := s.decodeBody(r, &req); err != nil {
+		s.writeError(w, err)
+		return
+	}
+	if req.ModelPath == "" {
+		s.writeError(w, badRequest("model_path is required"))
+		return
+	}
+	s.loadWeights(req.ModelPath, req.WeightVersion)
+	w.Header().Set("X-Weight-Version", s.WeightVersion())
+	writeJSON(w, http.StatusOK, map[string]string{"status": "updated", "weight_version": s.WeightVersion()})
+}
