@@ -244,7 +244,7 @@ func runStalledStep(t *testing.T, faults simllm.Faults, ended time.Duration, kin
 	code, stdout, stderr := runCLI(t, append([]string{"rollout", "--tasks", s.tasks, "--out", out,
 		"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
 		"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost,
-		"--batch-size", strconv.Itoa(B), "--group-size", strconv.Itoa(K), "--concurrency", strconv.Itoa(B*K),
+		"--batch-size", strconv.Itoa(B), "--group-size", strconv.Itoa(K), "--concurrency", strconv.Itoa(B * K),
 		"--rollout-timeout", rolloutTimeout.String()}, args...)...)
 	wall := time.Since(start)
 	if code != 0 {
