@@ -104,8 +104,9 @@ var DefaultRetryPolicy = RetryPolicy{
 	AttemptTimeoutFor: DefaultAttemptTimeout,
 }
 
-// validate reports timeouts that cannot work: negative ones, and an attempt
-// timeout that is not shorter than the call timeout when both are set.
+// validate reports timeouts that cannot work: negative ones, an attempt
+// timeout that is not shorter than the call timeout, and an idle timeout
+// not shorter than the attempt timeout, when both are set.
 func (p RetryPolicy) validate() error {
 	var errs []error
 	if p.CallTimeout < 0 {
@@ -116,6 +117,9 @@ func (p RetryPolicy) validate() error {
 	}
 	if p.IdleTimeout < 0 {
 		errs = append(errs, fmt.Errorf("idle timeout %v: must not be negative (0 = %v)", p.IdleTimeout, DefaultIdleTimeout))
+	}
+	if p.IdleTimeout > 0 && p.AttemptTimeout > 0 && p.IdleTimeout >= p.AttemptTimeout {
+		errs = append(errs, fmt.Errorf("idle timeout %v: must be shorter than the attempt timeout %v, which bounds the whole stream", p.IdleTimeout, p.AttemptTimeout))
 	}
 	if p.CallTimeout > 0 && p.AttemptTimeout >= p.CallTimeout {
 		errs = append(errs, fmt.Errorf("attempt timeout %v: must be shorter than the call timeout %v", p.AttemptTimeout, p.CallTimeout))
