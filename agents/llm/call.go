@@ -35,6 +35,13 @@ type callState struct {
 	// decode turns a 200 body into the call's result; its error decides a
 	// retry through CheckRetry.
 	decode func(body []byte, h http.Header) error
+	// idleTimeout, when positive, marks the call's attempts as streamed:
+	// each is ended once it receives nothing for that long (see
+	// RetryPolicy.IdleTimeout), and its body is an event stream.
+	idleTimeout time.Duration
+	// cut, for a streamed call, keeps what an attempt's stream carried
+	// before it was cut (idle, timed out, dropped) for a partial turn.
+	cut func(body []byte, h http.Header, reason string)
 }
 
 type callStateKey struct{}
@@ -88,7 +95,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// the former is the endpoint's fault.
 		ctx, cancel = context.WithTimeoutCause(ctx, st.attemptTimeout, ErrAttemptTimeout)
 	}
+	var idle *idleWatch
+	if st.idleTimeout > 0 {
+		ctx, idle = watchIdle(ctx, st.idleTimeout)
+	}
 	release := func() {
+		idle.stop()
 		cancel()
 		e.sem.Release(1)
 		e.outstanding.Add(-1)
@@ -112,11 +124,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
-		timedOut := attemptTimedOut(ctx)
+		timedOut, stalled := attemptTimedOut(ctx), idleTimedOut(ctx)
 		release()
 		if req.Context().Err() == nil {
 			class := ClassConnection
-			if timedOut || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
+			if timedOut || stalled || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) || isTimeout(err) {
 				class = ClassTimeout
 			}
 			t.pool.met.failure(t.role, e.display, class)
@@ -126,10 +138,13 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if timedOut {
 			return nil, fmt.Errorf("%s: %w after %v, connection closed: %w", e.display, ErrAttemptTimeout, st.attemptTimeout, err)
 		}
+		if stalled {
+			return nil, fmt.Errorf("%s: %w: no answer for %v, connection closed: %w", e.display, ErrIdleTimeout, st.idleTimeout, err)
+		}
 		return nil, fmt.Errorf("%s: %w", e.display, err)
 	}
 	st.status = resp.StatusCode
-	resp.Body = &releaseBody{ReadCloser: resp.Body, release: release}
+	resp.Body = &releaseBody{ReadCloser: idle.body(resp.Body), release: release}
 	return resp, nil
 }
 
@@ -199,15 +214,30 @@ func (c *Client) handleResponse(resp *http.Response) error {
 		c.met.failure(c.role, e.display, ClassTimeout)
 		c.pool.report(e, false)
 		st.avoid = e.idx
+		st.keepCut(body, resp.Header, ErrAttemptTimeout.Error())
 		return fmt.Errorf("%s: %w after %v, connection closed while reading the answer: %v", e.display, ErrAttemptTimeout, st.attemptTimeout, rerr)
 	}
+	if rerr != nil && idleTimedOut(resp.Request.Context()) {
+		// The stream went silent: a stall, however long the generation
+		// may still have had.
+		c.met.failure(c.role, e.display, ClassTimeout)
+		c.pool.report(e, false)
+		st.avoid = e.idx
+		st.keepCut(body, resp.Header, ErrIdleTimeout.Error())
+		return fmt.Errorf("%s: %w: nothing received for %v, connection closed: %v", e.display, ErrIdleTimeout, st.idleTimeout, rerr)
+	}
 	if rerr != nil {
+		st.keepCut(body, resp.Header, "stream cut: "+rerr.Error())
 		c.met.failure(c.role, e.display, ClassDecode)
 		c.pool.report(e, false)
 		st.avoid = e.idx
 		return &DecodeError{Endpoint: e.display, Err: fmt.Errorf("%w: reading body: %v", ErrMalformedResponse, rerr), Snippet: snippet(body)}
 	}
-	if err := precheckBody(resp.Header.Get("Content-Type"), body); err != nil {
+	check := precheckBody
+	if st.idleTimeout > 0 {
+		check = precheckStream
+	}
+	if err := check(resp.Header.Get("Content-Type"), body); err != nil {
 		c.met.failure(c.role, e.display, ClassDecode)
 		c.pool.report(e, false)
 		st.avoid = e.idx
@@ -271,13 +301,47 @@ func precheckBody(contentType string, body []byte) error {
 	return nil
 }
 
+// precheckStream rejects bodies of a streamed call that cannot be an
+// event stream: empty ones and HTML pages. The stream decoders judge the
+// rest, so a JSON object in place of events is a malformed stream.
+func precheckStream(contentType string, body []byte) error {
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case len(trimmed) == 0:
+		return fmt.Errorf("%w: empty body", ErrMalformedResponse)
+	case bytes.HasPrefix(contentType2(contentType), []byte("text/html")) || trimmed[0] == '<':
+		return ErrHTMLResponse
+	}
+	return nil
+}
+
+// keepCut hands the body an attempt's stream carried before it was cut to
+// the call's cut function, if it has one.
+func (st *callState) keepCut(body []byte, h http.Header, reason string) {
+	if st.cut != nil && len(body) > 0 {
+		st.cut(body, h, reason)
+	}
+}
+
 func contentType2(ct string) []byte { return bytes.ToLower(bytes.TrimSpace([]byte(ct))) }
 
 // post runs one HTTP exchange with retries: body is POSTed to path on an
 // endpoint the pool picks per attempt, and decode consumes the 200 body.
 // It returns the endpoint of the last attempt and the attempt count.
 func (c *Client) post(ctx context.Context, key string, pin *endpoint, path string, body []byte, decode func([]byte, http.Header) error) (*endpoint, int, error) {
-	st := &callState{key: key, pin: pin, avoid: -1, decode: decode}
+	return c.send(ctx, &callState{key: key, pin: pin, avoid: -1, decode: decode}, path, body)
+}
+
+// postStream is post for a streamed request: every attempt is bounded by
+// the idle timeout too, decode gets the whole event stream, and cut gets
+// the events an attempt received before it was cut.
+func (c *Client) postStream(ctx context.Context, key string, pin *endpoint, path string, body []byte, decode func([]byte, http.Header) error, cut func([]byte, http.Header, string)) (*endpoint, int, error) {
+	st := &callState{key: key, pin: pin, avoid: -1, decode: decode, idleTimeout: c.retry.IdleTimeout, cut: cut}
+	return c.send(ctx, st, path, body)
+}
+
+// send runs post's exchange for st.
+func (c *Client) send(ctx context.Context, st *callState, path string, body []byte) (*endpoint, int, error) {
 	st.attemptTimeout, _ = ctx.Value(attemptTimeoutKey{}).(time.Duration)
 	ctx = context.WithValue(ctx, callStateKey{}, st)
 	req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, "http://pool"+path, body)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
@@ -38,6 +39,14 @@ type Config struct {
 	// CaptureTokens requires prompt ids, completion ids and logprobs on
 	// every turn; the openai dialect refuses it with ErrTokensUnsupported.
 	CaptureTokens bool
+	// Stream asks for chat completions as server-sent events (see
+	// stream.go): vLLM's chat route with return_token_ids, SGLang's
+	// native /generate (its chat route refuses token ids in streams).
+	// Streamed attempts are bounded by Retry.IdleTimeout as well, so a
+	// stalled server is told from a slow generation. A server whose
+	// stream lacks token ids is called unstreamed from then on (see
+	// Client.PreflightStream).
+	Stream bool
 	// Sampling holds the role's sampling parameters.
 	Sampling Sampling
 	Retry    RetryPolicy
@@ -66,6 +75,9 @@ type Client struct {
 	http     *retryablehttp.Client
 	log      *slog.Logger
 	met      *Metrics
+	// stream is set while the client streams: Config.Stream, until a
+	// server showed it cannot stream token ids.
+	stream atomic.Bool
 	// tools caches the encoding of the tool lists the client sends.
 	tools toolsCache
 	// ownHTTP is the HTTP client New made when Config.HTTPClient was nil;
@@ -110,9 +122,13 @@ func New(cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("llm role %s: %w", cfg.Role, ErrTokensUnsupported)
 		}
 		c.dialect = openaiDialect{}
+		// Without token capture there is nothing a stream must keep; the
+		// openai dialect stays unstreamed.
+		cfg.Stream = false
 	default:
 		return nil, fmt.Errorf("llm role %s: unsupported dialect %q (want vllm, sglang or openai)", cfg.Role, cfg.Dialect)
 	}
+	c.stream.Store(cfg.Stream)
 	base := cfg.HTTPClient
 	if base == nil {
 		base = defaultHTTPClient(cfg.Pool.withDefaults(len(cfg.Endpoints)))

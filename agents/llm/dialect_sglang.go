@@ -32,7 +32,10 @@ type sglangDialect struct {
 
 func (d *sglangDialect) chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
 	total := 0
-	if d.mode.Load() != sglangNative {
+	// SGLang's chat route refuses return_prompt_token_ids and
+	// return_meta_info on a stream (400), so a streamed call generates on
+	// the native route, whose events carry the output ids and logprobs.
+	if d.mode.Load() != sglangNative && !c.stream.Load() {
 		turn, e, n, fallback, err := d.chatRoute(ctx, c, req, s)
 		total += n
 		if err != nil || !fallback {
@@ -43,7 +46,7 @@ func (d *sglangDialect) chat(ctx context.Context, c *Client, req Request, s Samp
 				"role", c.role, "endpoint", e.display)
 		}
 	}
-	turn, e, n, err := d.native(ctx, c, req, s)
+	turn, e, n, err := d.native(ctx, c, req, s, c.stream.Load())
 	total += n
 	setAttempts(err, total)
 	return turn, e, total, err
@@ -119,8 +122,9 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 	return turn, e, n, fallback, nil
 }
 
-// native renders the prompt with /v1/tokenize and generates with /generate.
-func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
+// native renders the prompt with /v1/tokenize and generates with /generate,
+// streamed when stream is set.
+func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sampling, stream bool) (*Turn, *endpoint, int, error) {
 	ids, te, tn, err := c.tokenize(ctx, req, s, nil, "/v1/tokenize")
 	if err != nil {
 		return nil, te, tn, err
@@ -144,16 +148,29 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	if s.Seed != nil {
 		sp["sampling_seed"] = *s.Seed
 	}
-	body, err := json.Marshal(GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true})
+	body, err := json.Marshal(GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true, Stream: stream})
 	if err != nil {
 		return nil, te, tn, fmt.Errorf("llm role %s: encode generate request: %w", c.role, err)
 	}
 	var turn, aborted *Turn
-	decode := func(b []byte, h http.Header) error {
-		g, err := decodeGenerate(b, c.met)
-		if err != nil {
-			return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
+	// keepCut keeps the tokens of a stream cut before its last event.
+	keepCut := func(g *GenerateResponse, h http.Header, reason string) {
+		if g == nil {
+			return
 		}
+		t := nativeTurn(g.Text)
+		t.PromptIDs, t.CompletionIDs = ids, g.OutputIDs
+		t.Logprobs = make([]float64, len(g.MetaInfo.OutputTokenLogprobs))
+		for i, lp := range g.MetaInfo.OutputTokenLogprobs {
+			t.Logprobs[i] = lp.Logprob
+		}
+		t.WeightVersion = g.MetaInfo.WeightVersion
+		t.Usage = openai.Usage{PromptTokens: len(ids), CompletionTokens: len(g.OutputIDs), TotalTokens: len(ids) + len(g.OutputIDs)}
+		if p := cutTurn(t, reason); p != nil {
+			aborted = p
+		}
+	}
+	judge := func(g *GenerateResponse, b []byte, h http.Header) error {
 		abortMessage, isAbort := sglangAbort(g.MetaInfo.FinishReason)
 		var fin sglangFinish
 		if err := json.Unmarshal(g.MetaInfo.FinishReason, &fin); err != nil || fin.Type == "" {
@@ -192,7 +209,36 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 		turn = t
 		return nil
 	}
-	e, n, err := c.post(ctx, req.TrajectoryKey, te, "/generate", body, decode)
+	var (
+		e *endpoint
+		n int
+	)
+	if stream {
+		decode := func(b []byte, h http.Header) error {
+			g, err := decodeGenerateStream(b)
+			if err != nil {
+				if isStreamEnded(err) {
+					keepCut(g, h, ErrStreamEnded.Error())
+				}
+				return err
+			}
+			return judge(g, b, h)
+		}
+		cut := func(b []byte, h http.Header, reason string) {
+			g, _ := decodeGenerateStream(b)
+			keepCut(g, h, reason)
+		}
+		e, n, err = c.postStream(ctx, req.TrajectoryKey, te, "/generate", body, decode, cut)
+	} else {
+		decode := func(b []byte, h http.Header) error {
+			g, err := decodeGenerate(b, c.met)
+			if err != nil {
+				return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
+			}
+			return judge(g, b, h)
+		}
+		e, n, err = c.post(ctx, req.TrajectoryKey, te, "/generate", body, decode)
+	}
 	n += tn
 	if err != nil {
 		setAttempts(err, n)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // vLLM capture modes, detected on the first call.
@@ -34,11 +36,17 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 	var aborted *Turn
 	for {
 		mode := d.mode.Load()
+		// A legacy server streams no token ids: its calls stay unstreamed.
+		streamed := c.stream.Load() && mode != vllmLegacy
 		cr := c.chatRequest(req, s)
 		zero := 0
 		cr.LogProbs, cr.TopLogProbs = true, &zero
 		cr.ReturnTokenIDs = true
 		cr.ReturnTokensAsTokenIDs = mode == vllmLegacy
+		if streamed {
+			cr.Stream = true
+			cr.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+		}
 		body, err := encodeChatRequestPrefix(cr, &c.tools, req.Prefix)
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)
@@ -47,18 +55,30 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			turn      *Turn
 			noIDsSeen bool
 		)
-		decode := func(b []byte, h http.Header) error {
-			r, err := decodeChatPrefix(b, mode == vllmLegacy, req.Prefix, c.met)
+		// keepPartial keeps what an aborted or cut attempt generated, in
+		// case no later attempt finishes. (A legacy server's prompt ids
+		// would need a /tokenize call.)
+		keepPartial := func(r *chatResult, h http.Header, by, reason string) {
+			if r == nil || mode == vllmLegacy {
+				return
+			}
+			t := baseTurn(r.resp, r.ch, h)
+			t.PromptIDs, t.CompletionIDs, t.Logprobs = r.resp.PromptTokenIDs, r.ch.TokenIDs, r.logprobs
+			p := partialTurn(t, reason)
+			if p != nil && by == AbortedByClient {
+				p.Abort.By = by
+			}
+			if p != nil {
+				aborted = p
+			}
+		}
+		judge := func(r *chatResult, err error, h http.Header) error {
 			if err != nil {
-				if r != nil && errors.Is(err, ErrAborted) && mode != vllmLegacy {
-					// Keep what the aborted attempt generated, in case no
-					// later attempt finishes. (A legacy server's prompt ids
-					// would need a /tokenize call.)
-					t := baseTurn(r.resp, r.ch, h)
-					t.PromptIDs, t.CompletionIDs, t.Logprobs = r.resp.PromptTokenIDs, r.ch.TokenIDs, r.logprobs
-					if p := partialTurn(t, ""); p != nil {
-						aborted = p
-					}
+				switch {
+				case errors.Is(err, ErrAborted):
+					keepPartial(r, h, AbortedByServer, "")
+				case isStreamEnded(err):
+					keepPartial(r, h, AbortedByClient, ErrStreamEnded.Error())
 				}
 				return err
 			}
@@ -67,8 +87,9 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			t.Logprobs = r.logprobs
 			noIDs := len(t.PromptIDs) == 0 && len(t.CompletionIDs) == 0
 			switch {
-			case noIDs && mode == vllmUnknown:
-				// Possibly an old server: decided after the call.
+			case noIDs && (mode == vllmUnknown || streamed):
+				// Possibly an old server, or one that streams no ids:
+				// decided after the call.
 				noIDsSeen = true
 				turn = t
 				return nil
@@ -92,11 +113,38 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			turn = t
 			return nil
 		}
-		e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
+		var (
+			e *endpoint
+			n int
+		)
+		if streamed {
+			decode := func(b []byte, h http.Header) error {
+				r, err := decodeVLLMStream(b, false)
+				return judge(r, err, h)
+			}
+			cut := func(b []byte, h http.Header, reason string) {
+				r, _ := decodeVLLMStream(b, false)
+				keepPartial(r, h, AbortedByClient, reason)
+			}
+			e, n, err = c.postStream(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode, cut)
+		} else {
+			decode := func(b []byte, h http.Header) error {
+				r, err := decodeChatPrefix(b, mode == vllmLegacy, req.Prefix, c.met)
+				return judge(r, err, h)
+			}
+			e, n, err = c.post(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode)
+		}
 		total += n
 		if err != nil {
 			setAttempts(err, total)
 			return aborted, e, total, err
+		}
+		if noIDsSeen && streamed {
+			if c.stream.CompareAndSwap(true, false) {
+				c.log.Warn("vllm server streams no token ids (return_token_ids needs vLLM ≥ 0.10.2): calling it unstreamed from now on",
+					"role", c.role, "endpoint", e.display)
+			}
+			continue
 		}
 		if noIDsSeen {
 			if d.mode.CompareAndSwap(vllmUnknown, vllmLegacy) {

@@ -103,6 +103,30 @@
 // with its error, for a caller to record or continue. A partial turn is
 // never a finished one.
 //
-// Streaming responses are not requested; an event-stream answer is a
-// decode error.
+// # Streaming
+//
+// With Config.Stream a client receives chat completions as server-sent
+// events, and every streamed attempt is also bounded by an idle timeout
+// (RetryPolicy.IdleTimeout, 60 s by default): a stream that sends nothing
+// for that long is a stall, ended with its connection closed and retried at
+// once like a timed-out attempt, while a live one may run for its whole
+// attempt timeout. vLLM streams on the chat route with return_token_ids:
+// the first chunk carries prompt_token_ids, every chunk the token_ids and
+// logprob entries of its delta, the last one the finish and stop reasons,
+// and a trailing chunk the usage (stream_options.include_usage). SGLang's
+// chat route refuses return_prompt_token_ids and return_meta_info on a
+// stream, so a streaming SGLang client tokenizes with /v1/tokenize and
+// streams the native /generate, whose events carry the output ids and
+// meta_info with the output logprobs (cumulative by default, incremental
+// with SGLang's incremental_streaming_output; both are read), and parses
+// reasoning and Hermes tool calls itself as on the native route. The
+// chunks are assembled into the Turn the unstreamed answer gives (the same
+// message, tool calls, finish reason, ids, logprobs and usage). A stream
+// cut before its end (idle, timed out, dropped, no [DONE]) keeps its
+// tokens as a partial Turn (Abort.By AbortedByClient) for when no retry
+// finishes; malformed events are *DecodeErrors and retried like a
+// malformed answer. A server whose stream carries no token ids (vLLM
+// before 0.10.2) is called unstreamed from then on, with a warning;
+// Client.PreflightStream finds that out before a run starts. Without
+// Config.Stream an event-stream answer is a decode error.
 package llm

@@ -17,6 +17,11 @@ var (
 	// (RetryPolicy.AttemptTimeout): its connection was closed and, while
 	// the call's deadline and attempts allowed, it was retried elsewhere.
 	ErrAttemptTimeout = errors.New("attempt timed out")
+	// ErrIdleTimeout means a streamed attempt received nothing for its idle
+	// timeout (RetryPolicy.IdleTimeout): the server is taken for stalled,
+	// the connection is closed and the call is retried at once, however
+	// long the whole generation could legitimately take.
+	ErrIdleTimeout = errors.New("stream idle")
 	// ErrMissingTokenIDs means a response lacked prompt or completion token
 	// ids the dialect promised.
 	ErrMissingTokenIDs = errors.New("response has no token ids")

@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // DefaultPreflightTimeout bounds each endpoint's health check in Preflight
@@ -55,3 +57,36 @@ func (p *Pool) probeHealth(ctx context.Context, e *endpoint) error {
 	}
 	return nil
 }
+
+// streamProbe is the conversation PreflightStream sends: one short user
+// message, answered with one token.
+var streamProbe = Request{
+	Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "Say OK."}},
+	Sampling: &Sampling{MaxTokens: 1},
+}
+
+// PreflightStream checks, for a client configured with Config.Stream, that
+// its servers stream what a Turn needs, by one streamed call of a single
+// token before a run starts. A server whose stream has no token ids (vLLM
+// older than 0.10.2 ignores return_token_ids) is logged at warning level
+// and the client calls unstreamed from then on, so the run says at start
+// that it is not streaming instead of finding out on its first rollout.
+// SGLang streams on /generate, whose events always carry the output ids
+// and logprobs. It returns the probe's error when the call fails, and nil
+// without a call for a client that does not stream.
+func (c *Client) PreflightStream(ctx context.Context) error {
+	if !c.stream.Load() {
+		return nil
+	}
+	if _, err := c.Chat(ctx, streamProbe); err != nil {
+		return fmt.Errorf("%s streamed probe call: %w", c.role, err)
+	}
+	if c.stream.Load() {
+		c.log.Info("streaming chat completions with token ids", "role", c.role)
+	}
+	return nil
+}
+
+// Streaming reports whether the client streams its calls: Config.Stream,
+// unless a server showed that it cannot stream token ids.
+func (c *Client) Streaming() bool { return c.stream.Load() }

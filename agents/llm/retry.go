@@ -35,6 +35,15 @@ type RetryPolicy struct {
 	// from the call's completion cap with AttemptTimeoutFor; an attempt
 	// timeout longer than the call timeout is cut to it.
 	AttemptTimeout time.Duration
+	// IdleTimeout bounds the silence of a streamed attempt (Config.Stream):
+	// from the request until the first byte of the answer, and between
+	// any two reads of the event stream. A stream that sends nothing for
+	// that long is a stall: its connection is closed, it counts as a
+	// timeout of its endpoint and the call is retried at once, while a
+	// live stream may run for the whole attempt timeout. Zero means
+	// DefaultIdleTimeout. Unstreamed attempts have no idle bound (a server
+	// sends nothing until the answer is whole).
+	IdleTimeout time.Duration
 	// AttemptTimeoutFor gives the attempt timeout of a call whose completion
 	// is capped at maxTokens (0: the request leaves the cap to the server)
 	// when AttemptTimeout is zero. Nil means DefaultAttemptTimeout.
@@ -60,6 +69,12 @@ const (
 	// DefaultAssumedMaxTokens is the completion cap DefaultAttemptTimeout
 	// assumes for a call that sets none.
 	DefaultAssumedMaxTokens = 4096
+	// DefaultIdleTimeout is a streamed attempt's idle timeout when
+	// RetryPolicy.IdleTimeout is zero. It is DefaultAttemptBase because the
+	// first event comes only after the request's queueing and prefill,
+	// which that base covers; between tokens a live engine is silent for
+	// milliseconds.
+	DefaultIdleTimeout = DefaultAttemptBase
 	// DefaultCallAttempts is how many attempt timeouts a call gets when
 	// its CallTimeout is zero: a dead attempt, its retry elsewhere, and one
 	// more.
@@ -89,8 +104,9 @@ var DefaultRetryPolicy = RetryPolicy{
 	AttemptTimeoutFor: DefaultAttemptTimeout,
 }
 
-// validate reports timeouts that cannot work: negative ones, and an attempt
-// timeout that is not shorter than the call timeout when both are set.
+// validate reports timeouts that cannot work: negative ones, an attempt
+// timeout that is not shorter than the call timeout, and an idle timeout
+// not shorter than the attempt timeout, when both are set.
 func (p RetryPolicy) validate() error {
 	var errs []error
 	if p.CallTimeout < 0 {
@@ -98,6 +114,12 @@ func (p RetryPolicy) validate() error {
 	}
 	if p.AttemptTimeout < 0 {
 		errs = append(errs, fmt.Errorf("attempt timeout %v: must not be negative (0 = derived from max_tokens)", p.AttemptTimeout))
+	}
+	if p.IdleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("idle timeout %v: must not be negative (0 = %v)", p.IdleTimeout, DefaultIdleTimeout))
+	}
+	if p.IdleTimeout > 0 && p.AttemptTimeout > 0 && p.IdleTimeout >= p.AttemptTimeout {
+		errs = append(errs, fmt.Errorf("idle timeout %v: must be shorter than the attempt timeout %v, which bounds the whole stream", p.IdleTimeout, p.AttemptTimeout))
 	}
 	if p.CallTimeout > 0 && p.AttemptTimeout >= p.CallTimeout {
 		errs = append(errs, fmt.Errorf("attempt timeout %v: must be shorter than the call timeout %v", p.AttemptTimeout, p.CallTimeout))
@@ -124,6 +146,9 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 	}
 	if p.AttemptTimeoutFor == nil {
 		p.AttemptTimeoutFor = d.AttemptTimeoutFor
+	}
+	if p.IdleTimeout <= 0 {
+		p.IdleTimeout = DefaultIdleTimeout
 	}
 	return p
 }

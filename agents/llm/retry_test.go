@@ -314,8 +314,9 @@ func TestRetryPolicyTimeouts(t *testing.T) {
 	}
 }
 
-// TestNewRejectsTimeoutsThatCannotWork: a negative timeout, or an attempt
-// timeout not shorter than the call's, is an error of New.
+// TestNewRejectsTimeoutsThatCannotWork: a negative timeout, an attempt
+// timeout not shorter than the call's, or an idle timeout not shorter than
+// the attempt's, is an error of New.
 func TestNewRejectsTimeoutsThatCannotWork(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -326,6 +327,8 @@ func TestNewRejectsTimeoutsThatCannotWork(t *testing.T) {
 		{"negative attempt", RetryPolicy{AttemptTimeout: -time.Second}, "attempt timeout -1s"},
 		{"attempt equal to call", RetryPolicy{AttemptTimeout: time.Minute, CallTimeout: time.Minute}, "shorter than the call timeout"},
 		{"attempt longer than call", RetryPolicy{AttemptTimeout: 2 * time.Minute, CallTimeout: time.Minute}, "shorter than the call timeout"},
+		{"negative idle", RetryPolicy{IdleTimeout: -time.Second}, "idle timeout -1s"},
+		{"idle equal to attempt", RetryPolicy{IdleTimeout: time.Minute, AttemptTimeout: time.Minute}, "shorter than the attempt timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(Config{Role: "planner", Dialect: DialectVLLM, Endpoints: []string{"http://127.0.0.1:1"}, Retry: tc.p})

@@ -128,15 +128,24 @@ type Turn struct {
 // Abort says how a generation was ended before the model finished it.
 type Abort struct {
 	// By is who ended it: AbortedByServer for finish_reason "abort" (a
-	// pause for a weight update, an engine abort, a shutdown).
+	// pause for a weight update, an engine abort, a shutdown),
+	// AbortedByClient for a stream the client cut.
 	By string `json:"by"`
 	// Reason is the server's message, when it sent one.
 	Reason string `json:"reason,omitempty"`
 }
 
-// AbortedByServer is Abort.By for a generation the server ended with
-// finish_reason "abort".
-const AbortedByServer = "server"
+// Abort.By values.
+const (
+	// AbortedByServer is a generation the server ended with finish_reason
+	// "abort".
+	AbortedByServer = "server"
+	// AbortedByClient is a streamed generation the client cut: the stream
+	// went idle (ErrIdleTimeout), ran out of its attempt timeout, or
+	// closed before its final event. Its tokens are those the chunks
+	// received by then carried.
+	AbortedByClient = "client"
+)
 
 // Partial reports whether t is a generation that ended before the model
 // finished it (Abort set); false for nil.
@@ -154,6 +163,14 @@ func partialTurn(t *Turn, message string) *Turn {
 	t.FinishReason = "abort"
 	t.Abort = &Abort{By: AbortedByServer, Reason: message}
 	t.ToolCalls, t.ToolCallError = nil, nil
+	return t
+}
+
+// cutTurn is partialTurn for a stream the client cut, for reason.
+func cutTurn(t *Turn, reason string) *Turn {
+	if t = partialTurn(t, reason); t != nil {
+		t.Abort.By = AbortedByClient
+	}
 	return t
 }
 

@@ -41,6 +41,8 @@ func agentFlags() []cli.Flag {
 		&cli.StringFlag{Name: "executor-model", Usage: "executor model `NAME`"},
 		&cli.StringFlag{Name: "dialect", Value: d.Executor.Dialect, Usage: "dialect of the planner and executor endpoints: vllm or sglang"},
 		&cli.GenericFlag{Name: "call-timeout", Value: &stack.Timeout{}, Usage: "deadline of one planner or executor model call, every attempt included: a `DURATION`, or auto (3 × the attempt timeout)"},
+		&cli.BoolFlag{Name: "stream", Usage: "receive planner and executor completions as server-sent events, token ids included; a server that cannot is called unstreamed, said at start"},
+		&cli.GenericFlag{Name: "idle-timeout", Value: &stack.Timeout{}, Usage: "with --stream: silence after which a planner or executor stream is a stall, closed and retried at once: a `DURATION` shorter than the attempt timeout, or auto (60s)"},
 		&cli.GenericFlag{Name: "attempt-timeout", Value: &stack.Timeout{}, Usage: "deadline of one attempt of a planner or executor call, after which it is retried on another endpoint: a `DURATION`, or auto (60s + 100ms × the call's max_tokens)"},
 		&cli.DurationFlag{Name: "rollout-timeout", Value: d.Budgets.RolloutTimeout.Duration, Usage: "wall-clock limit per rollout (`DURATION`): past it the rollout ends with what it has, recorded with the reason"},
 		&cli.StringFlag{Name: "search-provider", Value: d.Search.Provider, Usage: search.NameList()},
@@ -111,10 +113,14 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 	for name, dst := range map[string][2]*stack.Timeout{
 		"call-timeout":    {&cfg.Planner.CallTimeout, &cfg.Executor.CallTimeout},
 		"attempt-timeout": {&cfg.Planner.AttemptTimeout, &cfg.Executor.AttemptTimeout},
+		"idle-timeout":    {&cfg.Planner.IdleTimeout, &cfg.Executor.IdleTimeout},
 	} {
 		if v, ok := c.Generic(name).(*stack.Timeout); ok && c.IsSet(name) {
 			*dst[0], *dst[1] = *v, *v
 		}
+	}
+	if c.IsSet("stream") {
+		cfg.Planner.Stream, cfg.Executor.Stream = c.Bool("stream"), c.Bool("stream")
 	}
 	if c.IsSet("rollout-timeout") {
 		cfg.Budgets.RolloutTimeout.Duration = c.Duration("rollout-timeout")

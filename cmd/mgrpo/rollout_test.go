@@ -195,10 +195,40 @@ func TestRolloutSurvivesStalledServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 64-rollout step against a stalling sim")
 	}
+	const attemptTimeout = 2 * time.Second
+	runStalledStep(t, simllm.Faults{RateStall: 0.02}, attemptTimeout, "stall",
+		"--attempt-timeout", attemptTimeout.String(), "--call-timeout", (30 * time.Second).String())
+}
+
+// TestRolloutSurvivesStalledServerStreamed is the stall report's run with
+// streaming on: 2% of model requests are never answered and 2% of streams
+// stop after their first events. Attempts may run for 5 minutes, but
+// every stalled one, before or mid-stream, is ended after --idle-timeout
+// (1s) of silence and retried at once, so the step ends within the same
+// bound as unstreamed: no rollout reaches --rollout-timeout. Without the
+// idle timeout each stall would hold its call for the 5-minute attempt
+// timeout, past the rollout timeout.
+func TestRolloutSurvivesStalledServerStreamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 64-rollout step against a stalling sim")
+	}
+	const idleTimeout = time.Second
+	stderr := runStalledStep(t, simllm.Faults{RateStall: 0.02, RateStallStream: 0.02}, idleTimeout, "stall_stream",
+		"--stream", "--idle-timeout", idleTimeout.String(), "--attempt-timeout", "5m", "--call-timeout", "16m")
+	if !strings.Contains(stderr, "streaming chat completions with token ids") {
+		t.Errorf("the run did not say it streams:\n%s", stderr)
+	}
+}
+
+// runStalledStep runs a 64-rollout step against a sim injecting faults,
+// with the run's timeouts in args and a rollout timeout of 150s, and checks
+// that it completes whole within 150s + 30s. ended is how long a stalled
+// attempt lasts; kind is the fault counter that must show stalls. It
+// returns the run's stderr.
+func runStalledStep(t *testing.T, faults simllm.Faults, ended time.Duration, kind string, args ...string) string {
+	t.Helper()
 	const (
 		B, K           = 8, 8
-		attemptTimeout = 2 * time.Second
-		callTimeout    = 30 * time.Second
 		rolloutTimeout = 150 * time.Second
 		// The step's bound: every rollout ends before the rollout timeout,
 		// then the step is scored and written (no judge: exact match).
@@ -206,16 +236,16 @@ func TestRolloutSurvivesStalledServer(t *testing.T) {
 	)
 	cfg := simllm.DefaultConfig()
 	cfg.Seed = 21
-	cfg.Faults = simllm.Faults{RateStall: 0.02}
+	cfg.Faults = faults
 	dir := t.TempDir()
 	s := startSimServers(t, dir, cfg, B)
 	out := filepath.Join(dir, "run")
 	start := time.Now()
-	code, stdout, stderr := runCLI(t, "rollout", "--tasks", s.tasks, "--out", out,
+	code, stdout, stderr := runCLI(t, append([]string{"rollout", "--tasks", s.tasks, "--out", out,
 		"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
 		"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost,
-		"--batch-size", strconv.Itoa(B), "--group-size", strconv.Itoa(K), "--concurrency", strconv.Itoa(B*K),
-		"--attempt-timeout", attemptTimeout.String(), "--call-timeout", callTimeout.String(), "--rollout-timeout", rolloutTimeout.String())
+		"--batch-size", strconv.Itoa(B), "--group-size", strconv.Itoa(K), "--concurrency", strconv.Itoa(B * K),
+		"--rollout-timeout", rolloutTimeout.String()}, args...)...)
 	wall := time.Since(start)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
@@ -254,12 +284,13 @@ func TestRolloutSurvivesStalledServer(t *testing.T) {
 			t.Errorf("query %s: a group of %d rollouts, want %d", st.QueryID, len(st.MainRewards), K)
 		}
 	}
-	stalls := simCounter(t, s.llmURL, `sim:injected_faults_total{kind="stall",model_name="sim-qwen3"}`)
+	stalls := simCounter(t, s.llmURL, `sim:injected_faults_total{kind="`+kind+`",model_name="sim-qwen3"}`)
 	if stalls == 0 {
-		t.Fatalf("the sim stalled no request of %d calls; the test shows nothing", sum.LLMCalls)
+		t.Fatalf("the sim injected no %s fault in %d calls; the test shows nothing", kind, sum.LLMCalls)
 	}
-	t.Logf("%d rollouts, %d model calls, %v stalled requests, each abandoned after %v; step %v (bound %v)",
-		sum.Rollouts, sum.LLMCalls, stalls, attemptTimeout, wall.Round(time.Millisecond), bound)
+	t.Logf("%d rollouts, %d model calls, %v %s faults, each attempt ended after %v; step %v (bound %v)",
+		sum.Rollouts, sum.LLMCalls, stalls, kind, ended, wall.Round(time.Millisecond), bound)
+	return stderr
 }
 
 // simCounter reads one sample of a sim server's /metrics.

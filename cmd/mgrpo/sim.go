@@ -42,6 +42,8 @@ func simCommand() *cli.Command {
 			&cli.Float64Flag{Name: "fault-drop", Usage: "rate of connections dropped mid-response"},
 			&cli.Float64Flag{Name: "fault-malformed", Usage: "rate of malformed JSON bodies"},
 			&cli.Float64Flag{Name: "fault-stall", Usage: "rate of stalled requests"},
+			&cli.Float64Flag{Name: "fault-stall-stream", Usage: "rate of streams that stop mid-way (after --stream-stall-after events; unstreamed requests it hits stall)"},
+			&cli.IntFlag{Name: "stream-stall-after", Value: simllm.DefaultStreamStallAfter, Usage: "events a stalled stream sends before it stops"},
 			&cli.DurationFlag{Name: "retry-after", Value: time.Second, Usage: "Retry-After of injected 429s"},
 			&cli.DurationFlag{Name: "stall", Usage: "how long a stall lasts (0: until the client gives up)"},
 			&cli.BoolFlag{Name: "tool-call-parser", Value: true, Usage: "return tool calls as message.tool_calls (false: raw <tool_call> text in content)"},
@@ -102,14 +104,16 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 	cfg.TTFT = c.Duration("ttft")
 	cfg.PerToken = c.Duration("per-token")
 	cfg.Faults = simllm.Faults{
-		Rate500:       c.Float64("fault-500"),
-		Rate503:       c.Float64("fault-503"),
-		Rate429:       c.Float64("fault-429"),
-		RateDrop:      c.Float64("fault-drop"),
-		RateMalformed: c.Float64("fault-malformed"),
-		RateStall:     c.Float64("fault-stall"),
-		RetryAfter:    c.Duration("retry-after"),
-		StallDuration: c.Duration("stall"),
+		Rate500:          c.Float64("fault-500"),
+		Rate503:          c.Float64("fault-503"),
+		Rate429:          c.Float64("fault-429"),
+		RateDrop:         c.Float64("fault-drop"),
+		RateMalformed:    c.Float64("fault-malformed"),
+		RateStall:        c.Float64("fault-stall"),
+		RateStallStream:  c.Float64("fault-stall-stream"),
+		StreamStallAfter: c.Int("stream-stall-after"),
+		RetryAfter:       c.Duration("retry-after"),
+		StallDuration:    c.Duration("stall"),
 	}
 	cfg.ToolCallParser = c.Bool("tool-call-parser")
 	cfg.ReasoningParser = c.Bool("reasoning-parser")

@@ -124,8 +124,8 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			key = os.Getenv(env)
 		}
 		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics,
-			Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client()}})
+			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics, Stream: e.Stream,
+			Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
 		}
@@ -189,6 +189,12 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	var problems []string
 	for _, cl := range preflight {
 		if err := cl.Pool().Preflight(ctx); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		// A streaming role's servers must stream token ids; one that does
+		// not is said now and called unstreamed.
+		if err := cl.PreflightStream(ctx); err != nil {
 			problems = append(problems, err.Error())
 		}
 	}

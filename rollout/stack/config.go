@@ -55,21 +55,26 @@ type Config struct {
 }
 
 // EndpointConfig is one role's inference endpoints. Its flags, where a role
-// has them, are --ROLE-url and --ROLE-model; --dialect, --call-timeout and
-// --attempt-timeout set the planner's and the executor's at once.
+// has them, are --ROLE-url and --ROLE-model; --dialect, --call-timeout,
+// --attempt-timeout, --stream and --idle-timeout set the planner's and the
+// executor's at once.
 type EndpointConfig struct {
 	URLs    []string `yaml:"urls" flag:"url" doc:"base URLs (several: a pool with stickiness and failover)"`
 	Model   string   `yaml:"model" flag:"model" doc:"served model name"`
 	Dialect string   `yaml:"dialect" roleflag:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
 	// CallTimeout and AttemptTimeout bound the role's model calls; auto
 	// (the zero value) derives them from each call's max_tokens.
-	CallTimeout    Timeout  `yaml:"call_timeout" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`
-	AttemptTimeout Timeout  `yaml:"attempt_timeout" roleflag:"attempt-timeout" doc:"deadline of one attempt, after which its connection is closed and the call retried on another endpoint: a duration shorter than call_timeout, or auto (60s + 100ms × the call's max_tokens; 4m24.8s at 2048)"`
-	Temperature    *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
-	TopP           *float64 `yaml:"top_p" doc:"nucleus sampling"`
-	TopK           *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
-	Stop           []string `yaml:"stop" doc:"stop strings"`
-	MaxTokens      int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's)"`
+	CallTimeout    Timeout `yaml:"call_timeout" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`
+	AttemptTimeout Timeout `yaml:"attempt_timeout" roleflag:"attempt-timeout" doc:"deadline of one attempt, after which its connection is closed and the call retried on another endpoint: a duration shorter than call_timeout, or auto (60s + 100ms × the call's max_tokens; 4m24.8s at 2048)"`
+	// Stream and IdleTimeout receive the role's completions as server-sent
+	// events and take a stream silent for IdleTimeout for a stall.
+	Stream      bool     `yaml:"stream" roleflag:"stream" doc:"receive chat completions as server-sent events, token ids and logprobs included (vLLM ≥ 0.10.2 chat route; SGLang /generate); a server that streams no token ids is called unstreamed, said at start"`
+	IdleTimeout Timeout  `yaml:"idle_timeout" roleflag:"idle-timeout" doc:"with stream: silence after which a stream is a stall, closed and retried at once however long the generation may take (from the request to its first event too): a duration shorter than attempt_timeout, or auto (60s)"`
+	Temperature *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
+	TopP        *float64 `yaml:"top_p" doc:"nucleus sampling"`
+	TopK        *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
+	Stop        []string `yaml:"stop" doc:"stop strings"`
+	MaxTokens   int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's)"`
 	// ChatTemplateKwargs is passed to the server's chat template.
 	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"chat template arguments, e.g. {enable_thinking: false}"`
 	// APIKeyEnv names the environment variable holding the endpoint's key;

@@ -14,12 +14,12 @@ func TestKeysNameTheirFlags(t *testing.T) {
 	for key, flag := range map[string]string{"group_size": "--group-size", "planner.urls": "--planner-url",
 		"judge.model": "--judge-model", "search.provider": "--search-provider", "rewards.expert_fallback": "--expert-fallback",
 		"planner.dialect": "--dialect", "executor.call_timeout": "--call-timeout", "planner.attempt_timeout": "--attempt-timeout",
-		"budgets.rollout_timeout": "--rollout-timeout"} {
+		"budgets.rollout_timeout": "--rollout-timeout", "planner.stream": "--stream", "executor.idle_timeout": "--idle-timeout"} {
 		if !strings.HasSuffix(lines[key], "("+flag+")") {
 			t.Errorf("key %s: %q, want it to name %s", key, lines[key], flag)
 		}
 	}
-	for _, key := range []string{"reasoner.urls", "grace", "budgets.max_tokens", "judge.dialect", "judge.call_timeout", "reasoner.attempt_timeout"} {
+	for _, key := range []string{"reasoner.urls", "grace", "budgets.max_tokens", "judge.dialect", "judge.call_timeout", "reasoner.attempt_timeout", "judge.stream", "reasoner.idle_timeout"} {
 		if l, ok := lines[key]; !ok || strings.Contains(l, "(--") {
 			t.Errorf("key %s: %q, want it listed without a flag", key, l)
 		}

@@ -150,17 +150,26 @@ func (c Config) CheckTimeouts() error {
 	return errors.Join(p...)
 }
 
-// timeouts reports a role's call and attempt timeouts that cannot work:
-// zero or negative ones, and an attempt timeout not shorter than the call
-// timeout. flagged says whether --call-timeout and --attempt-timeout set
-// the role's.
+// timeouts reports a role's call, attempt and idle timeouts that cannot
+// work: zero or negative ones, an attempt timeout not shorter than the call
+// timeout, and an idle timeout not shorter than the attempt timeout.
+// flagged says whether --call-timeout, --attempt-timeout and
+// --idle-timeout set the role's.
 func (p *problems) timeouts(role string, flagged bool, e EndpointConfig) {
-	callFlag, attemptFlag := "", ""
+	callFlag, attemptFlag, idleFlag := "", "", ""
 	if flagged {
-		callFlag, attemptFlag = "call-timeout", "attempt-timeout"
+		callFlag, attemptFlag, idleFlag = "call-timeout", "attempt-timeout", "idle-timeout"
 	}
 	call, callSet := e.CallTimeout.Value()
 	attempt, attemptSet := e.AttemptTimeout.Value()
+	idle, idleSet := e.IdleTimeout.Value()
+	if idleSet && idle <= 0 {
+		p.add(role+".idle_timeout", idleFlag, "%v: must be positive, or auto (60s)", idle)
+	}
+	if idleSet && attemptSet && idle > 0 && attempt > 0 && idle >= attempt {
+		p.add(role+".idle_timeout", idleFlag, "%v: must be shorter than %s %v, which bounds the whole stream",
+			idle, name(role+".attempt_timeout", attemptFlag), attempt)
+	}
 	if callSet && call <= 0 {
 		p.add(role+".call_timeout", callFlag, "%v: must be positive, or auto (3 × the attempt timeout)", call)
 	}

@@ -24,6 +24,8 @@ const (
 	DefaultWeightVersion = "default"
 	DefaultMaxBodyBytes  = 32 << 20
 	DefaultCacheBytes    = 512 << 20
+	// DefaultStreamStallAfter is Faults.StreamStallAfter's default.
+	DefaultStreamStallAfter = 3
 )
 
 // Faults sets the rate of each injected failure. Every generation request
@@ -48,6 +50,16 @@ type Faults struct {
 	// away, or for StallDuration when it is positive, after which the request
 	// is served normally.
 	RateStall float64
+	// RateStallStream lets a streamed response send its head and its first
+	// StreamStallAfter events, then holds it without another byte until the
+	// client goes away (or for StallDuration when it is positive, after
+	// which the stream goes on): an engine wedged mid-generation. An
+	// unstreamed request it falls on is held before any byte, like a
+	// stall.
+	RateStallStream float64
+	// StreamStallAfter is how many events a stalled stream sends first
+	// (default 3: the role chunk and two tokens of a chat stream).
+	StreamStallAfter int
 	// RetryAfter is the Retry-After advertised on injected 429s; default 1s.
 	RetryAfter time.Duration
 	// StallDuration bounds a stall; zero stalls until the client disconnects.
@@ -56,7 +68,7 @@ type Faults struct {
 
 // total returns the summed rates.
 func (f Faults) total() float64 {
-	return f.Rate500 + f.Rate503 + f.Rate429 + f.RateDrop + f.RateMalformed + f.RateStall
+	return f.Rate500 + f.Rate503 + f.Rate429 + f.RateDrop + f.RateMalformed + f.RateStall + f.RateStallStream
 }
 
 // Config configures a Server. The zero value plus a Dialect is usable:
@@ -156,6 +168,9 @@ func (c Config) withDefaults() Config {
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes
 	}
+	if c.Faults.StreamStallAfter == 0 {
+		c.Faults.StreamStallAfter = DefaultStreamStallAfter
+	}
 	if c.Faults.RetryAfter == 0 {
 		c.Faults.RetryAfter = time.Second
 	}
@@ -208,6 +223,7 @@ func (c Config) Validate() error {
 		{"Faults.Rate500", c.Faults.Rate500}, {"Faults.Rate503", c.Faults.Rate503},
 		{"Faults.Rate429", c.Faults.Rate429}, {"Faults.RateDrop", c.Faults.RateDrop},
 		{"Faults.RateMalformed", c.Faults.RateMalformed}, {"Faults.RateStall", c.Faults.RateStall},
+		{"Faults.RateStallStream", c.Faults.RateStallStream},
 	}
 	for _, r := range rates {
 		if math.IsNaN(r.v) || r.v < 0 || r.v > 1 {
@@ -219,6 +235,9 @@ func (c Config) Validate() error {
 	}
 	if c.Faults.RetryAfter < 0 {
 		errs = append(errs, fmt.Errorf("Faults.RetryAfter %v: must not be negative", c.Faults.RetryAfter))
+	}
+	if c.Faults.StreamStallAfter < 0 {
+		errs = append(errs, fmt.Errorf("Faults.StreamStallAfter %d: must not be negative (0 means %d)", c.Faults.StreamStallAfter, DefaultStreamStallAfter))
 	}
 	if c.Faults.StallDuration < 0 {
 		errs = append(errs, fmt.Errorf("Faults.StallDuration %v: must not be negative (0 stalls until the client leaves)", c.Faults.StallDuration))

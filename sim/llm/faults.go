@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -18,9 +19,11 @@ const (
 	faultDrop      = "drop"
 	faultMalformed = "malformed"
 	faultStall     = "stall"
+	// faultStallStream is a stream that stops mid-way (Faults.RateStallStream).
+	faultStallStream = "stall_stream"
 )
 
-var faultKinds = []string{fault500, fault503, fault429, faultDrop, faultMalformed, faultStall}
+var faultKinds = []string{fault500, fault503, fault429, faultDrop, faultMalformed, faultStall, faultStallStream}
 
 // drawFault draws the fault of one request ("" for none) from the seeded
 // fault RNG: one uniform draw against the cumulative rates.
@@ -35,7 +38,7 @@ func (s *Server) drawFault() string {
 	for _, k := range []struct {
 		kind string
 		rate float64
-	}{{fault500, f.Rate500}, {fault503, f.Rate503}, {fault429, f.Rate429}, {faultDrop, f.RateDrop}, {faultMalformed, f.RateMalformed}, {faultStall, f.RateStall}} {
+	}{{fault500, f.Rate500}, {fault503, f.Rate503}, {fault429, f.Rate429}, {faultDrop, f.RateDrop}, {faultMalformed, f.RateMalformed}, {faultStall, f.RateStall}, {faultStallStream, f.RateStallStream}} {
 		if u < k.rate {
 			return k.kind
 		}
@@ -75,6 +78,15 @@ func (s *Server) withFaults(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 			h(w, r)
+		case faultStallStream:
+			// As for a stall, the body is read first so that the handler
+			// notices a client that leaves.
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+			if err != nil {
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h(&stallWriter{ResponseWriter: w, s: s, r: r, left: s.cfg.Faults.StreamStallAfter}, r)
 		case faultMalformed:
 			rec := newRecorder()
 			h(rec, r)
@@ -121,6 +133,58 @@ func (s *Server) stall(r *http.Request) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// stallWriter passes a response's first left writes through (a streaming
+// handler writes one event per write), then holds the next one as stall
+// does: until the client leaves, when the write fails and the handler
+// stops, or for the stall duration, after which the response goes on. An
+// unstreamed answer, written at once, is thus held before any byte.
+type stallWriter struct {
+	http.ResponseWriter
+	s       *Server
+	r       *http.Request
+	left    int
+	wrote   bool
+	stream  bool
+	stalled bool
+	gone    bool
+}
+
+func (w *stallWriter) Write(b []byte) (int, error) {
+	if w.gone {
+		return 0, http.ErrHandlerTimeout
+	}
+	if !w.wrote {
+		w.wrote = true
+		w.stream = strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream")
+		if !w.stream {
+			w.left = 0
+		}
+	}
+	if w.left == 0 && !w.stalled {
+		w.stalled = true
+		if w.stream {
+			// The events so far reach the client; an unstreamed answer's
+			// head stays buffered, so nothing does.
+			w.Flush()
+		}
+		if !w.s.stall(w.r) {
+			w.gone = true
+			return 0, http.ErrHandlerTimeout
+		}
+	}
+	if w.left > 0 {
+		w.left--
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush passes flushes through, so the events before the stall arrive.
+func (w *stallWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
 
