@@ -70,6 +70,9 @@ func farmFlags() []cli.Flag {
 		&cli.StringFlag{Name: "format", Value: d.Format, Usage: "jsonl or parquet"},
 		&cli.BoolFlag{Name: "drop-zero-variance", Usage: "drop zero-variance groups instead of zero advantages"},
 		&cli.StringFlag{Name: "expert-fallback", Value: d.Rewards.ExpertFallback, Usage: "r_expert without a judge: format, zero or correct-main"},
+		&cli.StringFlag{Name: "store", Usage: "the run's store `URL`: sqlite://PATH (default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB (password from " + stack.EnvStorePassword + "), or none"},
+		&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "rollouts this process runs from the store's queue, beside `mgrpo worker` processes: `N`, 0 to coordinate only, -1 for auto (direct with sqlite, --concurrency with redis)"},
+		&cli.BoolFlag{Name: "resume", Usage: "continue the run in --out (or --store): written steps are kept, stored rollouts are not redone"},
 	}
 }
 
@@ -146,6 +149,8 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 	str("expert-fallback", &cfg.Rewards.ExpertFallback)
 	urls("judge-url", &cfg.Judge.URLs)
 	str("judge-model", &cfg.Judge.Model)
+	str("store", &cfg.Store)
+	num("workers", &cfg.Workers)
 }
 
 // loadConfig reads --config and overlays the flags set on the command line.
@@ -168,7 +173,7 @@ func runRollout(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("rollout %w", err)
 	}
-	return executeRun(c.Context, cfg, c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
+	return executeRun(c.Context, cfg, c.Bool("resume"), c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
 }
 
 // isConfigError reports whether err is a bad command line or configuration.

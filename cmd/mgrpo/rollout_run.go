@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/rollout/stack"
@@ -21,12 +22,24 @@ import (
 // executeRun builds the run from a validated configuration and runs the
 // farm. Everything that can be checked is checked before the first rollout,
 // and a configuration error leaves nothing on disk.
-func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
+func executeRun(ctx context.Context, cfg stack.Config, resume bool, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
 	if cfg.Run == "" {
 		cfg.Run = filepath.Base(filepath.Clean(cfg.Out))
 	}
-	if err := checkOutDir(cfg.Out); err != nil {
+	if resume && cfg.StoreURL() == "" {
+		return usageError{errors.New("--resume: a run kept in memory (--store none) cannot be resumed; runs resume from their store")}
+	}
+	if err := checkOutDir(cfg.Out, resume); err != nil {
 		return usageError{err}
+	}
+	if resume {
+		removed, err := rollout.RemoveTempSteps(cfg.Out)
+		if err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+		if len(removed) > 0 {
+			logger.Info("removed the partial step directories of the stopped run", "dirs", removed)
+		}
 	}
 	fc, err := cfg.FarmConfig()
 	if err != nil {
@@ -51,8 +64,28 @@ func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logge
 	if err := cfg.CheckTasks(tasks, source); err != nil {
 		return err
 	}
-	st, err := stack.Build(ctx, cfg, stack.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
-		Getenv: stack.Getenv(world), Logger: logger, Registerer: reg})
+	runStore, err := stack.OpenStore(ctx, cfg, os.Getenv)
+	if err != nil {
+		return err
+	}
+	if runStore != nil {
+		// Closed after the stack, whose tools use it as their cache.
+		defer runStore.Close()
+		if fc.RunConfig, err = cfg.RunRecordConfig(); err != nil {
+			return err
+		}
+		fc.Store, fc.Resume = runStore, resume
+		var local int
+		fc.Queue, local = cfg.Queue()
+		fc.Concurrency = local
+		logger.Info("run store", "store", redact.URL(cfg.StoreURL()), "queue", fc.Queue, "local_rollouts", local, "resume", resume)
+	}
+	opts := stack.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
+		Getenv: stack.Getenv(world), Logger: logger, Registerer: reg}
+	if runStore != nil {
+		opts.SharedCache = runStore
+	}
+	st, err := stack.Build(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -66,7 +99,7 @@ func executeRun(ctx context.Context, cfg stack.Config, metricsAddr string, logge
 	if err != nil {
 		return fmt.Errorf("%w: %w", stack.ErrConfig, err)
 	}
-	if world != nil && cfg.Tasks == "" {
+	if world != nil && cfg.Tasks == "" && !fileExists(filepath.Join(cfg.Out, "tasks.jsonl")) {
 		// Written only now that the run will start, for the record of which
 		// questions it asked.
 		if err := writeSimTasks(world, filepath.Join(cfg.Out, "tasks.jsonl"), "jsonl"); err != nil {
@@ -99,9 +132,12 @@ func loadTasks(cfg stack.Config, world *sim.World) ([]farm.Task, string, error) 
 	return tasks, cfg.Tasks, nil
 }
 
-// checkOutDir refuses an output directory that already holds steps: steps
-// are never overwritten.
-func checkOutDir(out string) error {
+// checkOutDir refuses an output directory that already holds steps, unless
+// resuming: steps are never overwritten.
+func checkOutDir(out string, resume bool) error {
+	if resume {
+		return nil
+	}
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -111,7 +147,7 @@ func checkOutDir(out string) error {
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), "step-") {
-			return fmt.Errorf("--out %s already holds %s: choose a new --out (steps are never overwritten)", out, e.Name())
+			return fmt.Errorf("--out %s already holds %s: continue that run with --resume, or choose a new --out (steps are never overwritten)", out, e.Name())
 		}
 	}
 	return nil
@@ -124,4 +160,10 @@ func writeSimTasks(w *sim.World, path, format string) error {
 		return fmt.Errorf("write sim tasks: %w", err)
 	}
 	return writeOut(path, nil, func(out io.Writer) error { return web.WriteTasks(out, w.Web.Questions, format) })
+}
+
+// fileExists reports whether path exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

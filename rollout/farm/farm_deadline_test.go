@@ -8,6 +8,7 @@ import (
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
 )
 
 // TestRolloutDeadlineHolds runs rollouts that need longer than their
@@ -31,6 +32,10 @@ func TestRolloutDeadlineHolds(t *testing.T) {
 	cfg := simllm.DefaultConfig()
 	cfg.Seed = 5
 	cfg.TTFT = ttft
+	// A planner that guesses on its first turn would end in one call; the
+	// test needs every rollout to take two.
+	cfg.Skills = policy.DefaultSkills()
+	cfg.Skills.Guess = 0
 	llmURL, webURL := startSimServers(t, cfg)
 	for _, mode := range []rollout.Mode{rollout.ModeMGRPO, rollout.ModeSingle} {
 		t.Run(string(mode), func(t *testing.T) {

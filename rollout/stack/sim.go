@@ -53,7 +53,14 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 // Getenv returns how the tools read their API keys: os.Getenv, except that
 // with a simulated world the search key is one the sim's web accepts.
 func Getenv(w *sim.World) func(string) string {
-	if w == nil {
+	return SimGetenv(w != nil)
+}
+
+// SimGetenv is Getenv for a process that plays a simulated world another
+// process started (a worker of a sim run): the sim's search key when sim is
+// set.
+func SimGetenv(sim bool) func(string) string {
+	if !sim {
 		return os.Getenv
 	}
 	return func(k string) string {

@@ -50,6 +50,14 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 {
 		p.add("concurrency", "concurrency", "%d: must be at least 1 (rollouts in flight)", c.Concurrency)
 	}
+	if c.Workers < -1 {
+		p.add("workers", "workers", "%d: want -1 (auto), 0 (coordinate only) or the rollouts this process runs", c.Workers)
+	}
+	if err := CheckStoreURL(c.Store); err != nil {
+		p.add("store", "store", "%v", err)
+	} else if c.Store == StoreNone && c.Workers >= 0 {
+		p.add("workers", "workers", "%d: workers share the run's store; set --store (sqlite://… or redis://…) instead of none", c.Workers)
+	}
 	if c.Grace.Duration < 0 {
 		p.add("grace", "", "%v: must not be negative", c.Grace.Duration)
 	}

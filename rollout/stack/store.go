@@ -1,0 +1,132 @@
+package stack
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mgrpo/mgrpo/internal/redact"
+	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/backends"
+)
+
+// EnvStorePassword names the environment variable holding the Redis
+// store's password, so it stays out of flags and files; a password in the
+// URL itself is used as given (and redacted wherever the URL is shown).
+const EnvStorePassword = "MGRPO_STORE_PASSWORD"
+
+// StoreNone is the store key's value that keeps results in memory.
+const StoreNone = "none"
+
+// StoreFile is the embedded store's file name inside the run directory.
+const StoreFile = "store.db"
+
+// CheckStoreURL checks a store key's value: empty (the default), none, or a
+// URL of a known scheme.
+func CheckStoreURL(raw string) error {
+	if raw == "" || raw == StoreNone {
+		return nil
+	}
+	scheme, _, ok := strings.Cut(raw, "://")
+	if !ok {
+		return fmt.Errorf("%q: want sqlite://PATH, redis://HOST:PORT/DB, rediss://… or none", redact.URL(raw))
+	}
+	switch strings.ToLower(scheme) {
+	case "sqlite", "redis", "rediss":
+		return nil
+	}
+	return fmt.Errorf("%q: unknown scheme %q (want sqlite, redis, rediss or none)", redact.URL(raw), scheme)
+}
+
+// StoreURL returns the URL of c's store: the store key, or the embedded
+// sqlite://OUT/store.db; "" with store: none.
+func (c Config) StoreURL() string {
+	switch c.Store {
+	case StoreNone:
+		return ""
+	case "":
+		return "sqlite://" + filepath.ToSlash(filepath.Join(c.Out, StoreFile))
+	}
+	return c.Store
+}
+
+// Shared reports whether c's store is shared across machines (Redis).
+func (c Config) Shared() bool {
+	u := strings.ToLower(c.StoreURL())
+	return strings.HasPrefix(u, "redis://") || strings.HasPrefix(u, "rediss://")
+}
+
+// Queue says how c's rollouts run: from the store's queue or directly, and
+// how many at a time this process runs itself.
+func (c Config) Queue() (queued bool, local int) {
+	switch {
+	case c.StoreURL() == "":
+		return false, c.Concurrency
+	case c.Workers >= 0:
+		return true, c.Workers
+	case c.Shared():
+		return true, c.Concurrency
+	}
+	return false, c.Concurrency
+}
+
+// OpenStore opens c's store (nil and no error with store: none). A Redis
+// URL without a password takes it from MGRPO_STORE_PASSWORD when set. An
+// error names the URL with its password redacted.
+func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store.Store, error) {
+	raw := c.StoreURL()
+	if raw == "" {
+		return nil, nil
+	}
+	if c.Shared() {
+		if pw := getenv(EnvStorePassword); pw != "" {
+			if u, err := url.Parse(raw); err == nil {
+				if _, has := u.User.Password(); !has {
+					user := ""
+					if u.User != nil {
+						user = u.User.Username()
+					}
+					u.User = url.UserPassword(user, pw)
+					raw = u.String()
+				}
+			}
+		}
+	}
+	if !c.Shared() && c.Store == "" {
+		if err := os.MkdirAll(c.Out, 0o755); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+	}
+	st, err := backends.Open(ctx, raw)
+	if err != nil {
+		return nil, fmt.Errorf("open the run's store %s: %w", redact.URL(raw), err)
+	}
+	return st, nil
+}
+
+// RunRecordConfig returns c as the run's record in the store holds it, for
+// workers and for checking that a resumed run is the same run: without
+// what may differ between processes or between a run and its resume (the
+// output directory, concurrency, grace, steps, the store itself).
+func (c Config) RunRecordConfig() (json.RawMessage, error) {
+	c.Out, c.Concurrency, c.Grace, c.Steps, c.Store, c.Workers = "", 0, Duration{}, 0, "", 0
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("run record: %w", err)
+	}
+	return b, nil
+}
+
+// ConfigFromRunRecord returns the configuration a run record holds, for a
+// worker: over the defaults, so that keys added since keep their default.
+func ConfigFromRunRecord(raw json.RawMessage) (Config, error) {
+	c := DefaultConfig()
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return c, fmt.Errorf("run record's configuration: %w", err)
+	}
+	return c, nil
+}
