@@ -22,6 +22,7 @@ import (
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/store/sqlite"
 )
 
 // The benchmarks run the sim servers in a child process (this test binary,
@@ -308,6 +309,14 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	b.Helper()
 	cfg := Config{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
 		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: rollout.DirSink{Dir: b.TempDir()}}
+	if os.Getenv(benchStoreEnv) == "sqlite" {
+		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "store.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		cfg.Store = st
+	}
 	f, err := New(cfg, tasks)
 	if err != nil {
 		b.Fatal(err)
@@ -323,6 +332,11 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	}
 	return sums[0]
 }
+
+// benchStoreEnv set to sqlite makes the farm benchmarks keep results in a
+// SQLite store (as mgrpo rollout does by default) instead of in memory, to
+// measure what the store costs the farm, side by side with it unset.
+const benchStoreEnv = "MGRPO_BENCH_STORE"
 
 // benchH2CEnv, set to anything, makes the farm benchmarks' model clients
 // speak unencrypted HTTP/2 instead of HTTP/1.1, to measure what the

@@ -1,7 +1,6 @@
 package farm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,52 +85,6 @@ func (s storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
 	return r, nil
 }
 
-// encodeResult writes a result as the store keeps it: its digest on the
-// first line, then the result's JSON, so the digests of a whole step are
-// read without decoding its rollouts.
-func encodeResult(r *RolloutResult) (json.RawMessage, error) {
-	d, err := json.Marshal(digestOf(r))
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, len(d)+1+len(body))
-	out = append(append(append(out, d...), '\n'), body...)
-	return out, nil
-}
-
-// decodeDigest reads the digest line of a stored result.
-func decodeDigest(raw []byte) (resultDigest, error) {
-	line, _, ok := bytes.Cut(raw, []byte{'\n'})
-	var d resultDigest
-	if !ok {
-		return d, errors.New("stored result has no digest line")
-	}
-	if err := json.Unmarshal(line, &d); err != nil {
-		return d, fmt.Errorf("stored result's digest: %w", err)
-	}
-	return d, nil
-}
-
-// decodeResult reads a stored result.
-func decodeResult(raw []byte) (*RolloutResult, error) {
-	_, body, ok := bytes.Cut(raw, []byte{'\n'})
-	if !ok {
-		return nil, errors.New("stored result has no digest line")
-	}
-	r := new(RolloutResult)
-	if err := json.Unmarshal(body, r); err != nil {
-		return nil, err
-	}
-	if r.Tree == nil {
-		return nil, errors.New("stored result has no rollout tree")
-	}
-	return r, nil
-}
-
 // storeAccess is the farm's use of its store: every call retried with
 // backoff while the store is unreachable, so a store lost mid-run makes
 // the run wait instead of losing results.
@@ -189,13 +142,17 @@ func transientStoreError(err error) bool {
 
 // putResult encodes and stores a result (the first stored for a task wins).
 func (a *storeAccess) putResult(ctx context.Context, r *RolloutResult) error {
-	raw, err := encodeResult(r)
-	if err != nil {
+	var putErr error
+	err := encodeResult(r, func(raw json.RawMessage) error {
+		putErr = a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
+			return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, r.Task.ID(), raw)
+		})
+		return putErr
+	})
+	if err != nil && putErr == nil {
 		return fmt.Errorf("encode %s: %w", r.describe(), err)
 	}
-	return a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
-		return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, r.Task.ID(), raw)
-	})
+	return err
 }
 
 // digests returns the digests of the step's results in the store, by task

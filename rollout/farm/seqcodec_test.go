@@ -1,0 +1,131 @@
+package farm
+
+import (
+	"encoding/binary"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/rollout"
+)
+
+// sequencesFrom builds sequence lists from fuzz bytes: token ids of any
+// size (negative and huge ones too), masks of any value, logprobs of any
+// bit pattern, nil and empty slices.
+func sequencesFrom(data []byte) []rollout.Sequence {
+	if len(data) == 0 {
+		return nil
+	}
+	next := func() byte {
+		if len(data) == 0 {
+			return 0
+		}
+		b := data[0]
+		data = data[1:]
+		return b
+	}
+	seqs := []rollout.Sequence{}
+	for len(data) > 0 && len(seqs) < 8 {
+		n := int(next() % 40)
+		var s rollout.Sequence
+		if next()%5 != 0 {
+			s.InputIDs = make([]int, n)
+		}
+		if next()%5 != 0 {
+			s.LossMask = make([]int8, n)
+		}
+		if next()%5 != 0 {
+			s.Logprobs = make([]float64, n+int(next()%3)-1+1)
+		}
+		wide := next()%4 == 0
+		for i := range s.InputIDs {
+			s.InputIDs[i] = int(next()) | int(next())<<8
+			if wide {
+				s.InputIDs[i] = int(int64(binary.LittleEndian.Uint64(append([]byte{next(), next(), next()}, make([]byte, 5)...))) - 1<<20)
+			}
+		}
+		for i := range s.LossMask {
+			s.LossMask[i] = int8(next() % 3)
+		}
+		for i := range s.Logprobs {
+			switch next() % 4 {
+			case 0:
+			case 1:
+				s.Logprobs[i] = -float64(next()) / 7
+			case 2:
+				s.Logprobs[i] = math.Copysign(0, -1)
+			default:
+				s.Logprobs[i] = math.Float64frombits(uint64(next())<<56 | uint64(next()))
+			}
+		}
+		seqs = append(seqs, s)
+	}
+	return seqs
+}
+
+// sameSequences compares bit for bit, nil and empty apart.
+func sameSequences(a, b []rollout.Sequence) bool {
+	if (a == nil) != (b == nil) || len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if (x.InputIDs == nil) != (y.InputIDs == nil) || (x.LossMask == nil) != (y.LossMask == nil) || (x.Logprobs == nil) != (y.Logprobs == nil) {
+			return false
+		}
+		if !reflect.DeepEqual(x.InputIDs, y.InputIDs) && len(x.InputIDs)+len(y.InputIDs) > 0 ||
+			!reflect.DeepEqual(x.LossMask, y.LossMask) && len(x.LossMask)+len(y.LossMask) > 0 || len(x.Logprobs) != len(y.Logprobs) {
+			return false
+		}
+		for j := range x.Logprobs {
+			if math.Float64bits(x.Logprobs[j]) != math.Float64bits(y.Logprobs[j]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func FuzzSequenceCodec(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte{3, 1, 1, 1, 0, 7, 0, 1, 2, 1, 200, 3})
+	f.Add([]byte("a longer seed with many bytes to spread over several sequences and tokens"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		seqs := sequencesFrom(data)
+		enc := appendSequences([]byte{0xAA}, seqs)[1:]
+		got, rest, err := decodeSequences(append(enc, 0xBB))
+		if err != nil || len(rest) != 1 || rest[0] != 0xBB {
+			t.Fatalf("decode: %v (rest %v)", err, rest)
+		}
+		if !sameSequences(seqs, got) {
+			t.Fatalf("round trip changed the sequences:\n%#v\n%#v", seqs, got)
+		}
+		// Arbitrary bytes, and every truncation, decode or fail; never panic.
+		decodeSequences(data)
+		for i := range enc {
+			if _, _, err := decodeSequences(enc[:i]); err == nil && i < len(enc) {
+				// A prefix may decode only if it is a whole list itself.
+				continue
+			}
+		}
+	})
+}
+
+// TestStoredResultHasEveryField fails when RolloutResult or
+// TrajectoryResult gains a field the stored form does not carry, which a
+// result read back from the store would silently lose.
+func TestStoredResultHasEveryField(t *testing.T) {
+	check := func(full, stored reflect.Type, except map[string]bool) {
+		for i := range full.NumField() {
+			f := full.Field(i)
+			if !f.IsExported() || except[f.Name] {
+				continue
+			}
+			if _, ok := stored.FieldByName(f.Name); !ok {
+				t.Errorf("%s.%s is not stored: add it to %s", full.Name(), f.Name, stored.Name())
+			}
+		}
+	}
+	check(reflect.TypeFor[RolloutResult](), reflect.TypeFor[storedResult](), nil)
+	check(reflect.TypeFor[TrajectoryResult](), reflect.TypeFor[storedTrajectory](), map[string]bool{"Sequences": true})
+}
