@@ -245,3 +245,30 @@ func TestWorkersOnRedis(t *testing.T) {
 	}
 	sameRunFiles(t, single, out, steps, 16)
 }
+
+// TestUnreachableStoreStopsBeforeWork: a store that cannot be reached stops
+// the run before any rollout, naming the store without its password.
+func TestUnreachableStoreStopsBeforeWork(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	t.Setenv("MGRPO_STORE_PASSWORD", "from-the-environment")
+	for _, storeURL := range []string{"redis://worker:hunter2@127.0.0.1:1/0", "redis://127.0.0.1:1/0"} {
+		code, _, stderr := runCLI(t, "rollout", "--sim", "--out", out, "--store", storeURL, "--steps", "1", "--batch-size", "2", "--group-size", "2")
+		if code == 0 || !strings.Contains(stderr, "127.0.0.1:1") {
+			t.Errorf("--store %s: exit %d, stderr %q; want a failure naming the store", storeURL, code, stderr)
+		}
+		if strings.Contains(stderr, "hunter2") || strings.Contains(stderr, "from-the-environment") {
+			t.Errorf("the store's password leaked: %q", stderr)
+		}
+		if m, _ := filepath.Glob(filepath.Join(out, "step-*")); len(m) != 0 {
+			t.Errorf("steps written although the store was unreachable: %v", m)
+		}
+	}
+	code, _, stderr := runCLI(t, "rollout", "--sim", "--out", out, "--store", "mysql://x", "--steps", "1")
+	if code != 2 || !strings.Contains(stderr, "store") || !strings.Contains(stderr, "mysql") {
+		t.Errorf("--store mysql://x: exit %d, %q; want 2 and a message naming the key and the scheme", code, stderr)
+	}
+	code, _, stderr = runCLI(t, "rollout", "--sim", "--out", out, "--store", "none", "--resume", "--steps", "1")
+	if code != 2 || !strings.Contains(stderr, "--resume") {
+		t.Errorf("--store none --resume: exit %d, %q; want 2 and a message about --resume", code, stderr)
+	}
+}

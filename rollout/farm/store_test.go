@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -274,5 +275,20 @@ func TestQueueWithWorkersMatchesMemory(t *testing.T) {
 	counts, err := st.Counts(context.Background(), "stored")
 	if err != nil || counts.Done != 24 || counts.Pending+counts.Leased+counts.Dead != 0 {
 		t.Errorf("queue counts %+v, %v; want 24 done and nothing else", counts, err)
+	}
+}
+
+func TestReadRunSpecRefusesOtherVersions(t *testing.T) {
+	rec := store.RunRecord{ID: "r", Version: store.RunRecordVersion + 1, Config: []byte(`{"config":{},"tasks":[{"id":"q"}]}`)}
+	if _, err := ReadRunSpec(rec); err == nil || !strings.Contains(err.Error(), "version") {
+		t.Errorf("a record of version %d: %v, want an error naming the version", rec.Version, err)
+	}
+	rec.Version = store.RunRecordVersion
+	if spec, err := ReadRunSpec(rec); err != nil || len(spec.Tasks) != 1 {
+		t.Errorf("a record of this version: %+v, %v", spec, err)
+	}
+	rec.Config = []byte(`{"config":{},"tasks":[]}`)
+	if _, err := ReadRunSpec(rec); err == nil {
+		t.Error("a record without tasks was accepted")
 	}
 }

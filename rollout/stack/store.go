@@ -103,7 +103,8 @@ func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store
 	}
 	st, err := backends.Open(ctx, raw)
 	if err != nil {
-		return nil, fmt.Errorf("open the run's store %s: %w", redact.URL(raw), err)
+		// The backends' errors name the URL (its password redacted).
+		return nil, fmt.Errorf("the run's store (--store): %w", err)
 	}
 	return st, nil
 }

@@ -192,3 +192,13 @@ func millis(d time.Duration) int64 {
 	ms := (d + time.Millisecond - 1) / time.Millisecond
 	return max(int64(ms), 1)
 }
+
+// quietLogger drops go-redis's own log lines: they go to the process's
+// stderr past any logger the program configured (one per failed dial
+// while Redis is down). The store reports every failure in its errors,
+// which the farm logs as it retries.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func init() { goredis.SetLogger(quietLogger{}) }
