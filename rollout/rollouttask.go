@@ -21,8 +21,10 @@ type RolloutTask struct {
 	// Seed is the rollout's own seed (see RolloutSeed); every trajectory and
 	// turn of the rollout samples with a seed derived from it.
 	Seed int64 `json:"seed"`
-	// PolicyVersion is the version of the policy the rollout is sampled
-	// with, read when the step was scheduled.
+	// PolicyVersion is the version of the planner's (the single agent's)
+	// policy the rollout is sampled with, read when the step was scheduled.
+	// The executors' version is the step's (the farm's step plan holds it):
+	// the two models are trained apart and may differ.
 	PolicyVersion int64 `json:"policy_version"`
 }
 

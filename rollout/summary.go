@@ -5,8 +5,10 @@ package rollout
 type StepSummary struct {
 	Step int `json:"step"`
 	// PolicyVersion is the policy version the step's rollouts were sampled
-	// with.
-	PolicyVersion int64 `json:"policy_version"`
+	// with (the planner's, or the single agent's); ExecutorPolicyVersion
+	// the executors'.
+	PolicyVersion         int64 `json:"policy_version"`
+	ExecutorPolicyVersion int64 `json:"executor_policy_version"`
 	// Queries and Rollouts count the step's groups and rollouts;
 	// FailedRollouts those recorded with an error (scored 0).
 	Queries        int `json:"queries"`
@@ -99,6 +101,30 @@ type StepSummary struct {
 	WriteSeconds              float64 `json:"write_seconds"`
 	RolloutsPerSecond         float64 `json:"rollouts_per_second"`
 	CompletionTokensPerSecond float64 `json:"completion_tokens_per_second"`
+
+	// Training is what training did after the step (mgrpo train), by role
+	// (planner, executor); TrainSeconds and SyncSeconds are the longest
+	// role's (the roles train concurrently). Absent for a rollout run.
+	Training     map[string]RoleTraining `json:"training,omitempty"`
+	TrainSeconds float64                 `json:"train_seconds,omitempty"`
+	SyncSeconds  float64                 `json:"sync_seconds,omitempty"`
+}
+
+// RoleTraining is one role's optimizer step on a step's samples.
+type RoleTraining struct {
+	// Samples is the batch size sent.
+	Samples int `json:"samples"`
+	// PreviousVersion sampled the batch; Version is the trained policy's,
+	// whose weights Weights names as the trainer does.
+	PreviousVersion int64  `json:"previous_version"`
+	Version         int64  `json:"version"`
+	Weights         string `json:"weights,omitempty"`
+	// Metrics are the trainer's (loss, KL, clip fraction, … by its names).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// TrainSeconds is the training call's duration; SyncSeconds the
+	// weight sync's to the role's endpoints.
+	TrainSeconds float64 `json:"train_seconds"`
+	SyncSeconds  float64 `json:"sync_seconds,omitempty"`
 }
 
 // CacheCounts are the tool cache's outcomes for a set of sub-requests.

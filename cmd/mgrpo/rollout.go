@@ -20,7 +20,7 @@ func rolloutCommand() *cli.Command {
 			"OUT/step-NNNNNN/{planner,executor,stats,rollouts}.jsonl (and Parquet with --format parquet),\n" +
 			"plus a line of OUT/summary.jsonl. --sim runs everything against the simulated world, offline.\n" +
 			"Ctrl-C lets in-flight rollouts finish within the grace period; a second Ctrl-C stops at once.\n\n" +
-			"Flags override the YAML file given by --config. Its keys:\n" + strings.Join(stack.Keys(), "\n"),
+			"Flags override the YAML file given by --config. Its keys (train.* are `mgrpo train`'s):\n" + strings.Join(stack.Keys(), "\n"),
 		Flags:  append(agentFlags(), farmFlags()...),
 		Action: runRollout,
 	}
@@ -173,7 +173,7 @@ func runRollout(c *cli.Context) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("rollout %w", err)
 	}
-	return executeRun(c.Context, cfg, c.Bool("resume"), c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
+	return executeRun(c.Context, cfg, runOptions{resume: c.Bool("resume")}, c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
 }
 
 // isConfigError reports whether err is a bad command line or configuration.

@@ -22,7 +22,8 @@ import (
 // executeRun builds the run from a validated configuration and runs the
 // farm. Everything that can be checked is checked before the first rollout,
 // and a configuration error leaves nothing on disk.
-func executeRun(ctx context.Context, cfg stack.Config, resume bool, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
+func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
+	resume := run.resume
 	if cfg.Run == "" {
 		cfg.Run = filepath.Base(filepath.Clean(cfg.Out))
 	}
@@ -91,6 +92,14 @@ func executeRun(ctx context.Context, cfg stack.Config, resume bool, metricsAddr 
 	}
 	defer st.Close()
 	correctness := st.Configure(&fc)
+	if run.train {
+		training, err := stack.BuildTraining(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		defer training.Close()
+		fc.Training = &training.Training
+	}
 	progress := newProgressReporter(con, logger)
 	fc.Sink = &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"}
 	table := &stepTable{w: stdout, progress: progress}
@@ -115,6 +124,14 @@ func executeRun(ctx context.Context, cfg stack.Config, resume bool, metricsAddr 
 		return fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, runErr)
 	}
 	return nil
+}
+
+// runOptions say what kind of run executeRun runs.
+type runOptions struct {
+	// resume continues the run in --out.
+	resume bool
+	// train trains each step (mgrpo train).
+	train bool
 }
 
 // loadTasks reads the configured task file, or with the simulated world

@@ -14,14 +14,16 @@ type stepPlan struct {
 	step  int
 	tasks []Task
 	// units[q*K+k] is rollout k of tasks[q].
-	units         []rollout.RolloutTask
-	policyVersion int64
+	units []rollout.RolloutTask
+	// policyVersion is the planner's (single agent's) version, also in
+	// every unit; executorVersion the executors'.
+	policyVersion, executorVersion int64
 }
 
 // planStep returns the schedule of step (1-based): the next batch tasks of
 // the task list, wrapping around, each with group rollouts.
-func planStep(run string, seed uint64, step, batch, group int, tasks []Task, version int64) stepPlan {
-	p := stepPlan{step: step, policyVersion: version}
+func planStep(run string, seed uint64, step, batch, group int, tasks []Task, version, executorVersion int64) stepPlan {
+	p := stepPlan{step: step, policyVersion: version, executorVersion: executorVersion}
 	first := (step - 1) * batch
 	for i := range batch {
 		t := tasks[(first+i)%len(tasks)]
@@ -78,7 +80,7 @@ func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.Sample
 			tr.Executors[k] = make([]rollout.Trajectory, len(r.Scores.Subs))
 			for i, s := range r.Scores.Subs {
 				in.Rollouts[k].Subs[i] = s.Reward
-				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], r.Task.PolicyVersion, s.FormatOK)
+				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], plan.executorVersion, s.FormatOK)
 			}
 		}
 		res, err := rollout.ProcessGroup(cfg, in)

@@ -49,9 +49,11 @@ type Config struct {
 	Runner Runner
 	// Sink receives each completed step's files.
 	Sink rollout.Sink
-	// PolicyVersion returns the current policy version; it is read once
-	// when a step is scheduled. Nil means version 0.
-	PolicyVersion func() int64
+	// PolicyVersions returns the current policy versions of the planner
+	// (the single agent) and of the executors; they are read once when a
+	// step is scheduled. Nil means version 0 for both. With Training set,
+	// the versions are the trainers' and this is not used.
+	PolicyVersions func() (planner, executor int64)
 	// PadTokenID is the token of padding samples (queries in which no
 	// rollout delegated, mode mgrpo).
 	PadTokenID int
@@ -91,6 +93,10 @@ type Config struct {
 	Queue bool
 	// Worker tunes the leases of the local worker in Queue mode.
 	Worker WorkerOptions
+	// Training, when set, trains each step's samples before the next step
+	// (see Training); it needs a Sink that says where steps are
+	// (rollout.DirSink).
+	Training *Training
 }
 
 // Validate reports every invalid field of c, each named with how to fix it.
@@ -171,6 +177,8 @@ type Farm struct {
 	log     *slog.Logger
 	// st is the run's store, nil without one.
 	st *storeAccess
+	// train is the policies' state with Training.
+	train trainingState
 }
 
 // New validates cfg and the tasks: at least BatchSize tasks (a step
@@ -213,6 +221,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 	if cfg.Store != nil {
 		f.st = &storeAccess{store: cfg.Store, log: log}
 	}
+	f.train = trainingState{versions: map[rollout.Role]int64{}, weights: map[rollout.Role]string{}}
 	return f, nil
 }
 
@@ -241,6 +250,9 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := f.restoreTraining(ctx, lastWritten(written, f.cfg.Steps)); err != nil {
+		return nil, err
+	}
 	var (
 		sums  []rollout.StepSummary
 		prevD []int
@@ -258,6 +270,11 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		out, err := f.runStep(ctx, step, prevD)
 		if err != nil {
 			return sums, err
+		}
+		if f.cfg.Training != nil {
+			if err := f.trainStep(ctx, &out.summary); err != nil {
+				return sums, err
+			}
 		}
 		sum, d := out.summary, out.d
 		if err := f.cfg.Sink.WriteSummary(context.WithoutCancel(ctx), sum); err != nil {
@@ -287,12 +304,9 @@ type stepOutcome struct {
 // runStep runs, assembles and writes one step.
 func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome, error) {
 	start := time.Now()
-	var version int64
-	if f.cfg.PolicyVersion != nil {
-		version = f.cfg.PolicyVersion()
-	}
-	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version)
-	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version)
+	version, executorVersion := f.policyVersions()
+	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version, executorVersion)
+	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version, "executor_policy_version", executorVersion)
 	f.cfg.Metrics.stepStarted(version)
 	var (
 		results  stepResults = make(memResults, len(plan.units))
@@ -327,11 +341,11 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome,
 	}
 	gcfg := rollout.GroupConfig{Mode: f.cfg.Mode, DBar: dbar, DropZeroVariance: f.cfg.DropZeroVariance, RunSeed: f.cfg.Seed, Step: step}
 	// The samples share the results' token slices (see StepFiles).
-	builder := rollout.SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: version, ShareTokens: true}
+	builder := rollout.SampleBuilder{Run: f.cfg.Run, Step: step, PadTokenID: f.cfg.PadTokenID, PadPolicyVersion: executorVersion, ShareTokens: true}
 	// The rollouts are all in: a cancellation that arrived during the grace
 	// period must not keep a complete step from being written.
 	wctx := context.WithoutCancel(ctx)
-	sum := rollout.StepSummary{Step: step, PolicyVersion: version, Queries: len(plan.tasks)}
+	sum := rollout.StepSummary{Step: step, PolicyVersion: version, ExecutorPolicyVersion: executorVersion, Queries: len(plan.tasks)}
 	acc := newSummaryAcc(&sum)
 	w, err := f.beginStep(wctx, step)
 	if err != nil {
@@ -384,6 +398,17 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome,
 		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_seconds", sum.WallSeconds,
 		"rollouts_per_second", sum.RolloutsPerSecond)
 	return stepOutcome{summary: sum, d: d, stats: asm.stats}, nil
+}
+
+// lastWritten returns the summary of the highest written step up to
+// steps, nil when none is.
+func lastWritten(written map[int]store.StepRecord, steps int) *rollout.StepSummary {
+	for s := steps; s >= 1; s-- {
+		if rec, ok := written[s]; ok {
+			return rec.Summary
+		}
+	}
+	return nil
 }
 
 // resolveDBar picks the step's d̄: the fixed value, or with auto the

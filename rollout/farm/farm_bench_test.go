@@ -333,6 +333,55 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	return sums[0]
 }
 
+// benchHeapEnv names a file that, when set, receives a heap profile taken
+// at the highest heap the latency benchmark reaches (sampled every 500 ms),
+// to see what holds the peak RSS.
+const benchHeapEnv = "MGRPO_BENCH_HEAP_PEAK"
+
+// heapAtPeak starts the sampling of benchHeapEnv; the returned func stops
+// it and writes the profile.
+func heapAtPeak(b *testing.B) func() {
+	path := os.Getenv(benchHeapEnv)
+	if path == "" {
+		return func() {}
+	}
+	var (
+		best []byte
+		peak uint64
+		done = make(chan struct{})
+		wg   sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.HeapInuse > peak {
+				peak = ms.HeapInuse
+				var buf strings.Builder
+				pprof.Lookup("heap").WriteTo(&buf, 0)
+				best = []byte(buf.String())
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+		if err := os.WriteFile(path, best, 0o644); err != nil {
+			b.Error(err)
+		}
+		b.Logf("heap profile at the peak (%d MiB in use) in %s", peak>>20, path)
+	}
+}
+
 // benchStoreEnv set to sqlite makes the farm benchmarks keep results in a
 // SQLite store (as mgrpo rollout does by default) instead of in memory, to
 // measure what the store costs the farm, side by side with it unset.
@@ -463,10 +512,12 @@ func BenchmarkFarmSimLatency(b *testing.B) {
 					self1, child1 = procStat(b, os.Getpid()), procStat(b, child.cmd.Process.Pid)
 					phaseCalls = rr.calls
 				}
+				stopHeap := heapAtPeak(b)
 				start := time.Now()
 				for b.Loop() {
 					sum = benchFarm(b, rr, tasks, batch, group, concurrency, true)
 				}
+				stopHeap()
 				elapsed := time.Since(start)
 				cpu1, rss := selfUsage(b)
 				sim1 := child.cpuTime(b)

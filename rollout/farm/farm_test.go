@@ -129,8 +129,14 @@ func TestFarmSchedulesEveryUnitOnce(t *testing.T) {
 	cfg.Steps, cfg.BatchSize, cfg.GroupSize, cfg.Concurrency = 3, 2, 4, 3
 	var progress []Progress
 	cfg.OnProgress = func(p Progress) { progress = append(progress, p) }
-	cfg.PolicyVersion = func() int64 { return 42 }
+	cfg.PolicyVersions = func() (int64, int64) { return 42, 7 }
 	sums := mustRunFarm(t, cfg, testTasks(3))
+	if planner, executor, _ := mustReadStep(t, dir, 1); len(executor) == 0 || planner[0].PolicyVersion != 42 || executor[0].PolicyVersion != 7 {
+		t.Errorf("step 1 samples' policy versions: planner %d, executor %v; want 42 and 7 (each model's own)", planner[0].PolicyVersion, executor)
+	}
+	if sums[0].PolicyVersion != 42 || sums[0].ExecutorPolicyVersion != 7 {
+		t.Errorf("summary versions %d, %d; want 42, 7", sums[0].PolicyVersion, sums[0].ExecutorPolicyVersion)
+	}
 
 	if got, want := len(seen), 3*2*4; got != want {
 		t.Errorf("%d rollouts ran, want %d", got, want)

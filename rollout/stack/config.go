@@ -52,6 +52,7 @@ type Config struct {
 	Rewards RewardsConfig  `yaml:"rewards" doc:"reward coefficients"`
 	Budgets BudgetsConfig  `yaml:"budgets" doc:"agent budgets"`
 	Prices  rollout.Prices `yaml:"prices" doc:"the cost meter's price table (all 0 unless set)"`
+	Train   TrainConfig    `yaml:"train" flag:"-" doc:"mgrpo train: the trainers, their optimizer and the weight sync"`
 	// Prompts overrides embedded prompt templates by name.
 	Prompts map[string]string `yaml:"prompts" doc:"prompt template overrides by name (planner_system, executor_user, …)"`
 }
@@ -113,6 +114,23 @@ type BudgetsConfig struct {
 	ContextTokens  int      `yaml:"context_tokens" doc:"model context; near it the agent is told to answer now"`
 	Delegations    int      `yaml:"delegations" doc:"executors per rollout"`
 	RolloutTimeout Duration `yaml:"rollout_timeout" flag:"rollout-timeout" doc:"wall-clock limit per rollout: past it the rollout ends with what it has, recorded with the reason, and the step goes on"`
+}
+
+// TrainConfig configures mgrpo train: one trainer per trained role, the
+// loss and optimizer they apply, and how new weights reach the endpoints.
+type TrainConfig struct {
+	PlannerTrainer    string  `yaml:"planner_trainer" doc:"the planner's trainer URL (the single agent's in mode single): tinker+https://…, http(s)://… (docs/trainer-api.md) or file://DIR"`
+	ExecutorTrainer   string  `yaml:"executor_trainer" doc:"the executors' trainer URL (mode mgrpo)"`
+	BaseModelPlanner  string  `yaml:"base_model_planner" doc:"the planner's base model as the trainer names it (e.g. Qwen/Qwen3-8B)"`
+	BaseModelExecutor string  `yaml:"base_model_executor" doc:"the executors' base model"`
+	LoRARank          int     `yaml:"lora_rank" doc:"LoRA rank (0: the trainer's default)"`
+	Loss              string  `yaml:"loss" doc:"importance_sampling or ppo"`
+	ClipLow           float64 `yaml:"clip_low" doc:"PPO clip below 1 (0: 0.2)"`
+	ClipHigh          float64 `yaml:"clip_high" doc:"PPO clip above 1 (0: 0.2)"`
+	LearningRate      float64 `yaml:"lr" doc:"Adam learning rate (0: 1e-5)"`
+	WeightSync        string  `yaml:"weight_sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
+	WeightsPath       string  `yaml:"weights_path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
+	APIKeyEnv         string  `yaml:"api_key_env" doc:"environment variable holding the trainers' API key (default: the backend's, e.g. TINKER_API_KEY)"`
 }
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")

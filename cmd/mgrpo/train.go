@@ -1,0 +1,90 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mgrpo/mgrpo/rollout/stack"
+)
+
+// trainCommand runs the M-GRPO training loop.
+func trainCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "train",
+		Usage: "train with M-GRPO: rollouts, rewards, alignment and advantages, then each model's batch to its trainer and the new weights to its servers, step after step",
+		Description: "Every `mgrpo rollout` flag, plus the trainers. Each step: rollouts at the current policy versions →\n" +
+			"step files → the planner's batch to --planner-trainer and the executors' to --executor-trainer,\n" +
+			"concurrently (no gradient crosses) → the new weights to each role's endpoints (--weight-sync) →\n" +
+			"the next step. Strictly on-policy. --mode mgrpo trains both models, frozen-sub the planner only,\n" +
+			"single the single agent. A killed run continues with --resume and trains no batch twice.\n\n" +
+			"YAML keys: the rollout keys (`mgrpo rollout --help`) and train.*:\n" + strings.Join(trainKeys(), "\n"),
+		Flags:  append(append(agentFlags(), farmFlags()...), trainFlags()...),
+		Action: runTrain,
+	}
+}
+
+// trainKeys lists the train.* configuration keys.
+func trainKeys() []string {
+	var out []string
+	for _, k := range stack.Keys() {
+		if strings.HasPrefix(strings.TrimSpace(k), "train.") {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// trainFlags are the flags of `mgrpo train` beyond `mgrpo rollout`'s.
+func trainFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "planner-trainer", Usage: "the planner's (single agent's) trainer `URL`: tinker+https://HOST, http(s)://HOST (docs/trainer-api.md) or file://DIR"},
+		&cli.StringFlag{Name: "executor-trainer", Usage: "the executors' trainer `URL` (mode mgrpo)"},
+		&cli.StringFlag{Name: "base-model-planner", Usage: "the planner's base model `NAME` as the trainer knows it"},
+		&cli.StringFlag{Name: "base-model-executor", Usage: "the executors' base model `NAME`"},
+		&cli.IntFlag{Name: "lora-rank", Usage: "LoRA rank `N` (0: the trainer's default)"},
+		&cli.StringFlag{Name: "loss", Usage: "importance_sampling (default) or ppo"},
+		&cli.Float64Flag{Name: "clip-low", Usage: "PPO clip below 1 (default 0.2)"},
+		&cli.Float64Flag{Name: "clip-high", Usage: "PPO clip above 1 (default 0.2)"},
+		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate (default 1e-5)"},
+		&cli.StringFlag{Name: "weight-sync", Usage: "how new weights reach the endpoints: sglang or none (the trainer pushes them)"},
+		&cli.StringFlag{Name: "weights-path", Usage: "`TEMPLATE` of the path the servers load: {ref}, {name}, {role}, {step}, {version}"},
+	}
+}
+
+// overlayTrainFlags writes the train flags set on the command line over cfg.
+func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
+	t := &cfg.Train
+	for name, dst := range map[string]*string{"planner-trainer": &t.PlannerTrainer, "executor-trainer": &t.ExecutorTrainer,
+		"base-model-planner": &t.BaseModelPlanner, "base-model-executor": &t.BaseModelExecutor, "loss": &t.Loss,
+		"weight-sync": &t.WeightSync, "weights-path": &t.WeightsPath} {
+		if c.IsSet(name) {
+			*dst = c.String(name)
+		}
+	}
+	for name, dst := range map[string]*float64{"clip-low": &t.ClipLow, "clip-high": &t.ClipHigh, "lr": &t.LearningRate} {
+		if c.IsSet(name) {
+			*dst = c.Float64(name)
+		}
+	}
+	if c.IsSet("lora-rank") {
+		t.LoRARank = c.Int("lora-rank")
+	}
+}
+
+// runTrain is the action of `mgrpo train`.
+func runTrain(c *cli.Context) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	overlayTrainFlags(c, &cfg)
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("train %w", err)
+	}
+	if err := cfg.CheckTraining(); err != nil {
+		return err
+	}
+	return executeRun(c.Context, cfg, runOptions{resume: c.Bool("resume"), train: true}, c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
+}

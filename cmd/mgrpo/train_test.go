@@ -1,0 +1,201 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/trainer_bridge/httptrainer/reference"
+)
+
+// trainArgs are the arguments of a `mgrpo train` run on the sim's SGLang
+// dialect, trained by the reference trainer at url.
+func trainArgs(out, url, mode string, steps int, extra ...string) []string {
+	args := []string{"train", "--sim", "--dialect", "sglang", "--out", out, "--run", "train-test", "--mode", mode,
+		"--steps", strconv.Itoa(steps), "--batch-size", "2", "--group-size", "2", "--concurrency", "4",
+		"--planner-trainer", url, "--base-model-planner", "sim-base", "--weight-sync", "sglang",
+		"--weights-path", "/ckpt/{role}/step-{step}"}
+	if mode == string(rollout.ModeMGRPO) {
+		args = append(args, "--executor-trainer", url, "--base-model-executor", "sim-base")
+	}
+	return append(args, extra...)
+}
+
+// checkTrainedRun checks a trained run's steps: step t sampled with the
+// versions step t-1's training produced (the reference trainer answers
+// version = step), its turns were answered by servers on those weights,
+// and its training is recorded.
+func checkTrainedRun(t *testing.T, out string, steps int, roles []rollout.Role) {
+	t.Helper()
+	sums, err := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
+	if err != nil || len(sums) != steps {
+		t.Fatalf("summary.jsonl: %d steps, %v; want %d", len(sums), err, steps)
+	}
+	for _, sum := range sums {
+		want := int64(sum.Step - 1)
+		for _, role := range roles {
+			rec, ok := sum.Training[string(role)]
+			if !ok || rec.PreviousVersion != want || rec.Version != want+1 || rec.Samples == 0 {
+				t.Errorf("step %d: %s training %+v; want version %d → %d", sum.Step, role, rec, want, want+1)
+			}
+		}
+		dir := rollout.StepDir(out, sum.Step)
+		planner, err := rollout.ReadSamplesJSONL(filepath.Join(dir, rollout.PlannerFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range planner {
+			if s.PolicyVersion != want {
+				t.Fatalf("step %d: a planner sample of policy version %d, want %d", sum.Step, s.PolicyVersion, want)
+			}
+		}
+		if len(roles) == 2 {
+			executor, _ := rollout.ReadSamplesJSONL(filepath.Join(dir, rollout.ExecutorFile))
+			for _, s := range executor {
+				if s.PolicyVersion != want {
+					t.Fatalf("step %d: an executor sample of policy version %d, want %d", sum.Step, s.PolicyVersion, want)
+				}
+			}
+		}
+		// The servers answered with the weights the samples claim: the
+		// sync came before the step's rollouts.
+		served := "default"
+		if want > 0 {
+			served = strconv.FormatInt(want, 10)
+		}
+		seen := 0
+		for _, line := range readLines(t, filepath.Join(dir, rollout.RolloutsFile)) {
+			for _, v := range weightVersions(line) {
+				seen++
+				if v != served {
+					t.Fatalf("step %d: a turn served by weight version %q, want %q", sum.Step, v, served)
+				}
+			}
+		}
+		if seen == 0 {
+			t.Fatalf("step %d: no turn records the weight version that served it", sum.Step)
+		}
+	}
+}
+
+// weightVersions returns the weight_version values of a rollouts.jsonl line.
+func weightVersions(line string) []string {
+	var out []string
+	for _, part := range strings.Split(line, `"weight_version":"`)[1:] {
+		if i := strings.IndexByte(part, '"'); i >= 0 {
+			out = append(out, part[:i])
+		}
+	}
+	return out
+}
+
+func TestTrainModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains against the sim")
+	}
+	for _, tc := range []struct {
+		mode  rollout.Mode
+		roles []rollout.Role
+	}{
+		{rollout.ModeMGRPO, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor}},
+		{rollout.ModeFrozenSub, []rollout.Role{rollout.RolePlanner}},
+		{rollout.ModeSingle, []rollout.Role{rollout.RolePlanner}},
+	} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+			srv := httptest.NewServer(ref)
+			defer srv.Close()
+			out := filepath.Join(t.TempDir(), "out")
+			code, _, stderr := runCLI(t, trainArgs(out, srv.URL, string(tc.mode), 3)...)
+			if code != 0 {
+				t.Fatalf("exit %d:\n%s", code, stderr)
+			}
+			checkTrainedRun(t, out, 3, tc.roles)
+			if got := len(ref.Steps()); got != 3*len(tc.roles) {
+				t.Errorf("the trainer trained %d batches, want %d", got, 3*len(tc.roles))
+			}
+			for _, s := range ref.Steps() {
+				if s.Role == rollout.RoleExecutor && tc.mode != rollout.ModeMGRPO {
+					t.Errorf("mode %s trained the executors", tc.mode)
+				}
+			}
+		})
+	}
+}
+
+func TestTrainRefusesBadSetups(t *testing.T) {
+	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+	srv := httptest.NewServer(ref)
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	// An unknown base model is reported before any rollout.
+	args := trainArgs(out, srv.URL, "frozen-sub", 1)
+	for i, a := range args {
+		if a == "sim-base" {
+			args[i] = "no-such-model"
+		}
+	}
+	code, _, stderr := runCLI(t, args...)
+	if code == 0 || !strings.Contains(stderr, "no-such-model") {
+		t.Errorf("unknown base model: exit %d, %q", code, stderr)
+	}
+	if m, _ := filepath.Glob(filepath.Join(out, "step-*")); len(m) != 0 {
+		t.Errorf("rollouts ran although the trainer refused the base model: %v", m)
+	}
+	// mgrpo mode without an executor trainer is a configuration error.
+	code, _, stderr = runCLI(t, "train", "--sim", "--out", out, "--planner-trainer", srv.URL, "--base-model-planner", "sim-base", "--weight-sync", "none")
+	if code != 2 || !strings.Contains(stderr, "executor-trainer") {
+		t.Errorf("mgrpo without --executor-trainer: exit %d, %q; want 2 naming the flag", code, stderr)
+	}
+	// A trainer that rejects a batch stops the run, keeping the step's samples.
+	ref.Inject(reference.Fault{Method: "POST", Path: "/v1/steps", Status: 422, Body: `{"error":"batch too large for this GPU"}`})
+	out2 := filepath.Join(t.TempDir(), "out")
+	code, _, stderr = runCLI(t, trainArgs(out2, srv.URL, "frozen-sub", 2)...)
+	if code == 0 || !strings.Contains(stderr, "batch too large") || !strings.Contains(stderr, "--resume") {
+		t.Errorf("rejected batch: exit %d, %q; want a failure with the trainer's message and how to continue", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(rollout.StepDir(out2, 1), rollout.PlannerFile)); err != nil {
+		t.Errorf("the rejected step's samples are gone: %v", err)
+	}
+}
+
+// TestTrainKilledAndResumed kills `mgrpo train` after its first trained
+// step and resumes it: no batch is trained twice, and the resumed run syncs
+// the last weights again before its rollouts (its sim restarted on the
+// default weights).
+func TestTrainKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and trains against the sim")
+	}
+	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+	srv := httptest.NewServer(ref)
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	p := startMgrpo(t, trainArgs(out, srv.URL, "mgrpo", 3)...)
+	waitFor(t, p.stderr, "msg=\"step trained\" step=1")
+	// Into step 2's rollouts, so the kill lands mid-step.
+	waitFor(t, p.stderr, "msg=\"step start\" step=2")
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.done <- nil
+	resumed := startMgrpo(t, trainArgs(out, srv.URL, "mgrpo", 3, "--resume")...)
+	resumed.wait(t, 3*time.Minute)
+	if !strings.Contains(resumed.stderr.String(), "syncing the last trained weights again") {
+		t.Errorf("the resumed run did not sync the trained weights first:\n%s", resumed.stderr.String())
+	}
+	checkTrainedRun(t, out, 3, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
+	for _, s := range ref.Steps() {
+		if n := ref.Trains(s.Key); n != 1 {
+			t.Errorf("batch %s trained %d times", s.Key, n)
+		}
+	}
+	if got := len(ref.Steps()); got != 6 {
+		t.Errorf("%d batches trained, want 6 (3 steps × 2 roles)", got)
+	}
+}

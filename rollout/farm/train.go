@@ -1,0 +1,168 @@
+package farm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mgrpo/mgrpo/rollout"
+	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
+)
+
+// Training makes a farm train on-policy: after each step's files are
+// written, each trained role's samples go to that role's trainer (the two
+// concurrently: no gradient crosses), the new weights go to that role's
+// inference endpoints, and only then does the next step start, sampling
+// with them. A role without a trainer is frozen.
+type Training struct {
+	// Trainers by role: RolePlanner trains the planner (the single agent
+	// in mode single), RoleExecutor the executors. Started by the caller
+	// (trainerbridge.Trainer.Start) before the run.
+	Trainers map[rollout.Role]trainerbridge.Trainer
+	// Syncers bring a role's new weights to its endpoints; a role without
+	// one is not synced (its trainer pushes the weights itself).
+	Syncers map[rollout.Role]Syncer
+}
+
+// Syncer brings new weights to a role's inference endpoints and checks
+// they serve them (trainer_bridge/weightsync implements it).
+type Syncer interface {
+	Sync(ctx context.Context, role, ref string, version int64, step int) error
+}
+
+// roles returns the trained roles in a fixed order.
+func (t *Training) roles() []rollout.Role {
+	var out []rollout.Role
+	for _, r := range []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor} {
+		if t.Trainers[r] != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// trainingState is what a training farm knows of its policies.
+type trainingState struct {
+	mu       sync.Mutex
+	versions map[rollout.Role]int64
+	weights  map[rollout.Role]string
+}
+
+// policyVersions returns the versions the next step samples with.
+func (f *Farm) policyVersions() (planner, executor int64) {
+	if f.cfg.Training != nil {
+		f.train.mu.Lock()
+		defer f.train.mu.Unlock()
+		return f.train.versions[rollout.RolePlanner], f.train.versions[rollout.RoleExecutor]
+	}
+	if f.cfg.PolicyVersions != nil {
+		return f.cfg.PolicyVersions()
+	}
+	return 0, 0
+}
+
+// restoreTraining takes the versions and weights of the last written step
+// of a resumed run and brings its weights to the endpoints again (the
+// servers may have restarted since), before any rollout.
+func (f *Farm) restoreTraining(ctx context.Context, last *rollout.StepSummary) error {
+	if f.cfg.Training == nil || last == nil {
+		return nil
+	}
+	for role, rec := range last.Training {
+		r := rollout.Role(role)
+		f.train.versions[r], f.train.weights[r] = rec.Version, rec.Weights
+		s := f.cfg.Training.Syncers[r]
+		if s == nil || rec.Weights == "" {
+			continue
+		}
+		f.log.Info("resumed run: syncing the last trained weights again", "role", role, "version", rec.Version, "weights", rec.Weights)
+		if err := s.Sync(ctx, role, rec.Weights, rec.Version, last.Step); err != nil {
+			return fmt.Errorf("resume: sync the %s weights of step %d (version %d): %w", role, last.Step, rec.Version, err)
+		}
+	}
+	return nil
+}
+
+// trainStep trains the written step of sum on its samples, syncs the new
+// weights and records it all in sum. A trainer that fails or a sync that
+// fails stops the run; the step's files stay on disk, and a resumed run
+// trains the step again (the trainers' idempotency keys make a batch
+// already trained harmless).
+func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
+	t := f.cfg.Training
+	step := sum.Step
+	dir := f.stepFiles(step)
+	if dir == "" {
+		return fmt.Errorf("train step %d: the sink does not say where the step's files are", step)
+	}
+	roles := t.roles()
+	records := make([]rollout.RoleTraining, len(roles))
+	errs := make([]error, len(roles))
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, role := range roles {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			records[i], errs[i] = f.trainRole(ctx, role, step, dir)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (the step's samples stay in %s; fix the cause and continue with --resume)", err, dir)
+	}
+	sum.Training = map[string]rollout.RoleTraining{}
+	for i, role := range roles {
+		sum.Training[string(role)] = records[i]
+		sum.TrainSeconds = max(sum.TrainSeconds, records[i].TrainSeconds)
+		sum.SyncSeconds = max(sum.SyncSeconds, records[i].SyncSeconds)
+	}
+	f.log.Info("step trained", "step", step, "roles", len(roles), "seconds", time.Since(start).Seconds())
+	return nil
+}
+
+// trainRole trains and syncs one role on the step's samples.
+func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir string) (rollout.RoleTraining, error) {
+	file := rollout.PlannerFile
+	if role == rollout.RoleExecutor {
+		file = rollout.ExecutorFile
+	}
+	samples, err := rollout.ReadSamplesJSONL(filepath.Join(dir, file))
+	if err != nil {
+		return rollout.RoleTraining{}, fmt.Errorf("train step %d (%s): %w", step, role, err)
+	}
+	f.train.mu.Lock()
+	version := f.train.versions[role]
+	f.train.mu.Unlock()
+	rec := rollout.RoleTraining{Samples: len(samples), PreviousVersion: version}
+	trained := time.Now()
+	res, err := f.cfg.Training.Trainers[role].Train(ctx, trainerbridge.Batch{Run: f.cfg.Run, Role: role, Step: step, PolicyVersion: version, Samples: samples})
+	if err != nil {
+		return rec, fmt.Errorf("train step %d (%s, %d samples): %w", step, role, len(samples), err)
+	}
+	rec.TrainSeconds = time.Since(trained).Seconds()
+	rec.Version, rec.Weights, rec.Metrics = res.Version, res.Weights, res.Metrics
+	if s := f.cfg.Training.Syncers[role]; s != nil && res.Weights != "" {
+		synced := time.Now()
+		if err := s.Sync(ctx, string(role), res.Weights, res.Version, step); err != nil {
+			return rec, fmt.Errorf("step %d: sync the %s weights (version %d, %s) to the endpoints: %w", step, role, res.Version, res.Weights, err)
+		}
+		rec.SyncSeconds = time.Since(synced).Seconds()
+	}
+	f.train.mu.Lock()
+	f.train.versions[role], f.train.weights[role] = res.Version, res.Weights
+	f.train.mu.Unlock()
+	if f.st != nil {
+		if err := f.st.retry(ctx, "publish the "+string(role)+" policy version", func(ctx context.Context) error {
+			return f.st.store.SetPolicyVersion(ctx, f.cfg.Run, string(role), res.Version)
+		}); err != nil {
+			return rec, err
+		}
+	}
+	f.log.Info("role trained", "step", step, "role", role, "samples", len(samples), "version", res.Version,
+		"weights", res.Weights, "train_seconds", rec.TrainSeconds, "sync_seconds", rec.SyncSeconds)
+	return rec, nil
+}

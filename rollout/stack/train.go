@@ -1,0 +1,143 @@
+package stack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mgrpo/mgrpo/internal/redact"
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
+	_ "github.com/mgrpo/mgrpo/trainer_bridge/backends" // every trainer URL scheme
+	"github.com/mgrpo/mgrpo/trainer_bridge/weightsync"
+)
+
+// CheckTraining reports what is wrong with c's training settings for mode
+// (mgrpo train): each mode's trainers, the loss, the weight sync. An error
+// wraps ErrConfig.
+func (c Config) CheckTraining() error {
+	var p problems
+	t := c.Train
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		return nil // Validate reports the mode
+	}
+	if t.PlannerTrainer == "" {
+		p.add("train.planner_trainer", "planner-trainer", "required: the %s trainer's URL (tinker+https://…, http://…, file://DIR)", trainedPlannerRole(mode))
+	}
+	switch {
+	case mode == rollout.ModeMGRPO && t.ExecutorTrainer == "":
+		p.add("train.executor_trainer", "executor-trainer", "required in mode mgrpo (both models are trained); use --mode frozen-sub to train the planner only")
+	case mode != rollout.ModeMGRPO && t.ExecutorTrainer != "":
+		p.add("train.executor_trainer", "executor-trainer", "mode %s trains no executor: remove it, or use --mode mgrpo", mode)
+	}
+	if t.PlannerTrainer != "" && t.BaseModelPlanner == "" {
+		p.add("train.base_model_planner", "base-model-planner", "required: the base model the trainer starts from")
+	}
+	if t.ExecutorTrainer != "" && t.BaseModelExecutor == "" {
+		p.add("train.base_model_executor", "base-model-executor", "required: the base model the executors' trainer starts from")
+	}
+	switch trainerbridge.Loss(t.Loss) {
+	case "", trainerbridge.LossImportanceSampling, trainerbridge.LossPPO:
+	default:
+		p.add("train.loss", "loss", "%q: want importance_sampling or ppo", t.Loss)
+	}
+	if t.ClipLow < 0 || t.ClipHigh < 0 || t.LearningRate < 0 || t.LoRARank < 0 {
+		p.add("train", "", "clip_low, clip_high, lr and lora_rank must not be negative")
+	}
+	switch t.WeightSync {
+	case weightsync.KindSGLang, weightsync.KindVLLM, weightsync.KindNone:
+	case "":
+		p.add("train.weight_sync", "weight-sync", "required: sglang, vllm or none (the trainer pushes the weights itself)")
+	default:
+		p.add("train.weight_sync", "weight-sync", "%q: want sglang, vllm or none", t.WeightSync)
+	}
+	if t.WeightSync == weightsync.KindVLLM {
+		p.add("train.weight_sync", "weight-sync", "vllm needs an update action (an HTTP call or command that loads the weights), which mgrpo train cannot take yet; use sglang, or none with a trainer that pushes the weights")
+	}
+	if len(p) > 0 {
+		return fmt.Errorf("%w: train %w", ErrConfig, errors.Join(p...))
+	}
+	return nil
+}
+
+// trainedPlannerRole names what the planner trainer trains in mode.
+func trainedPlannerRole(mode rollout.Mode) string {
+	if mode == rollout.ModeSingle {
+		return "single agent's"
+	}
+	return "planner's"
+}
+
+// Training is a run's trainers and weight syncers, started.
+type Training struct {
+	farm.Training
+	trainers []trainerbridge.Trainer
+}
+
+// Close ends the trainers' sessions.
+func (t *Training) Close() {
+	for _, tr := range t.trainers {
+		tr.Close()
+	}
+}
+
+// BuildTraining opens and starts c's trainers (a base model a trainer does
+// not serve is reported here, before any rollout) and builds the weight
+// syncers of each trained role's endpoints: the planner's, the executors',
+// and in mode single the single agent's (the executor endpoints). c's
+// endpoints are those the run uses (after StartSim).
+func BuildTraining(ctx context.Context, c Config) (*Training, error) {
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
+	}
+	t := &Training{Training: farm.Training{Trainers: map[rollout.Role]trainerbridge.Trainer{}, Syncers: map[rollout.Role]farm.Syncer{}}}
+	ok := false
+	defer func() {
+		if !ok {
+			t.Close()
+		}
+	}()
+	type side struct {
+		role      rollout.Role
+		url, base string
+		endpoints []string
+	}
+	planner := side{rollout.RolePlanner, c.Train.PlannerTrainer, c.Train.BaseModelPlanner, c.Planner.URLs}
+	if mode == rollout.ModeSingle {
+		planner.endpoints = c.Executor.URLs
+	}
+	sides := []side{planner}
+	if mode == rollout.ModeMGRPO {
+		sides = append(sides, side{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs})
+	}
+	for _, s := range sides {
+		tr, err := trainerbridge.Open(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
+			LoRARank: c.Train.LoRARank, Seed: int64(c.Seed), Loss: trainerbridge.Loss(c.Train.Loss),
+			ClipLow: c.Train.ClipLow, ClipHigh: c.Train.ClipHigh, Adam: trainerbridge.AdamParams{LearningRate: c.Train.LearningRate},
+			APIKeyEnv: c.Train.APIKeyEnv})
+		if err != nil {
+			return nil, fmt.Errorf("%s trainer: %w", s.role, err)
+		}
+		t.trainers = append(t.trainers, tr)
+		if err := tr.Start(ctx); err != nil {
+			return nil, fmt.Errorf("%s trainer %s: before any rollout: %w", s.role, redact.URL(s.url), err)
+		}
+		t.Trainers[s.role] = tr
+		if c.Train.WeightSync == weightsync.KindNone {
+			continue
+		}
+		sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, weightsync.Options{PathTemplate: c.Train.WeightsPath})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
+		}
+		if err := sy.Check(ctx); err != nil {
+			return nil, fmt.Errorf("%s weight sync, before any rollout: %w", s.role, err)
+		}
+		t.Syncers[s.role] = sy
+	}
+	ok = true
+	return t, nil
+}
