@@ -201,7 +201,8 @@ func TestCrashAndResume(t *testing.T) {
 
 // TestWorkersOnRedis runs a coordinator and three workers on one Redis and
 // kills one worker with SIGKILL while it holds rollouts; the run completes
-// with every rollout once and the samples of a single-process run.
+// with every rollout once (B·K a step) and the samples of a single-process
+// run.
 func TestWorkersOnRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs it against the sim")
@@ -224,7 +225,10 @@ func TestWorkersOnRedis(t *testing.T) {
 	worker := func(name string) *process {
 		return startMgrpo(t, "worker", "--store", storeURL, "--name", name, "--concurrency", "2", "--lease", "2s")
 	}
+	// Three workers; one is killed while it holds rollouts, and the other
+	// two redo them once its leases expire.
 	doomed := worker("doomed")
+	workers := []*process{worker("w1"), worker("w2")}
 	waitFor(t, doomed.stderr, "worker serving")
 	// Let it take rollouts, then kill it holding them.
 	time.Sleep(300 * time.Millisecond)
@@ -233,7 +237,6 @@ func TestWorkersOnRedis(t *testing.T) {
 	}
 	<-doomed.done
 	doomed.done <- nil
-	workers := []*process{worker("w1"), worker("w2"), worker("w3")}
 	coord.wait(t, 3*time.Minute)
 	for _, w := range workers {
 		w.cmd.Process.Signal(syscall.SIGINT)
