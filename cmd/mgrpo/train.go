@@ -1,11 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/rollout/stack"
 )
 
@@ -50,13 +54,14 @@ func trainFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate (default 1e-5)"},
 		&cli.StringFlag{Name: "weight-sync", Usage: "how new weights reach the endpoints: sglang or none (the trainer pushes them)"},
 		&cli.StringFlag{Name: "weights-path", Usage: "`TEMPLATE` of the path the servers load: {ref}, {name}, {role}, {step}, {version}"},
+		&cli.StringFlag{Name: "role", Usage: "decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run through --store); empty: both here"},
 	}
 }
 
 // overlayTrainFlags writes the train flags set on the command line over cfg.
 func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
 	t := &cfg.Train
-	for name, dst := range map[string]*string{"planner-trainer": &t.PlannerTrainer, "executor-trainer": &t.ExecutorTrainer,
+	for name, dst := range map[string]*string{"role": &t.Role, "planner-trainer": &t.PlannerTrainer, "executor-trainer": &t.ExecutorTrainer,
 		"base-model-planner": &t.BaseModelPlanner, "base-model-executor": &t.BaseModelExecutor, "loss": &t.Loss,
 		"weight-sync": &t.WeightSync, "weights-path": &t.WeightsPath} {
 		if c.IsSet(name) {
@@ -80,6 +85,9 @@ func runTrain(c *cli.Context) error {
 		return err
 	}
 	overlayTrainFlags(c, &cfg)
+	if cfg.Train.Role == string(rollout.RoleExecutor) {
+		return runExecutorSide(c, cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("train %w", err)
 	}
@@ -87,4 +95,49 @@ func runTrain(c *cli.Context) error {
 		return err
 	}
 	return executeRun(c.Context, cfg, runOptions{resume: c.Bool("resume"), train: true}, c.String("metrics-addr"), loggerOf(c), c.App.Writer, consoleOf(c))
+}
+
+// runExecutorSide is `mgrpo train --role executor`: the executors' side of
+// a decoupled run, following the run the planner side records in the
+// store (--store, or the sqlite store of --out).
+func runExecutorSide(c *cli.Context, flags stack.Config) error {
+	ctx, logger := c.Context, loggerOf(c)
+	if flags.Store == "" && flags.Out == "" || flags.Store == stack.StoreNone {
+		return usageError{errors.New("--role executor: name the run's store with --store (or the planner side's --out for its sqlite store)")}
+	}
+	if err := stack.CheckStoreURL(flags.Store); err != nil {
+		return usageError{fmt.Errorf("--store %w", err)}
+	}
+	st, err := stack.OpenStore(ctx, flags, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rec, err := findRun(ctx, st, flags.Run)
+	if err != nil {
+		return err
+	}
+	spec, err := farm.ReadRunSpec(rec)
+	if err != nil {
+		return err
+	}
+	cfg, err := stack.ConfigFromRunRecord(spec.Config)
+	if err != nil {
+		return err
+	}
+	cfg.Run, cfg.Train, cfg.Store, cfg.Out = rec.ID, flags.Train, flags.Store, flags.Out
+	if err := cfg.CheckTraining(); err != nil {
+		return err
+	}
+	training, err := stack.BuildTraining(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer training.Close()
+	steps := 0
+	if c.IsSet("steps") {
+		steps = c.Int("steps")
+	}
+	return farm.TrainSide(ctx, farm.SideConfig{Store: st, Run: rec.ID, Role: rollout.RoleExecutor,
+		Trainer: training.Trainers[rollout.RoleExecutor], Syncer: training.Syncers[rollout.RoleExecutor], Steps: steps, Logger: logger})
 }

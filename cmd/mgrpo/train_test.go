@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/trainer_bridge/httptrainer/reference"
 )
 
@@ -197,5 +199,80 @@ func TestTrainKilledAndResumed(t *testing.T) {
 	}
 	if got := len(ref.Steps()); got != 6 {
 		t.Errorf("%d batches trained, want 6 (3 steps × 2 roles)", got)
+	}
+}
+
+// TestTrainDecoupled runs the decoupled mode as two processes on one Redis:
+// the planner side (rollouts, the planner's training) and the executor side
+// (the executors' training), which is killed once and started again. They
+// agree through the store only; no batch is trained twice and every sample
+// carries the version of the model that produced it.
+func TestTrainDecoupled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and trains against the sim")
+	}
+	redisURL := os.Getenv("MGRPO_TEST_REDIS")
+	if redisURL == "" {
+		t.Skip("MGRPO_TEST_REDIS is not set (.ci/run starts a Redis and sets it)")
+	}
+	sep := "?"
+	if strings.Contains(redisURL, "?") {
+		sep = "&"
+	}
+	storeURL := fmt.Sprintf("%s%sprefix=decoupled-%d:", redisURL, sep, time.Now().UnixNano())
+	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+	srv := httptest.NewServer(ref)
+	defer srv.Close()
+	// Servers that outlive both sides, as real ones do (an in-process sim
+	// would end with the planner side, before the executor side's last
+	// sync).
+	cfg := simllm.DefaultConfig()
+	cfg.Dialect = simllm.DialectSGLang
+	dir := t.TempDir()
+	sim := startSimServers(t, dir, cfg, 4)
+	out := filepath.Join(dir, "out")
+	const steps = 3
+	planner := startMgrpo(t, "train", "--tasks", sim.tasks, "--dialect", "sglang", "--out", out, "--run", "decoupled", "--steps", strconv.Itoa(steps),
+		"--planner-url", sim.llmURL, "--planner-model", "sim-qwen3", "--executor-url", sim.llmURL, "--executor-model", "sim-qwen3",
+		"--search-provider", "searxng", "--search-url", sim.webURL, "--allow-host", sim.webHost,
+		"--batch-size", "2", "--group-size", "2", "--concurrency", "4", "--role", "planner", "--store", storeURL,
+		"--planner-trainer", srv.URL, "--base-model-planner", "sim-base", "--weight-sync", "sglang")
+	waitFor(t, planner.stderr, "msg=\"step start\" step=1")
+	executorSide := func() *process {
+		return startMgrpo(t, "train", "--role", "executor", "--store", storeURL, "--steps", strconv.Itoa(steps),
+			"--executor-trainer", srv.URL, "--base-model-executor", "sim-base", "--weight-sync", "sglang")
+	}
+	first := executorSide()
+	waitFor(t, first.stderr, "msg=\"role trained\" step=1")
+	first.cmd.Process.Signal(syscall.SIGKILL)
+	<-first.done
+	first.done <- nil
+	again := executorSide()
+	planner.wait(t, 3*time.Minute)
+	again.wait(t, time.Minute)
+
+	for s := 1; s <= steps; s++ {
+		dir := rollout.StepDir(out, s)
+		for _, f := range []string{rollout.PlannerFile, rollout.ExecutorFile} {
+			samples, err := rollout.ReadSamplesJSONL(filepath.Join(dir, f))
+			if err != nil || len(samples) == 0 {
+				t.Fatalf("step %d %s: %d samples, %v", s, f, len(samples), err)
+			}
+			for _, smp := range samples {
+				if smp.PolicyVersion != int64(s-1) {
+					t.Fatalf("step %d: a %s sample of version %d, want %d", s, smp.Role, smp.PolicyVersion, s-1)
+				}
+			}
+		}
+	}
+	byRole := map[rollout.Role]int{}
+	for _, st := range ref.Steps() {
+		byRole[st.Role]++
+		if n := ref.Trains(st.Key); n != 1 {
+			t.Errorf("batch %s trained %d times", st.Key, n)
+		}
+	}
+	if byRole[rollout.RolePlanner] != steps || byRole[rollout.RoleExecutor] != steps {
+		t.Errorf("batches trained by role %v, want %d each", byRole, steps)
 	}
 }

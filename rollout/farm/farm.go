@@ -141,6 +141,8 @@ func (c Config) Validate() error {
 		add("Concurrency %d: must not be negative (0: coordinate only, the workers run every rollout)", c.Concurrency)
 	case c.Resume && c.Store == nil:
 		add("Resume: needs the Store of the run to resume")
+	case c.Training != nil && len(c.Training.Peers) > 0 && c.Store == nil:
+		add("Training.Peers: the decoupled mode needs the Store both sides share")
 	case !c.Queue && c.Concurrency < 1:
 		add("Concurrency %d: must be at least 1 (rollouts in flight; BatchSize×GroupSize runs a whole step at once)", c.Concurrency)
 	}
@@ -266,6 +268,9 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 			sums = append(sums, *rec.Summary)
 			prevD = rec.ObservedD
 			continue
+		}
+		if err := f.awaitPeers(ctx, step); err != nil {
+			return sums, err
 		}
 		out, err := f.runStep(ctx, step, prevD)
 		if err != nil {

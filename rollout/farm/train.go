@@ -25,6 +25,11 @@ type Training struct {
 	// Syncers bring a role's new weights to its endpoints; a role without
 	// one is not synced (its trainer pushes the weights itself).
 	Syncers map[rollout.Role]Syncer
+	// Peers are roles another process trains (the decoupled mode, see
+	// TrainSide): before each step's rollouts the farm waits, through the
+	// store, until that process has trained the previous step, and samples
+	// with the version it published.
+	Peers []rollout.Role
 }
 
 // Syncer brings new weights to a role's inference endpoints and checks
@@ -82,6 +87,24 @@ func (f *Farm) restoreTraining(ctx context.Context, last *rollout.StepSummary) e
 		if err := s.Sync(ctx, role, rec.Weights, rec.Version, last.Step); err != nil {
 			return fmt.Errorf("resume: sync the %s weights of step %d (version %d): %w", role, last.Step, rec.Version, err)
 		}
+	}
+	return nil
+}
+
+// awaitPeers waits, before the rollouts of step, until every peer role has
+// trained the previous step, and takes the versions they published.
+func (f *Farm) awaitPeers(ctx context.Context, step int) error {
+	if f.cfg.Training == nil || step < 2 {
+		return nil
+	}
+	for _, role := range f.cfg.Training.Peers {
+		v, err := f.waitPeer(ctx, role, step-1)
+		if err != nil {
+			return err
+		}
+		f.train.mu.Lock()
+		f.train.versions[role] = v
+		f.train.mu.Unlock()
 	}
 	return nil
 }
@@ -157,7 +180,10 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir s
 	f.train.mu.Unlock()
 	if f.st != nil {
 		if err := f.st.retry(ctx, "publish the "+string(role)+" policy version", func(ctx context.Context) error {
-			return f.st.store.SetPolicyVersion(ctx, f.cfg.Run, string(role), res.Version)
+			if err := f.st.store.SetPolicyVersion(ctx, f.cfg.Run, string(role), res.Version); err != nil {
+				return err
+			}
+			return f.st.store.SetPolicyVersion(ctx, f.cfg.Run, string(role)+TrainedStepSuffix, int64(step))
 		}); err != nil {
 			return rec, err
 		}

@@ -131,6 +131,7 @@ type TrainConfig struct {
 	WeightSync        string  `yaml:"weight_sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
 	WeightsPath       string  `yaml:"weights_path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
 	APIKeyEnv         string  `yaml:"api_key_env" doc:"environment variable holding the trainers' API key (default: the backend's, e.g. TINKER_API_KEY)"`
+	Role              string  `yaml:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
 }
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")

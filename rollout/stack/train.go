@@ -23,19 +23,34 @@ func (c Config) CheckTraining() error {
 	if err != nil {
 		return nil // Validate reports the mode
 	}
-	if t.PlannerTrainer == "" {
-		p.add("train.planner_trainer", "planner-trainer", "required: the %s trainer's URL (tinker+https://…, http://…, file://DIR)", trainedPlannerRole(mode))
+	switch t.Role {
+	case "", string(rollout.RolePlanner):
+		if t.PlannerTrainer == "" {
+			p.add("train.planner_trainer", "planner-trainer", "required: the %s trainer's URL (tinker+https://…, http://…, file://DIR)", trainedPlannerRole(mode))
+		}
+	case string(rollout.RoleExecutor):
+		if t.ExecutorTrainer == "" {
+			p.add("train.executor_trainer", "executor-trainer", "required with --role executor: this side trains the executors")
+		}
+	default:
+		p.add("train.role", "role", "%q: want planner, executor, or empty (both sides in this process)", t.Role)
 	}
 	switch {
-	case mode == rollout.ModeMGRPO && t.ExecutorTrainer == "":
-		p.add("train.executor_trainer", "executor-trainer", "required in mode mgrpo (both models are trained); use --mode frozen-sub to train the planner only")
+	case t.Role != "" && c.StoreURL() == "":
+		p.add("store", "store", "none: the decoupled mode's two sides agree through the run's store; set --store (redis://… across machines)")
+	case t.Role != "" && mode != rollout.ModeMGRPO:
+		p.add("train.role", "role", "mode %s trains one model: the decoupled mode splits mode mgrpo's two", mode)
+	case t.Role == "" && mode == rollout.ModeMGRPO && t.ExecutorTrainer == "":
+		p.add("train.executor_trainer", "executor-trainer", "required in mode mgrpo (both models are trained); use --mode frozen-sub to train the planner only, or --role planner with an executor side in another process")
+	case t.Role == string(rollout.RolePlanner) && t.ExecutorTrainer != "":
+		p.add("train.executor_trainer", "executor-trainer", "with --role planner the executor side trains the executors: remove it here")
 	case mode != rollout.ModeMGRPO && t.ExecutorTrainer != "":
 		p.add("train.executor_trainer", "executor-trainer", "mode %s trains no executor: remove it, or use --mode mgrpo", mode)
 	}
-	if t.PlannerTrainer != "" && t.BaseModelPlanner == "" {
+	if t.PlannerTrainer != "" && t.Role != string(rollout.RoleExecutor) && t.BaseModelPlanner == "" {
 		p.add("train.base_model_planner", "base-model-planner", "required: the base model the trainer starts from")
 	}
-	if t.ExecutorTrainer != "" && t.BaseModelExecutor == "" {
+	if t.ExecutorTrainer != "" && t.Role != string(rollout.RolePlanner) && t.BaseModelExecutor == "" {
 		p.add("train.base_model_executor", "base-model-executor", "required: the base model the executors' trainer starts from")
 	}
 	switch trainerbridge.Loss(t.Loss) {
@@ -83,7 +98,8 @@ func (t *Training) Close() {
 	}
 }
 
-// BuildTraining opens and starts c's trainers (a base model a trainer does
+// BuildTraining opens and starts c's trainers (with train.role, only that
+// side's; the planner side then waits for the executor side as a peer) (a base model a trainer does
 // not serve is reported here, before any rollout) and builds the weight
 // syncers of each trained role's endpoints: the planner's, the executors',
 // and in mode single the single agent's (the executor endpoints). c's
@@ -109,9 +125,19 @@ func BuildTraining(ctx context.Context, c Config) (*Training, error) {
 	if mode == rollout.ModeSingle {
 		planner.endpoints = c.Executor.URLs
 	}
-	sides := []side{planner}
-	if mode == rollout.ModeMGRPO {
-		sides = append(sides, side{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs})
+	executor := side{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs}
+	var sides []side
+	switch c.Train.Role {
+	case string(rollout.RolePlanner):
+		sides = []side{planner}
+		t.Peers = []rollout.Role{rollout.RoleExecutor}
+	case string(rollout.RoleExecutor):
+		sides = []side{executor}
+	default:
+		sides = []side{planner}
+		if mode == rollout.ModeMGRPO {
+			sides = append(sides, executor)
+		}
 	}
 	for _, s := range sides {
 		tr, err := trainerbridge.Open(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
