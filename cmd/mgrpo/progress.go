@@ -121,8 +121,35 @@ func (t *stepTable) row(s rollout.StepSummary) {
 	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, s.Accuracy, s.MeanMainReward, s.MeanSubReward,
 		s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
 		s.RolloutsPerSecond, s.CompletionTokensPerSecond)
+	if line := trainingLine(s); line != "" {
+		fmt.Fprintln(t.w, line)
+	}
 	t.steps++
 	t.usage.Add(s.Usage)
+}
+
+// trainingLine describes a trained step's training under its row
+// ("" for a rollout run): per role the versions, the trainer's loss and
+// KL or clip fraction when it reports them, and the time split.
+func trainingLine(s rollout.StepSummary) string {
+	if len(s.Training) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, role := range []string{string(rollout.RolePlanner), string(rollout.RoleExecutor)} {
+		rec, ok := s.Training[role]
+		if !ok {
+			continue
+		}
+		p := fmt.Sprintf("%s v%d→v%d (%d samples", role, rec.PreviousVersion, rec.Version, rec.Samples)
+		for _, m := range []string{"loss", "loss:sum", "loss:mean", "kl", "clip_fraction"} {
+			if v, ok := rec.Metrics[m]; ok {
+				p += fmt.Sprintf(", %s %.4g", m, v)
+			}
+		}
+		parts = append(parts, p+")")
+	}
+	return fmt.Sprintf("      trained: %s; train %.2fs, sync %.2fs", strings.Join(parts, ", "), s.TrainSeconds, s.SyncSeconds)
 }
 
 // end prints the run's closing line.

@@ -52,8 +52,12 @@ func trainFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "clip-low", Usage: "PPO clip below 1 (default 0.2)"},
 		&cli.Float64Flag{Name: "clip-high", Usage: "PPO clip above 1 (default 0.2)"},
 		&cli.Float64Flag{Name: "lr", Usage: "Adam learning rate (default 1e-5)"},
-		&cli.StringFlag{Name: "weight-sync", Usage: "how new weights reach the endpoints: sglang or none (the trainer pushes them)"},
+		&cli.StringFlag{Name: "weight-sync", Usage: "how new weights reach the endpoints: sglang, vllm (with --weight-update-path or --weight-update-command; the servers in dev mode) or none (the trainer pushes them)"},
 		&cli.StringFlag{Name: "weights-path", Usage: "`TEMPLATE` of the path the servers load: {ref}, {name}, {role}, {step}, {version}"},
+		&cli.StringFlag{Name: "weight-update-path", Usage: "--weight-sync vllm: the `ROUTE` each server loads new weights from (with --weight-update-body)"},
+		&cli.StringFlag{Name: "weight-update-body", Usage: "--weight-sync vllm: the update call's JSON body `TEMPLATE`, e.g. '{\"model_path\": \"{path}\"}'"},
+		&cli.StringSliceFlag{Name: "weight-update-command", Usage: "--weight-sync vllm: instead of the route, a command run per endpoint, one `ARG` per flag ({endpoint}, {path}, …)"},
+		&cli.StringFlag{Name: "weight-version-path", Usage: "the GET `ROUTE` reporting an endpoint's weight_version, to verify a sync (vLLM: e.g. /weight_info)"},
 		&cli.StringFlag{Name: "role", Usage: "decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run through --store); empty: both here"},
 	}
 }
@@ -63,7 +67,8 @@ func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
 	t := &cfg.Train
 	for name, dst := range map[string]*string{"role": &t.Role, "planner-trainer": &t.PlannerTrainer, "executor-trainer": &t.ExecutorTrainer,
 		"base-model-planner": &t.BaseModelPlanner, "base-model-executor": &t.BaseModelExecutor, "loss": &t.Loss,
-		"weight-sync": &t.WeightSync, "weights-path": &t.WeightsPath} {
+		"weight-sync": &t.WeightSync, "weights-path": &t.WeightsPath, "weight-update-path": &t.VLLMUpdatePath,
+		"weight-update-body": &t.VLLMUpdateBody, "weight-version-path": &t.VersionPath} {
 		if c.IsSet(name) {
 			*dst = c.String(name)
 		}
@@ -72,6 +77,9 @@ func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
 		if c.IsSet(name) {
 			*dst = c.Float64(name)
 		}
+	}
+	if c.IsSet("weight-update-command") {
+		t.VLLMUpdateCommand = c.StringSlice("weight-update-command")
 	}
 	if c.IsSet("lora-rank") {
 		t.LoRARank = c.Int("lora-rank")

@@ -114,9 +114,12 @@ func TestTrainModes(t *testing.T) {
 			srv := httptest.NewServer(ref)
 			defer srv.Close()
 			out := filepath.Join(t.TempDir(), "out")
-			code, _, stderr := runCLI(t, trainArgs(out, srv.URL, string(tc.mode), 3)...)
+			code, stdout, stderr := runCLI(t, trainArgs(out, srv.URL, string(tc.mode), 3)...)
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, stderr)
+			}
+			if !strings.Contains(stdout, "trained: planner v0→v1 (") || !strings.Contains(stdout, "loss") {
+				t.Errorf("the step table shows no training:\n%s", stdout)
 			}
 			checkTrainedRun(t, out, 3, tc.roles)
 			if got := len(ref.Steps()); got != 3*len(tc.roles) {
@@ -128,6 +131,38 @@ func TestTrainModes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTrainVLLMSync trains against the sim's vLLM dialect: the sync pauses
+// each server, calls the update route, resets the prefix cache, resumes
+// and verifies the version.
+func TestTrainVLLMSync(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains against the sim")
+	}
+	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+	srv := httptest.NewServer(ref)
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	args := trainArgs(out, srv.URL, "mgrpo", 3, "--weight-update-path", "/sim/update_weights",
+		"--weight-update-body", `{"model_path": "{path}", "weight_version": "{version}"}`, "--weight-version-path", "/weight_info")
+	for i, a := range args {
+		switch {
+		case a == "sglang" && args[i-1] == "--dialect":
+			args[i] = "vllm"
+		case a == "sglang" && args[i-1] == "--weight-sync":
+			args[i] = "vllm"
+		}
+	}
+	code, _, stderr := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	checkTrainedRun(t, out, 3, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
+	code, _, stderr = runCLI(t, append(trainArgs(filepath.Join(t.TempDir(), "o"), srv.URL, "mgrpo", 1), "--weight-sync", "vllm")...)
+	if code != 2 || !strings.Contains(stderr, "weight-update-path") {
+		t.Errorf("--weight-sync vllm without an update action: exit %d, %q; want 2 naming the flag", code, stderr)
 	}
 }
 

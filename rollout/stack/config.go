@@ -131,7 +131,13 @@ type TrainConfig struct {
 	WeightSync        string  `yaml:"weight_sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
 	WeightsPath       string  `yaml:"weights_path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
 	APIKeyEnv         string  `yaml:"api_key_env" doc:"environment variable holding the trainers' API key (default: the backend's, e.g. TINKER_API_KEY)"`
-	Role              string  `yaml:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
+	// VLLMUpdate is the vLLM sync's update action: an HTTP call
+	// (path and JSON body templates) or a command, run on each endpoint.
+	VLLMUpdatePath    string   `yaml:"vllm_update_path" doc:"weight_sync vllm: the route (or URL template) each endpoint loads new weights from, between /pause and /resume"`
+	VLLMUpdateBody    string   `yaml:"vllm_update_body" doc:"weight_sync vllm: its JSON body template, e.g. {\"model_path\": \"{path}\"}"`
+	VLLMUpdateCommand []string `yaml:"vllm_update_command" doc:"weight_sync vllm: instead of the route, a command run per endpoint: [prog, {endpoint}, {path}]"`
+	VersionPath       string   `yaml:"version_path" doc:"the GET route reporting an endpoint's weight_version, to verify a sync (sglang: found by itself; vllm: e.g. /weight_info)"`
+	Role              string   `yaml:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
 }
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")

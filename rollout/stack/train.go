@@ -68,8 +68,8 @@ func (c Config) CheckTraining() error {
 	default:
 		p.add("train.weight_sync", "weight-sync", "%q: want sglang, vllm or none", t.WeightSync)
 	}
-	if t.WeightSync == weightsync.KindVLLM {
-		p.add("train.weight_sync", "weight-sync", "vllm needs an update action (an HTTP call or command that loads the weights), which mgrpo train cannot take yet; use sglang, or none with a trainer that pushes the weights")
+	if t.WeightSync == weightsync.KindVLLM && (t.VLLMUpdatePath == "") == (len(t.VLLMUpdateCommand) == 0) {
+		p.add("train.vllm_update_path", "weight-update-path", "weight_sync vllm needs exactly one update action: the route each server loads weights from (with vllm_update_body), or vllm_update_command")
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("%w: train %w", ErrConfig, errors.Join(p...))
@@ -155,7 +155,9 @@ func BuildTraining(ctx context.Context, c Config) (*Training, error) {
 		if c.Train.WeightSync == weightsync.KindNone {
 			continue
 		}
-		sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, weightsync.Options{PathTemplate: c.Train.WeightsPath})
+		sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, weightsync.Options{PathTemplate: c.Train.WeightsPath,
+			VersionPath: c.Train.VersionPath, Update: weightsync.UpdateAction{Path: c.Train.VLLMUpdatePath,
+				Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}})
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
 		}
