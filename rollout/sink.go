@@ -189,7 +189,18 @@ func readJSONL[T any](path string) ([]T, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	defer f.Close()
-	br := bufio.NewReader(f)
+	return decodeJSONL[T](f, path)
+}
+
+// DecodeSamplesJSONL reads samples in planner.jsonl's format from r; name
+// names the input in errors (with the line).
+func DecodeSamplesJSONL(r io.Reader, name string) ([]Sample, error) {
+	return decodeJSONL[Sample](r, name)
+}
+
+// decodeJSONL decodes one value per line of r; unknown keys are errors.
+func decodeJSONL[T any](r io.Reader, path string) ([]T, error) {
+	br := bufio.NewReader(r)
 	var out []T
 	for line := 1; ; line++ {
 		raw, err := br.ReadBytes('\n')

@@ -123,6 +123,13 @@ type Runs interface {
 	// Steps returns the run's step records in step order (none: an empty
 	// slice).
 	Steps(ctx context.Context, run string) ([]StepRecord, error)
+	// PutStepFile stores a file of step under name (replacing one stored
+	// before), so a process on another machine can read it: the decoupled
+	// training mode hands the executor samples over this way.
+	PutStepFile(ctx context.Context, run string, step int, name string, data []byte) error
+	// StepFile returns the file of step stored under name (ErrNotFound
+	// when none is).
+	StepFile(ctx context.Context, run string, step int, name string) ([]byte, error)
 }
 
 // Stats holds the per-query statistics of each step: what the planner and

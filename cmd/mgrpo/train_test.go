@@ -279,6 +279,9 @@ func TestTrainDecoupled(t *testing.T) {
 	}
 	first := executorSide()
 	waitFor(t, first.stderr, "msg=\"role trained\" step=1")
+	if !strings.Contains(first.stderr.String(), "samples_from=store") {
+		t.Errorf("the executor side did not take its samples from the store:\n%s", first.stderr.String())
+	}
 	first.cmd.Process.Signal(syscall.SIGKILL)
 	<-first.done
 	first.done <- nil

@@ -1,6 +1,7 @@
 package farm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -98,10 +99,7 @@ func TrainSide(ctx context.Context, cfg SideConfig) error {
 	}
 	a := &storeAccess{store: cfg.Store, log: log}
 	role := string(cfg.Role)
-	file := rollout.ExecutorFile
-	if cfg.Role == rollout.RolePlanner {
-		file = rollout.PlannerFile
-	}
+	file := samplesFile(cfg.Role)
 	var last int64
 	if err := a.retry(ctx, "read the last trained step", func(ctx context.Context) error {
 		var err error
@@ -116,9 +114,9 @@ func TrainSide(ctx context.Context, cfg SideConfig) error {
 		if err != nil {
 			return err
 		}
-		samples, err := rollout.ReadSamplesJSONL(filepath.Join(rec.Files, file))
+		samples, source, err := stepSamples(ctx, a, cfg.Run, rec, file)
 		if err != nil {
-			return fmt.Errorf("step %d: %w (the step's files must be reachable from this machine at the path its record names)", step, err)
+			return err
 		}
 		var version int64
 		if err := a.retry(ctx, "read the "+role+" version", func(ctx context.Context) error {
@@ -149,10 +147,35 @@ func TrainSide(ctx context.Context, cfg SideConfig) error {
 		}); err != nil {
 			return err
 		}
-		log.Info("role trained", "step", step, "role", role, "samples", len(samples), "version", res.Version,
+		log.Info("role trained", "step", step, "role", role, "samples", len(samples), "samples_from", source, "version", res.Version,
 			"weights", res.Weights, "train_seconds", trained.Seconds(), "metrics", res.Metrics)
 	}
 	return nil
+}
+
+// stepSamples reads the step's samples of file from the store, where the
+// planner side hands them over, or else from the step directory its record
+// names (a shared filesystem).
+func stepSamples(ctx context.Context, a *storeAccess, run string, rec store.StepRecord, file string) (samples []rollout.Sample, source string, err error) {
+	var data []byte
+	err = a.retry(ctx, fmt.Sprintf("read %s of step %d", file, rec.Step), func(ctx context.Context) error {
+		var err error
+		data, err = a.store.StepFile(ctx, run, rec.Step, file)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		path := filepath.Join(rec.Files, file)
+		samples, err := rollout.ReadSamplesJSONL(path)
+		if err != nil {
+			return nil, "", fmt.Errorf("step %d: the store holds no %s and the step directory cannot be read: %w", rec.Step, file, err)
+		}
+		return samples, path, nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	samples, err = rollout.DecodeSamplesJSONL(bytes.NewReader(data), fmt.Sprintf("the store's %s of step %d", file, rec.Step))
+	return samples, "store", err
 }
 
 // waitWritten waits until step's record says its files are written.

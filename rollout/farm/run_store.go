@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -134,6 +136,9 @@ func (f *Farm) recordStep(ctx context.Context, out stepOutcome) error {
 	}); err != nil {
 		return err
 	}
+	if err := f.handOverSamples(ctx, step); err != nil {
+		return err
+	}
 	sum := out.summary
 	rec := store.StepRecord{Step: step, Status: store.StepWritten, Rollouts: sum.Rollouts, DBar: sum.DBar,
 		ObservedD: out.d, Files: f.stepFiles(step), Summary: &sum}
@@ -145,6 +150,36 @@ func (f *Farm) recordStep(ctx context.Context, out stepOutcome) error {
 	return f.st.retry(ctx, fmt.Sprintf("drop the results of step %d", step), func(ctx context.Context) error {
 		return f.st.store.DeleteResults(ctx, run, step)
 	})
+}
+
+// handOverSamples puts the samples of the roles another process trains
+// (Training.Peers) into the store, before the step shows as written, so
+// that process reads them from the store wherever it runs.
+func (f *Farm) handOverSamples(ctx context.Context, step int) error {
+	if f.cfg.Training == nil {
+		return nil
+	}
+	for _, role := range f.cfg.Training.Peers {
+		name := samplesFile(role)
+		data, err := os.ReadFile(filepath.Join(f.stepFiles(step), name))
+		if err != nil {
+			return fmt.Errorf("hand the %s samples of step %d to the other side: %w", role, step, err)
+		}
+		if err := f.st.retry(ctx, fmt.Sprintf("store %s of step %d", name, step), func(ctx context.Context) error {
+			return f.st.store.PutStepFile(ctx, f.cfg.Run, step, name, data)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// samplesFile is the step file of role's samples.
+func samplesFile(role rollout.Role) string {
+	if role == rollout.RoleExecutor {
+		return rollout.ExecutorFile
+	}
+	return rollout.PlannerFile
 }
 
 // stepFiles names where step's files are, for the step record.

@@ -149,11 +149,7 @@ func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
 
 // trainRole trains and syncs one role on the step's samples.
 func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir string) (rollout.RoleTraining, error) {
-	file := rollout.PlannerFile
-	if role == rollout.RoleExecutor {
-		file = rollout.ExecutorFile
-	}
-	samples, err := rollout.ReadSamplesJSONL(filepath.Join(dir, file))
+	samples, err := rollout.ReadSamplesJSONL(filepath.Join(dir, samplesFile(role)))
 	if err != nil {
 		return rollout.RoleTraining{}, fmt.Errorf("train step %d (%s): %w", step, role, err)
 	}

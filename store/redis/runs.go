@@ -193,3 +193,28 @@ func (s *Store) RunIDs(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// stepFilesKey is the hash of a step's files.
+func (k runKeys) stepFiles(step int) string { return k.base + "files:" + strconv.Itoa(step) }
+
+// PutStepFile stores data as the file name of step (HSET).
+func (s *Store) PutStepFile(ctx context.Context, run string, step int, name string, data []byte) error {
+	key := s.keys(run).stepFiles(step)
+	if err := s.client.HSet(ctx, key, name, data).Err(); err != nil {
+		return fmt.Errorf("put file %s of step %d of run %s: %w", name, step, run, keyErr(key, err))
+	}
+	return nil
+}
+
+// StepFile returns the file name of step (HGET).
+func (s *Store) StepFile(ctx context.Context, run string, step int, name string) ([]byte, error) {
+	key := s.keys(run).stepFiles(step)
+	v, err := s.client.HGet(ctx, key, name).Bytes()
+	if errors.Is(err, goredis.Nil) {
+		return nil, fmt.Errorf("read file %s of step %d of run %s: %w", name, step, run, store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read file %s of step %d of run %s: %w", name, step, run, keyErr(key, err))
+	}
+	return v, nil
+}

@@ -227,3 +227,37 @@ func (s *Store) RunIDs(ctx context.Context) ([]string, error) {
 	}
 	return ids, nil
 }
+
+// PutStepFile stores data as the file name of step.
+func (s *Store) PutStepFile(ctx context.Context, run string, step int, name string, data []byte) error {
+	op := fmt.Sprintf("put file %s of step %d of run %q", name, step, run)
+	if err := s.alive(); err != nil {
+		return s.errf(op, err)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO step_files (run, step, name, data) VALUES (?, ?, ?, ?)
+		ON CONFLICT (run, step, name) DO UPDATE SET data = excluded.data`, run, step, name, data)
+	if err != nil {
+		return s.errf(op, err)
+	}
+	return nil
+}
+
+// StepFile returns the file name of step.
+func (s *Store) StepFile(ctx context.Context, run string, step int, name string) ([]byte, error) {
+	op := fmt.Sprintf("read file %s of step %d of run %q", name, step, run)
+	if err := s.alive(); err != nil {
+		return nil, s.errf(op, err)
+	}
+	var data []byte
+	err := s.r.QueryRowContext(ctx, `SELECT data FROM step_files WHERE run = ? AND step = ? AND name = ?`, run, step, name).Scan(&data)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, s.errf(op, errNotFoundf("no such file"))
+	}
+	if err != nil {
+		return nil, s.errf(op, err)
+	}
+	return data, nil
+}

@@ -126,6 +126,14 @@ CREATE TABLE policy_versions (
 `},
 	// 2: a step's observed d_k (JSON array), for a resumed run's auto d̄.
 	{2, `ALTER TABLE steps ADD COLUMN observed_d TEXT;`},
+	// 3: files of a step handed to another machine (PutStepFile).
+	{3, `CREATE TABLE step_files (
+	run  TEXT NOT NULL,
+	step INTEGER NOT NULL,
+	name TEXT NOT NULL,
+	data BLOB NOT NULL,
+	PRIMARY KEY (run, step, name)
+) STRICT;`},
 }
 
 // SchemaVersion is the schema version this binary writes: the number of

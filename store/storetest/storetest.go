@@ -4,6 +4,7 @@
 package storetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -160,6 +161,24 @@ func testRuns(t *testing.T, b Backend) {
 	}
 	if !reflect.DeepEqual(steps, want) {
 		t.Errorf("Steps = %+v, want %+v", steps, want)
+	}
+	if _, err := s.StepFile(c, "r1", 2, "executor.jsonl"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("StepFile of a file never put: %v, want ErrNotFound", err)
+	}
+	big := make([]byte, 3<<20)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	for _, data := range [][]byte{[]byte("first"), big} {
+		if err := s.PutStepFile(c, "r1", 2, "executor.jsonl", data); err != nil {
+			t.Fatalf("PutStepFile: %v", err)
+		}
+		if got, err := s.StepFile(c, "r1", 2, "executor.jsonl"); err != nil || !bytes.Equal(got, data) {
+			t.Errorf("StepFile = %d bytes, %v; want the %d bytes put last", len(got), err, len(data))
+		}
+	}
+	if _, err := s.StepFile(c, "r1", 3, "executor.jsonl"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("StepFile of another step: %v, want ErrNotFound", err)
 	}
 	mustCreateRun(t, s, "r2")
 	if steps, err := s.Steps(c, "r2"); err != nil || len(steps) != 0 {
