@@ -93,7 +93,13 @@ func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAd
 	defer st.Close()
 	correctness := st.Configure(&fc)
 	if run.train {
-		training, err := stack.BuildTraining(ctx, cfg)
+		var states map[rollout.Role][]byte
+		if resume && runStore != nil {
+			if states, err = farm.TrainerStatesToResume(ctx, runStore, cfg.Run, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor}); err != nil {
+				return fmt.Errorf("--resume: the trainers' saved state: %w", err)
+			}
+		}
+		training, err := stack.BuildTraining(ctx, cfg, states)
 		if err != nil {
 			return err
 		}

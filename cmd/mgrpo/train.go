@@ -137,7 +137,11 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 	if err := cfg.CheckTraining(); err != nil {
 		return err
 	}
-	training, err := stack.BuildTraining(ctx, cfg)
+	states, err := farm.TrainerStatesToResume(ctx, st, rec.ID, []rollout.Role{rollout.RoleExecutor})
+	if err != nil {
+		return fmt.Errorf("the executor trainer's saved state: %w", err)
+	}
+	training, err := stack.BuildTraining(ctx, cfg, states)
 	if err != nil {
 		return err
 	}

@@ -137,6 +137,13 @@ func TrainSide(ctx context.Context, cfg SideConfig) error {
 				return fmt.Errorf("step %d: sync the %s weights (version %d) to the endpoints: %w", step, role, res.Version, err)
 			}
 		}
+		state, err := captureTrainerState(cfg.Trainer, cfg.Role)
+		if err != nil {
+			return fmt.Errorf("step %d: %w", step, err)
+		}
+		if err := a.saveTrainerState(ctx, cfg.Run, cfg.Role, step, state); err != nil {
+			return err
+		}
 		// The version first: the other side reads it once the step shows
 		// as trained.
 		if err := a.retry(ctx, "publish the "+role+" version", func(ctx context.Context) error {

@@ -223,7 +223,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 	if cfg.Store != nil {
 		f.st = &storeAccess{store: cfg.Store, log: log}
 	}
-	f.train = trainingState{versions: map[rollout.Role]int64{}, weights: map[rollout.Role]string{}}
+	f.train = trainingState{versions: map[rollout.Role]int64{}, weights: map[rollout.Role]string{}, states: map[rollout.Role][]byte{}}
 	return f, nil
 }
 

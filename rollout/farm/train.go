@@ -54,6 +54,9 @@ type trainingState struct {
 	mu       sync.Mutex
 	versions map[rollout.Role]int64
 	weights  map[rollout.Role]string
+	// states are the trainers' states after the last trained step, saved
+	// with the step's record (see trainerstate.go).
+	states map[rollout.Role][]byte
 }
 
 // policyVersions returns the versions the next step samples with.
@@ -164,6 +167,10 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir s
 	}
 	rec.TrainSeconds = time.Since(trained).Seconds()
 	rec.Version, rec.Weights, rec.Metrics = res.Version, res.Weights, res.Metrics
+	state, err := captureTrainerState(f.cfg.Training.Trainers[role], role)
+	if err != nil {
+		return rec, fmt.Errorf("step %d: %w", step, err)
+	}
 	if s := f.cfg.Training.Syncers[role]; s != nil && res.Weights != "" {
 		synced := time.Now()
 		if err := s.Sync(ctx, string(role), res.Weights, res.Version, step); err != nil {
@@ -172,9 +179,13 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir s
 		rec.SyncSeconds = time.Since(synced).Seconds()
 	}
 	f.train.mu.Lock()
-	f.train.versions[role], f.train.weights[role] = res.Version, res.Weights
+	f.train.versions[role], f.train.weights[role], f.train.states[role] = res.Version, res.Weights, state
 	f.train.mu.Unlock()
 	if f.st != nil {
+		// Before the version: a step shows as trained only with its state.
+		if err := f.st.saveTrainerState(ctx, f.cfg.Run, role, step, state); err != nil {
+			return rec, err
+		}
 		if err := f.st.retry(ctx, "publish the "+string(role)+" policy version", func(ctx context.Context) error {
 			if err := f.st.store.SetPolicyVersion(ctx, f.cfg.Run, string(role), res.Version); err != nil {
 				return err

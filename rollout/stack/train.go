@@ -104,7 +104,10 @@ func (t *Training) Close() {
 // syncers of each trained role's endpoints: the planner's, the executors',
 // and in mode single the single agent's (the executor endpoints). c's
 // endpoints are those the run uses (after StartSim).
-func BuildTraining(ctx context.Context, c Config) (*Training, error) {
+//
+// resume holds the trainers' saved states of a resumed run (see
+// farm.TrainerStatesToResume), restored before Start.
+func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte) (*Training, error) {
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
@@ -148,6 +151,15 @@ func BuildTraining(ctx context.Context, c Config) (*Training, error) {
 			return nil, fmt.Errorf("%s trainer: %w", s.role, err)
 		}
 		t.trainers = append(t.trainers, tr)
+		if state := resume[s.role]; state != nil {
+			r, ok := tr.(trainerbridge.Resumer)
+			if !ok {
+				return nil, fmt.Errorf("%s trainer %s: the run saved a trainer state this backend cannot resume from (was the trainer URL changed?)", s.role, redact.URL(s.url))
+			}
+			if err := r.Resume(state); err != nil {
+				return nil, fmt.Errorf("%s trainer %s: resume: %w", s.role, redact.URL(s.url), err)
+			}
+		}
 		if err := tr.Start(ctx); err != nil {
 			return nil, fmt.Errorf("%s trainer %s: before any rollout: %w", s.role, redact.URL(s.url), err)
 		}
