@@ -68,7 +68,9 @@ func (s *statefulTrainer) Train(_ context.Context, b trainerbridge.Batch) (train
 
 func (s *statefulTrainer) Close() error { return nil }
 
-func (s *statefulTrainer) ResumeState() ([]byte, error) { return json.Marshal(statefulState{Steps: s.steps}) }
+func (s *statefulTrainer) ResumeState() ([]byte, error) {
+	return json.Marshal(statefulState{Steps: s.steps})
+}
 
 func (s *statefulTrainer) Resume(b []byte) error {
 	if s.started {
