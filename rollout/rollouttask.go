@@ -22,10 +22,11 @@ type RolloutTask struct {
 	// turn of the rollout samples with a seed derived from it.
 	Seed int64 `json:"seed"`
 	// PolicyVersion is the version of the planner's (the single agent's)
-	// policy the rollout is sampled with, read when the step was scheduled.
-	// The executors' version is the step's (the farm's step plan holds it):
-	// the two models are trained apart and may differ.
-	PolicyVersion int64 `json:"policy_version"`
+	// policy the rollout is sampled with, ExecutorPolicyVersion the
+	// executors': the two models are trained apart and may differ. Both
+	// are read when the rollout is scheduled.
+	PolicyVersion         int64 `json:"policy_version"`
+	ExecutorPolicyVersion int64 `json:"executor_policy_version,omitempty"`
 }
 
 // ID returns the task's stable identifier "run/step/query/k", with the run

@@ -114,9 +114,13 @@ type StepSummary struct {
 type RoleTraining struct {
 	// Samples is the batch size sent.
 	Samples int `json:"samples"`
-	// PreviousVersion sampled the batch; Version is the trained policy's,
-	// whose weights Weights names as the trainer does.
+	// SampledVersion sampled the batch; PreviousVersion is the trainer's
+	// when it trained it, Staleness the difference (0 on-policy, at most
+	// the run's max staleness); Version is the trained policy's, whose
+	// weights Weights names as the trainer does.
+	SampledVersion  int64  `json:"sampled_version"`
 	PreviousVersion int64  `json:"previous_version"`
+	Staleness       int64  `json:"staleness"`
 	Version         int64  `json:"version"`
 	Weights         string `json:"weights,omitempty"`
 	// Metrics are the trainer's (loss, KL, clip fraction, … by its names).

@@ -119,8 +119,11 @@ type Batch struct {
 	Run  string
 	Role rollout.Role
 	Step int
-	// PolicyVersion is the version that sampled the batch; the trained
-	// weights are PolicyVersion+1 unless the trainer says otherwise.
+	// PolicyVersion is the trainer's current version, which the step
+	// trains on top of: the version that sampled the batch, or in
+	// asynchronous training (max staleness S) one up to S newer. The
+	// trained weights are PolicyVersion+1 unless the trainer says
+	// otherwise.
 	PolicyVersion int64
 	Samples       []rollout.Sample
 }

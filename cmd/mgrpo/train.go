@@ -58,6 +58,7 @@ func trainFlags() []cli.Flag {
 		&cli.StringFlag{Name: "weight-update-body", Usage: "--weight-sync vllm: the update call's JSON body `TEMPLATE`, e.g. '{\"model_path\": \"{path}\"}'"},
 		&cli.StringSliceFlag{Name: "weight-update-command", Usage: "--weight-sync vllm: instead of the route, a command run per endpoint, one `ARG` per flag ({endpoint}, {path}, …)"},
 		&cli.StringFlag{Name: "weight-version-path", Usage: "the GET `ROUTE` reporting an endpoint's weight_version, to verify a sync (vLLM: e.g. /weight_info)"},
+		&cli.IntFlag{Name: "max-staleness", Usage: "asynchronous training: the rollouts of up to `N` later steps run while a step trains and syncs (0: strictly on-policy)"},
 		&cli.StringFlag{Name: "role", Usage: "decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run through --store); empty: both here"},
 	}
 }
@@ -83,6 +84,9 @@ func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
 	}
 	if c.IsSet("lora-rank") {
 		t.LoRARank = c.Int("lora-rank")
+	}
+	if c.IsSet("max-staleness") {
+		t.MaxStaleness = c.Int("max-staleness")
 	}
 }
 

@@ -15,8 +15,10 @@ type stepPlan struct {
 	tasks []Task
 	// units[q*K+k] is rollout k of tasks[q].
 	units []rollout.RolloutTask
-	// policyVersion is the planner's (single agent's) version, also in
-	// every unit; executorVersion the executors'.
+	// policyVersion is the planner's (single agent's) version and
+	// executorVersion the executors', as the step was planned: its units
+	// carry them, except those whose results a resumed run found stored,
+	// which keep the versions they were sampled with.
 	policyVersion, executorVersion int64
 }
 
@@ -31,7 +33,7 @@ func planStep(run string, seed uint64, step, batch, group int, tasks []Task, ver
 		for k := range group {
 			p.units = append(p.units, rollout.RolloutTask{
 				Run: run, Step: step, QueryID: t.ID, K: k,
-				Seed: rollout.RolloutSeed(seed, step, t.ID, k), PolicyVersion: version,
+				Seed: rollout.RolloutSeed(seed, step, t.ID, k), PolicyVersion: version, ExecutorPolicyVersion: executorVersion,
 			})
 		}
 	}
@@ -80,7 +82,7 @@ func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.Sample
 			tr.Executors[k] = make([]rollout.Trajectory, len(r.Scores.Subs))
 			for i, s := range r.Scores.Subs {
 				in.Rollouts[k].Subs[i] = s.Reward
-				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], plan.executorVersion, s.FormatOK)
+				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], r.Task.ExecutorPolicyVersion, s.FormatOK)
 			}
 		}
 		res, err := rollout.ProcessGroup(cfg, in)

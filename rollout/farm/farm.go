@@ -259,43 +259,36 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		sums  []rollout.StepSummary
 		prevD []int
 	)
+	fin := f.newFinisher(ctx, &warn)
 	for step := 1; step <= f.cfg.Steps; step++ {
 		if ctx.Err() != nil {
-			return sums, fmt.Errorf("rollout run interrupted before step %d: %w", step, context.Cause(ctx))
+			return fin.stop(sums), fmt.Errorf("rollout run interrupted before step %d: %w", step, context.Cause(ctx))
 		}
 		if rec, ok := written[step]; ok {
 			f.log.Info("step already written: skipped", "step", step, "files", rec.Files)
 			sums = append(sums, *rec.Summary)
 			prevD = rec.ObservedD
+			fin.markWritten(step)
 			continue
 		}
-		if err := f.awaitPeers(ctx, step); err != nil {
-			return sums, err
+		// Admission: at most MaxStaleness steps sampled ahead of training.
+		if err := fin.waitFinished(ctx, step-1-fin.staleness); err != nil {
+			return fin.stop(sums), err
+		}
+		if err := f.awaitPeers(ctx, step-fin.staleness); err != nil {
+			return fin.stop(sums), err
 		}
 		out, err := f.runStep(ctx, step, prevD)
 		if err != nil {
-			return sums, err
+			return fin.stop(sums), err
 		}
-		if f.cfg.Training != nil {
-			if err := f.trainStep(ctx, &out.summary); err != nil {
-				return sums, err
-			}
+		if err := fin.finish(out); err != nil {
+			return fin.stop(sums), err
 		}
-		sum, d := out.summary, out.d
-		if err := f.cfg.Sink.WriteSummary(context.WithoutCancel(ctx), sum); err != nil {
-			return sums, fmt.Errorf("rollout step %d: %w", step, err)
-		}
-		if err := f.recordStep(context.WithoutCancel(ctx), out); err != nil {
-			return sums, fmt.Errorf("rollout step %d: %w", step, err)
-		}
-		warn.afterStep(sum)
-		if f.cfg.OnStep != nil {
-			f.cfg.OnStep(sum)
-		}
-		sums = append(sums, sum)
-		prevD = d
+		prevD = out.d
 	}
-	return sums, nil
+	sums = fin.stop(sums)
+	return sums, fin.err()
 }
 
 // stepOutcome is what a written step leaves for the run and its store.

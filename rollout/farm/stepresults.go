@@ -79,8 +79,10 @@ func (s storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("result of %s in the store: %w", u.ID(), err)
 	}
-	if r.Task != u {
-		return nil, fmt.Errorf("result of %s in the store is that of task %s (seed %d, policy version %d)", u.ID(), r.Task.ID(), r.Task.Seed, r.Task.PolicyVersion)
+	// The versions may differ: a result stored before a resumed run's
+	// restart was sampled with the versions of that time.
+	if r.Task.ID() != u.ID() || r.Task.Seed != u.Seed {
+		return nil, fmt.Errorf("result of %s in the store is that of task %s (seed %d)", u.ID(), r.Task.ID(), r.Task.Seed)
 	}
 	return r, nil
 }

@@ -70,6 +70,14 @@ func (a *summaryAcc) formatError(reason string) {
 // add counts one result.
 func (a *summaryAcc) add(r *RolloutResult) {
 	sum := a.sum
+	// The step's versions are its oldest rollout's (a resumed step may mix
+	// rollouts sampled before and after a weight update).
+	if sum.Rollouts == 0 || r.Task.PolicyVersion < sum.PolicyVersion {
+		sum.PolicyVersion = r.Task.PolicyVersion
+	}
+	if sum.Rollouts == 0 || r.Task.ExecutorPolicyVersion < sum.ExecutorPolicyVersion {
+		sum.ExecutorPolicyVersion = r.Task.ExecutorPolicyVersion
+	}
 	sum.Rollouts++
 	sum.ScoringSeconds += r.ScoringSeconds
 	a.formatError(r.Scores.FormatReason)

@@ -25,6 +25,11 @@ type Training struct {
 	// Syncers bring a role's new weights to its endpoints; a role without
 	// one is not synced (its trainer pushes the weights itself).
 	Syncers map[rollout.Role]Syncer
+	// MaxStaleness S lets the rollouts of the next S steps run while a
+	// step trains and syncs (0: strictly on-policy). Step t's rollouts
+	// start once step t-1-S is trained, so a batch is sampled at most S
+	// versions behind the trainer that trains it (see finisher).
+	MaxStaleness int
 	// Peers are roles another process trains (the decoupled mode, see
 	// TrainSide): before each step's rollouts the farm waits, through the
 	// store, until that process has trained the previous step, and samples
@@ -133,7 +138,11 @@ func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			records[i], errs[i] = f.trainRole(ctx, role, step, dir)
+			sampled := sum.PolicyVersion
+			if role == rollout.RoleExecutor {
+				sampled = sum.ExecutorPolicyVersion
+			}
+			records[i], errs[i] = f.trainRole(ctx, role, step, dir, sampled)
 		}()
 	}
 	wg.Wait()
@@ -151,7 +160,7 @@ func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
 }
 
 // trainRole trains and syncs one role on the step's samples.
-func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir string) (rollout.RoleTraining, error) {
+func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir string, sampled int64) (rollout.RoleTraining, error) {
 	samples, err := rollout.ReadSamplesJSONL(filepath.Join(dir, samplesFile(role)))
 	if err != nil {
 		return rollout.RoleTraining{}, fmt.Errorf("train step %d (%s): %w", step, role, err)
@@ -159,7 +168,7 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir s
 	f.train.mu.Lock()
 	version := f.train.versions[role]
 	f.train.mu.Unlock()
-	rec := rollout.RoleTraining{Samples: len(samples), PreviousVersion: version}
+	rec := rollout.RoleTraining{Samples: len(samples), SampledVersion: sampled, PreviousVersion: version, Staleness: version - sampled}
 	trained := time.Now()
 	res, err := f.cfg.Training.Trainers[role].Train(ctx, trainerbridge.Batch{Run: f.cfg.Run, Role: role, Step: step, PolicyVersion: version, Samples: samples})
 	if err != nil {

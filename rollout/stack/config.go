@@ -137,6 +137,7 @@ type TrainConfig struct {
 	VLLMUpdateBody    string   `yaml:"vllm_update_body" doc:"weight_sync vllm: its JSON body template, e.g. {\"model_path\": \"{path}\"}"`
 	VLLMUpdateCommand []string `yaml:"vllm_update_command" doc:"weight_sync vllm: instead of the route, a command run per endpoint: [prog, {endpoint}, {path}]"`
 	VersionPath       string   `yaml:"version_path" doc:"the GET route reporting an endpoint's weight_version, to verify a sync (sglang: found by itself; vllm: e.g. /weight_info)"`
+	MaxStaleness      int      `yaml:"max_staleness" doc:"asynchronous training: the rollouts of up to N later steps run while a step trains and syncs, so a batch is at most N versions behind its trainer (0: strictly on-policy)"`
 	Role              string   `yaml:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
 }
 

@@ -61,6 +61,9 @@ func (c Config) CheckTraining() error {
 	if t.ClipLow < 0 || t.ClipHigh < 0 || t.LearningRate < 0 || t.LoRARank < 0 {
 		p.add("train", "", "clip_low, clip_high, lr and lora_rank must not be negative")
 	}
+	if t.MaxStaleness < 0 {
+		p.add("train.max_staleness", "max-staleness", "%d: must not be negative (0: on-policy)", t.MaxStaleness)
+	}
 	switch t.WeightSync {
 	case weightsync.KindSGLang, weightsync.KindVLLM, weightsync.KindNone:
 	case "":
@@ -112,7 +115,8 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 	if err != nil {
 		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
 	}
-	t := &Training{Training: farm.Training{Trainers: map[rollout.Role]trainerbridge.Trainer{}, Syncers: map[rollout.Role]farm.Syncer{}}}
+	t := &Training{Training: farm.Training{Trainers: map[rollout.Role]trainerbridge.Trainer{}, Syncers: map[rollout.Role]farm.Syncer{},
+		MaxStaleness: c.Train.MaxStaleness}}
 	ok := false
 	defer func() {
 		if !ok {

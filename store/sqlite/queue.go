@@ -39,15 +39,15 @@ func (s *Store) Enqueue(ctx context.Context, run string, tasks []rollout.Rollout
 		return s.errf(op, err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, `INSERT INTO tasks (run, task_id, task_run, step, query_id, k, seed, policy_version, state, attempts, worker, expires_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, '`+statePending+`', 0, '', 0) ON CONFLICT (run, task_id) DO NOTHING`)
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO tasks (run, task_id, task_run, step, query_id, k, seed, policy_version, executor_policy_version, state, attempts, worker, expires_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '`+statePending+`', 0, '', 0) ON CONFLICT (run, task_id) DO NOTHING`)
 	if err != nil {
 		return s.errf(op, err)
 	}
 	defer ins.Close()
 	added := int64(0)
 	for _, t := range tasks {
-		res, err := ins.ExecContext(ctx, run, t.ID(), t.Run, t.Step, t.QueryID, t.K, t.Seed, t.PolicyVersion)
+		res, err := ins.ExecContext(ctx, run, t.ID(), t.Run, t.Step, t.QueryID, t.K, t.Seed, t.PolicyVersion, t.ExecutorPolicyVersion)
 		if err != nil {
 			return s.errf(op, fmt.Errorf("task %s: %w", t.ID(), err))
 		}
@@ -167,7 +167,7 @@ func (s *Store) claimOnce(ctx context.Context, r store.ClaimRequest) ([]store.Le
 func claimWhere(ctx context.Context, tx *sql.Tx, r store.ClaimRequest, expMs int64, cond string, args []any) ([]store.Lease, error) {
 	q := `UPDATE tasks SET state = '` + stateLeased + `', attempts = attempts + 1, worker = ?, expires_ms = ?
 		WHERE seq IN (SELECT seq FROM tasks WHERE run = ? AND ` + cond + ` LIMIT ?)
-		RETURNING seq, task_run, step, query_id, k, seed, policy_version, attempts`
+		RETURNING seq, task_run, step, query_id, k, seed, policy_version, executor_policy_version, attempts`
 	all := append([]any{r.Worker, expMs, r.Run}, args...)
 	rows, err := tx.QueryContext(ctx, q, append(all, r.Max)...)
 	if err != nil {
@@ -182,7 +182,7 @@ func claimWhere(ctx context.Context, tx *sql.Tx, r store.ClaimRequest, expMs int
 	for rows.Next() {
 		c := claimed{lease: store.Lease{Worker: r.Worker, Expires: time.UnixMilli(expMs)}}
 		t := &c.lease.Task
-		if err := rows.Scan(&c.seq, &t.Run, &t.Step, &t.QueryID, &t.K, &t.Seed, &t.PolicyVersion, &c.lease.Attempt); err != nil {
+		if err := rows.Scan(&c.seq, &t.Run, &t.Step, &t.QueryID, &t.K, &t.Seed, &t.PolicyVersion, &t.ExecutorPolicyVersion, &c.lease.Attempt); err != nil {
 			return nil, err
 		}
 		c.lease.Handle = handle(c.seq, c.lease.Attempt)
@@ -313,7 +313,7 @@ func (s *Store) DeadLetters(ctx context.Context, run string) ([]store.DeadTask, 
 	if err := s.alive(); err != nil {
 		return nil, s.errf(op, err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT t.task_run, t.step, t.query_id, t.k, t.seed, t.policy_version, d.attempts, d.last_worker
+	rows, err := s.r.QueryContext(ctx, `SELECT t.task_run, t.step, t.query_id, t.k, t.seed, t.policy_version, t.executor_policy_version, d.attempts, d.last_worker
 		FROM dead_letters d JOIN tasks t ON t.seq = d.task_seq
 		WHERE d.run = ? AND t.state = '`+stateDead+`' ORDER BY d.seq`, run)
 	if err != nil {
@@ -324,7 +324,7 @@ func (s *Store) DeadLetters(ctx context.Context, run string) ([]store.DeadTask, 
 	for rows.Next() {
 		var d store.DeadTask
 		t := &d.Task
-		if err := rows.Scan(&t.Run, &t.Step, &t.QueryID, &t.K, &t.Seed, &t.PolicyVersion, &d.Attempts, &d.LastWorker); err != nil {
+		if err := rows.Scan(&t.Run, &t.Step, &t.QueryID, &t.K, &t.Seed, &t.PolicyVersion, &t.ExecutorPolicyVersion, &d.Attempts, &d.LastWorker); err != nil {
 			return nil, s.errf(op, err)
 		}
 		out = append(out, d)

@@ -134,6 +134,8 @@ CREATE TABLE policy_versions (
 	data BLOB NOT NULL,
 	PRIMARY KEY (run, step, name)
 ) STRICT;`},
+	// 4: the executors' policy version of a queued task.
+	{4, `ALTER TABLE tasks ADD COLUMN executor_policy_version INTEGER NOT NULL DEFAULT 0;`},
 }
 
 // SchemaVersion is the schema version this binary writes: the number of

@@ -78,7 +78,7 @@ func ctx(t *testing.T) context.Context { return Context(t) }
 func Tasks(run string, n int) []rollout.RolloutTask {
 	out := make([]rollout.RolloutTask, n)
 	for i := range out {
-		out[i] = rollout.RolloutTask{Run: run, Step: 1, QueryID: fmt.Sprintf("q%d", i/4), K: i % 4, Seed: math.MaxInt64 - int64(i), PolicyVersion: 3}
+		out[i] = rollout.RolloutTask{Run: run, Step: 1, QueryID: fmt.Sprintf("q%d", i/4), K: i % 4, Seed: math.MaxInt64 - int64(i), PolicyVersion: 3, ExecutorPolicyVersion: int64(i % 3)}
 	}
 	return out
 }
