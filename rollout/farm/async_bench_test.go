@@ -41,7 +41,7 @@ func BenchmarkAsyncTraining(b *testing.B) {
 			fc := Config{Run: "async", Seed: 5, Steps: steps, BatchSize: 4, GroupSize: 4, Mode: rollout.ModeMGRPO,
 				DBar: rollout.DBarSpec{Fixed: 2}, Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: 16,
 				Runner: &timedRunner{inner: newSimRunner(b, llmURL, webURL, simRunnerConfig{mode: rollout.ModeMGRPO}), tl: tl},
-				Sink: rollout.DirSink{Dir: dir}, Store: st,
+				Sink:   rollout.DirSink{Dir: dir}, Store: st,
 				Training: &Training{MaxStaleness: s, Trainers: map[rollout.Role]trainerbridge.Trainer{
 					rollout.RolePlanner: &slowTrainer{tl: tl, delay: trainDelay}, rollout.RoleExecutor: &slowTrainer{tl: newTimeline(), delay: trainDelay}}}}
 			f, err := New(fc, tasks)
