@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/trainer_bridge/httptrainer/reference"
 )
@@ -313,4 +315,68 @@ func TestTrainDecoupled(t *testing.T) {
 	if byRole[rollout.RolePlanner] != steps || byRole[rollout.RoleExecutor] != steps {
 		t.Errorf("batches trained by role %v, want %d each", byRole, steps)
 	}
+}
+
+// TestTrainAsyncRolloutsSpanUpdates trains with --max-staleness 1 against
+// the sim's SGLang dialect: rollouts of a step run while the previous step
+// trains and its weights are synced, so some rollouts have turns answered
+// by two weight versions; each turn records the version that answered it,
+// and every sample the version its rollout was scheduled with (the oldest).
+func TestTrainAsyncRolloutsSpanUpdates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains against the sim")
+	}
+	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+	srv := httptest.NewServer(ref)
+	defer srv.Close()
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := runCLI(t, trainArgs(out, srv.URL, "mgrpo", 4, "--max-staleness", "1")...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	sums, err := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
+	if err != nil || len(sums) != 4 {
+		t.Fatalf("summary.jsonl: %d, %v", len(sums), err)
+	}
+	mixed := 0
+	for _, sum := range sums {
+		for role, rec := range sum.Training {
+			if rec.Staleness < 0 || rec.Staleness > 1 {
+				t.Errorf("step %d %s: staleness %d, want 0 or 1", sum.Step, role, rec.Staleness)
+			}
+		}
+		dir := rollout.StepDir(out, sum.Step)
+		planner, err := rollout.ReadSamplesJSONL(filepath.Join(dir, rollout.PlannerFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, smp := range planner {
+			if smp.PolicyVersion < int64(sum.Step-2) || smp.PolicyVersion > int64(sum.Step-1) {
+				t.Errorf("step %d: a sample of version %d, want %d or %d", sum.Step, smp.PolicyVersion, sum.Step-2, sum.Step-1)
+			}
+		}
+		for _, line := range readLines(t, filepath.Join(dir, rollout.RolloutsFile)) {
+			var rec farm.RolloutRecord
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatal(err)
+			}
+			oldest := strconv.FormatInt(rec.Task.PolicyVersion, 10)
+			if rec.Task.PolicyVersion == 0 {
+				oldest = "default"
+			}
+			seen := map[string]bool{}
+			for _, v := range weightVersions(line) {
+				seen[v] = true
+			}
+			if len(seen) > 1 {
+				mixed++
+			}
+			// The first turn was answered by the version the rollout was
+			// scheduled with (or, when the sync came before it, a newer one).
+			if len(seen) > 0 && !seen[oldest] && len(seen) > 1 {
+				t.Errorf("step %d rollout %s: versions %v answered, none its scheduled %s", sum.Step, rec.ID, seen, oldest)
+			}
+		}
+	}
+	t.Logf("%d rollouts had turns answered by two weight versions", mixed)
 }
