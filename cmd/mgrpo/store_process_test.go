@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/store/sqlite"
 )
 
 var (
@@ -147,6 +149,30 @@ func referenceRun(t *testing.T, steps int) (dir string, s simServers, out string
 	return dir, s, out
 }
 
+// waitForResults waits until the run's SQLite store holds a result of step.
+func waitForResults(t *testing.T, path, run string, step int) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := st.CountResults(context.Background(), run, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no result of step %d in %s after a minute", step, path)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // TestCrashAndResume kills `mgrpo rollout` with SIGKILL in the middle of
 // its second step, resumes it, and compares the result with an
 // uninterrupted run of the same seed.
@@ -159,7 +185,9 @@ func TestCrashAndResume(t *testing.T) {
 
 	out := filepath.Join(dir, "crashed")
 	p := startMgrpo(t, runArgs(s, out, steps)...)
-	waitFor(t, p.stderr, "msg=progress step=2")
+	// Killed once step 2 has finished rollouts in the store, not before.
+	waitFor(t, p.stderr, `msg="step start" step=2`)
+	waitForResults(t, filepath.Join(out, "store.db"), "crash", 2)
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}

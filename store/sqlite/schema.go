@@ -8,8 +8,10 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/store"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // applicationID marks an mgrpo store in the database header (PRAGMA
@@ -155,13 +157,11 @@ type queryer interface {
 
 func readHeader(ctx context.Context, q queryer) (header, error) {
 	var h header
-	if err := q.QueryRowContext(ctx, `PRAGMA application_id`).Scan(&h.appID); err != nil {
-		return h, err
-	}
-	if err := q.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&h.version); err != nil {
-		return h, err
-	}
-	err := q.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&h.objects)
+	// One statement, so the three values come from one snapshot: read apart,
+	// another process's migration could commit in between (its tables seen
+	// without its version).
+	err := q.QueryRowContext(ctx, `SELECT (SELECT application_id FROM pragma_application_id),
+		(SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_schema)`).Scan(&h.appID, &h.version, &h.objects)
 	return h, err
 }
 
@@ -196,8 +196,8 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err := h.check(); err != nil {
 		return s.errf("open", err)
 	}
-	var mode string
-	if err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode); err != nil {
+	mode, err := s.setWAL(ctx)
+	if err != nil {
 		return s.errf("set WAL journal mode", err)
 	}
 	if !strings.EqualFold(mode, "wal") {
@@ -212,6 +212,31 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 	}
 	return s.verifySchema(ctx)
+}
+
+// setWAL switches the file to WAL mode. Switching takes an exclusive
+// lock, and SQLite answers SQLITE_BUSY at once, without its busy handler,
+// while another process opening the same new file holds a lock: the switch
+// is retried until the busy timeout.
+func (s *Store) setWAL(ctx context.Context) (string, error) {
+	deadline := time.Now().Add(s.cfg.busyTimeout)
+	for {
+		var mode string
+		err := s.w.QueryRowContext(ctx, `PRAGMA journal_mode = WAL`).Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return mode, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY.
+func isBusy(err error) bool {
+	return sqliteCode(err) == sqlite3.SQLITE_BUSY
 }
 
 // apply runs migration m unless another process did first.
