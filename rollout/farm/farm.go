@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -181,6 +182,20 @@ type Farm struct {
 	st *storeAccess
 	// train is the policies' state with Training.
 	train trainingState
+	// slots bound the rollouts in flight across all steps running at once.
+	slots chan struct{}
+	// progressMu keeps OnProgress calls one at a time when steps overlap.
+	progressMu sync.Mutex
+}
+
+// progress reports p to OnProgress, one call at a time.
+func (f *Farm) progress(p Progress) {
+	if f.cfg.OnProgress == nil {
+		return
+	}
+	f.progressMu.Lock()
+	defer f.progressMu.Unlock()
+	f.cfg.OnProgress(p)
 }
 
 // New validates cfg and the tasks: at least BatchSize tasks (a step
@@ -223,6 +238,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 	if cfg.Store != nil {
 		f.st = &storeAccess{store: cfg.Store, log: log}
 	}
+	f.slots = make(chan struct{}, max(cfg.Concurrency, 1))
 	f.train = trainingState{versions: map[rollout.Role]int64{}, weights: map[rollout.Role]string{}, states: map[rollout.Role][]byte{}}
 	return f, nil
 }
@@ -260,9 +276,46 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		prevD []int
 	)
 	fin := f.newFinisher(ctx, &warn)
+	// With asynchronous training (and rollouts run here, not by workers)
+	// a step's rollouts start while the previous step's last ones finish:
+	// the slots its tail frees go to the next step at once.
+	overlap := fin.staleness > 0 && !f.cfg.Queue
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type launched struct {
+		done chan struct{}
+		r    stepRollouts
+		err  error
+	}
+	var pending *launched
+	// assemblePending writes the step whose rollouts were launched last.
+	assemblePending := func() error {
+		if pending == nil {
+			return nil
+		}
+		p := pending
+		pending = nil
+		<-p.done
+		if p.err != nil {
+			return p.err
+		}
+		out, err := f.writeStep(ctx, p.r, prevD)
+		if err != nil {
+			return err
+		}
+		prevD = out.d
+		return fin.finish(out)
+	}
+	fail := func(err error) ([]rollout.StepSummary, error) {
+		cancel()
+		if pending != nil {
+			<-pending.done
+		}
+		return fin.stop(sums), err
+	}
 	for step := 1; step <= f.cfg.Steps; step++ {
 		if ctx.Err() != nil {
-			return fin.stop(sums), fmt.Errorf("rollout run interrupted before step %d: %w", step, context.Cause(ctx))
+			return fail(fmt.Errorf("rollout run interrupted before step %d: %w", step, context.Cause(ctx)))
 		}
 		if rec, ok := written[step]; ok {
 			f.log.Info("step already written: skipped", "step", step, "files", rec.Files)
@@ -273,19 +326,35 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		}
 		// Admission: at most MaxStaleness steps sampled ahead of training.
 		if err := fin.waitFinished(ctx, step-1-fin.staleness); err != nil {
-			return fin.stop(sums), err
+			return fail(err)
 		}
 		if err := f.awaitPeers(ctx, step-fin.staleness); err != nil {
-			return fin.stop(sums), err
+			return fail(err)
 		}
-		out, err := f.runStep(ctx, step, prevD)
+		if !overlap {
+			out, err := f.runStep(ctx, step, prevD)
+			if err != nil {
+				return fail(err)
+			}
+			if err := fin.finish(out); err != nil {
+				return fail(err)
+			}
+			prevD = out.d
+			continue
+		}
+		next := &launched{done: make(chan struct{})}
+		go func() {
+			defer close(next.done)
+			next.r, next.err = f.rolloutStep(ctx, step)
+		}()
+		err := assemblePending()
+		pending = next
 		if err != nil {
-			return fin.stop(sums), err
+			return fail(err)
 		}
-		if err := fin.finish(out); err != nil {
-			return fin.stop(sums), err
-		}
-		prevD = out.d
+	}
+	if err := assemblePending(); err != nil {
+		return fail(err)
 	}
 	sums = fin.stop(sums)
 	return sums, fin.err()
@@ -301,6 +370,27 @@ type stepOutcome struct {
 
 // runStep runs, assembles and writes one step.
 func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome, error) {
+	r, err := f.rolloutStep(ctx, step)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	return f.writeStep(ctx, r, prevD)
+}
+
+// stepRollouts is a step whose rollouts are all in, not yet assembled.
+type stepRollouts struct {
+	plan    stepPlan
+	results stepResults
+	digests []resultDigest
+	// start is when the step was scheduled, rolloutTime how long its
+	// rollouts took.
+	start       time.Time
+	rolloutTime time.Duration
+}
+
+// rolloutStep schedules a step at the current policy versions and runs
+// its rollouts (those a resumed run has not stored already).
+func (f *Farm) rolloutStep(ctx context.Context, step int) (stepRollouts, error) {
 	start := time.Now()
 	version, executorVersion := f.policyVersions()
 	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version, executorVersion)
@@ -315,7 +405,7 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome,
 	if f.st != nil {
 		results = storedResults{st: f.st, plan: &plan}
 		if finished, err = f.scheduleStep(ctx, plan); err != nil {
-			return stepOutcome{}, err
+			return stepRollouts{}, err
 		}
 	}
 	if f.cfg.Queue {
@@ -324,10 +414,18 @@ func (f *Farm) runStep(ctx context.Context, step int, prevD []int) (stepOutcome,
 		digests, err = f.runUnits(ctx, plan, results, finished)
 	}
 	if err != nil {
-		return stepOutcome{}, err
+		return stepRollouts{}, err
 	}
 	rolloutTime := time.Since(start)
 	f.cfg.Metrics.phaseDone(PhaseRollout, rolloutTime)
+	return stepRollouts{plan: plan, results: results, digests: digests, start: start, rolloutTime: rolloutTime}, nil
+}
+
+// writeStep resolves the step's d̄, assembles and writes its files and
+// returns its summary.
+func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (stepOutcome, error) {
+	plan, results, digests, start, rolloutTime := r.plan, r.results, r.digests, r.start, r.rolloutTime
+	step, version, executorVersion := plan.step, plan.policyVersion, plan.executorVersion
 
 	d := make([]int, len(digests))
 	for i := range digests {

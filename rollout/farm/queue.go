@@ -82,7 +82,7 @@ func (f *Farm) runQueued(ctx context.Context, plan stepPlan, finished map[int]re
 				p.Rate = float64(p.Done) / s
 			}
 			if f.cfg.OnProgress != nil {
-				f.cfg.OnProgress(p)
+				f.progress(p)
 			}
 		}
 		if count >= n {

@@ -33,7 +33,9 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 
 	// The dispatcher starts rollouts in plan order as slots free up and
 	// reports how many it started once it stops.
-	slots := make(chan struct{}, f.cfg.Concurrency)
+	// The slots are the farm's, shared by the steps whose rollouts overlap
+	// (asynchronous training).
+	slots := f.slots
 	launched := make(chan int, 1)
 	go func() {
 		started := 0
@@ -94,7 +96,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			p.Rate = float64(p.Done) / s
 		}
 		if f.cfg.OnProgress != nil {
-			f.cfg.OnProgress(p)
+			f.progress(p)
 		}
 	}
 
