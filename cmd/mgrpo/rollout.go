@@ -71,7 +71,7 @@ func farmFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "drop-zero-variance", Usage: "drop zero-variance groups instead of zero advantages"},
 		&cli.StringFlag{Name: "expert-fallback", Value: d.Rewards.ExpertFallback, Usage: "r_expert without a judge: format, zero or correct-main"},
 		&cli.StringFlag{Name: "store", Usage: "the run's store `URL`: sqlite://PATH (default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB (password from " + stack.EnvStorePassword + "), or none"},
-		&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "rollouts this process runs from the store's queue, beside `mgrpo worker` processes: `N`, 0 to coordinate only, -1 for auto (direct with sqlite, --concurrency with redis)"},
+		&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "`N` rollouts this process runs from the store's queue, beside mgrpo worker processes: 0 to coordinate only, -1 for auto (direct with sqlite, --concurrency with redis)"},
 		&cli.BoolFlag{Name: "resume", Usage: "continue the run in --out (or --store): written steps are kept, stored rollouts are not redone"},
 	}
 }
