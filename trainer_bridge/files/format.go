@@ -83,22 +83,6 @@ func (m Manifest) Bytes() int64 {
 	return n
 }
 
-// indexEntry is one line of IndexFile: a Sample without its run, step and
-// role (the manifest's) and with its token arrays replaced by Seq.
-type indexEntry struct {
-	Seq           int             `json:"seq"`
-	QueryID       string          `json:"query_id"`
-	Rollout       int             `json:"rollout"`
-	SubIndex      *int            `json:"sub_index"`
-	DuplicateOf   *rollout.SubRef `json:"duplicate_of"`
-	PolicyVersion int64           `json:"policy_version"`
-	Reward        float64         `json:"reward"`
-	Advantage     float64         `json:"advantage"`
-	NumTurns      int             `json:"num_turns"`
-	FinishReason  string          `json:"finish_reason"`
-	FormatOK      bool            `json:"format_ok"`
-}
-
 // checkBatch reports the first sample of b that does not belong to it.
 func checkBatch(b trainerbridge.Batch) error {
 	if b.Role != rollout.RolePlanner && b.Role != rollout.RoleExecutor {
@@ -146,9 +130,8 @@ func encodeBatch(b trainerbridge.Batch, seqW, indexW io.Writer) (Manifest, error
 	for i := range b.Samples {
 		s := &b.Samples[i]
 		expanded += int64(len(s.InputIDs))
-		ent := indexEntry{Seq: seq[i], QueryID: s.QueryID, Rollout: s.Rollout, SubIndex: s.SubIndex, DuplicateOf: s.DuplicateOf,
-			PolicyVersion: s.PolicyVersion, Reward: s.Reward, Advantage: s.Advantage, NumTurns: s.NumTurns,
-			FinishReason: s.FinishReason, FormatOK: s.FormatOK}
+		// One line of IndexFile (trainerbridge.SampleEntry).
+		ent := trainerbridge.EntryOf(s, seq[i])
 		if err := enc.Encode(&ent); err != nil {
 			return Manifest{}, fmt.Errorf("sample %d: %w", i, err)
 		}

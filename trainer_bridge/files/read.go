@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
 
 // ErrCorrupt is returned (wrapped) for a step directory whose files do not
@@ -145,21 +146,14 @@ func Expand(m Manifest, seqs []rollout.Sequence, index io.Reader) ([]rollout.Sam
 		if len(bytes.TrimSpace(raw)) > 0 {
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
-			var e indexEntry
+			var e trainerbridge.SampleEntry
 			if derr := dec.Decode(&e); derr != nil {
 				return nil, fmt.Errorf("%s:%d: %w: %v", IndexFile, line, ErrCorrupt, derr)
 			}
 			if e.Seq < 0 || e.Seq >= len(seqs) {
 				return nil, fmt.Errorf("%s:%d: %w: seq %d, the sequences file holds %d", IndexFile, line, ErrCorrupt, e.Seq, len(seqs))
 			}
-			q := seqs[e.Seq]
-			out = append(out, rollout.Sample{
-				Run: m.Run, Step: m.Step, Role: m.Role, QueryID: e.QueryID, Rollout: e.Rollout,
-				SubIndex: e.SubIndex, DuplicateOf: e.DuplicateOf, PolicyVersion: e.PolicyVersion,
-				InputIDs: q.InputIDs, LossMask: q.LossMask, Logprobs: q.Logprobs,
-				Reward: e.Reward, Advantage: e.Advantage, NumTurns: e.NumTurns,
-				FinishReason: e.FinishReason, FormatOK: e.FormatOK,
-			})
+			out = append(out, e.Sample(m.Run, m.Step, m.Role, seqs[e.Seq]))
 		}
 		if errors.Is(err, io.EOF) {
 			break

@@ -54,22 +54,6 @@ type stepHeader struct {
 	Adam          trainerbridge.AdamParams `json:"adam"`
 }
 
-// stepEntry is one sample of a step body without its tokens, which are
-// sequence Seq of the body's sequences.
-type stepEntry struct {
-	Seq           int             `json:"seq"`
-	QueryID       string          `json:"query_id"`
-	Rollout       int             `json:"rollout"`
-	SubIndex      *int            `json:"sub_index"`
-	DuplicateOf   *rollout.SubRef `json:"duplicate_of"`
-	PolicyVersion int64           `json:"policy_version"`
-	Reward        float64         `json:"reward"`
-	Advantage     float64         `json:"advantage"`
-	NumTurns      int             `json:"num_turns"`
-	FinishReason  string          `json:"finish_reason"`
-	FormatOK      bool            `json:"format_ok"`
-}
-
 // jobState is the answer to POST /v1/steps and GET /v1/steps.
 type jobState struct {
 	Key    string     `json:"key"`
@@ -138,9 +122,7 @@ func encodeStep(w io.Writer, h stepHeader, b trainerbridge.Batch) error {
 	for i := range b.Samples {
 		s := &b.Samples[i]
 		ent.Reset()
-		e := stepEntry{Seq: seq[i], QueryID: s.QueryID, Rollout: s.Rollout, SubIndex: s.SubIndex, DuplicateOf: s.DuplicateOf,
-			PolicyVersion: s.PolicyVersion, Reward: s.Reward, Advantage: s.Advantage, NumTurns: s.NumTurns,
-			FinishReason: s.FinishReason, FormatOK: s.FormatOK}
+		e := trainerbridge.EntryOf(s, seq[i])
 		if err := enc.Encode(&e); err != nil {
 			return fmt.Errorf("encode step: sample %d: %w", i, err)
 		}
