@@ -1,0 +1,40 @@
+// Package depcheck checks the layering of the project's packages in their
+// tests: a package and its dependencies must not reach the packages above
+// it.
+package depcheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Module is the project's module path.
+const Module = "github.com/mgrpo/mgrpo/"
+
+// Forbid fails t for every dependency, direct or indirect, of the packages
+// pattern names (as go list takes it, e.g. "." or "./...") that is one of
+// forbidden (module-relative paths) or below one; why says what to do
+// instead. Tests are not counted. It skips when the go tool is not on PATH.
+func Forbid(t *testing.T, pattern string, forbidden []string, why string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go tool is not on PATH; cannot list the packages' dependencies")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", pattern).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pattern, err, out)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(dep, Module)
+		if !ok {
+			continue
+		}
+		for _, f := range forbidden {
+			if rel == f || strings.HasPrefix(rel, f+"/") {
+				t.Errorf("%s depends on %s, which it must not import (%s)", pattern, dep, why)
+			}
+		}
+	}
+}
