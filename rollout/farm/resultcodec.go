@@ -165,31 +165,15 @@ func (s storedResult) result() *RolloutResult {
 // usage is zero keeps its ids, which the summary counts instead. r is
 // left as it is.
 func storedForm(r *RolloutResult) *RolloutResult {
-	strip := func(tr *agents.Trajectory) *agents.Trajectory {
-		if tr == nil {
-			return nil
-		}
-		c := *tr
-		c.Turns = make([]*llm.Turn, len(tr.Turns))
-		for i, t := range tr.Turns {
-			if t == nil || t.Usage.PromptTokens == 0 && t.Usage.CompletionTokens == 0 {
-				c.Turns[i] = t
-				continue
-			}
-			tc := *t
-			tc.CompletionIDs, tc.Logprobs = nil, nil
-			c.Turns[i] = &tc
-		}
-		return &c
-	}
 	c := *r
-	tree := *r.Tree
-	tree.Planner = strip(r.Tree.Planner)
-	tree.Executors = make([]*agents.Trajectory, len(r.Tree.Executors))
-	for i, e := range r.Tree.Executors {
-		tree.Executors[i] = strip(e)
-	}
-	c.Tree = &tree
+	c.Tree = mapTurns(r.Tree, func(t *llm.Turn) *llm.Turn {
+		if t.Usage.PromptTokens == 0 && t.Usage.CompletionTokens == 0 {
+			return t
+		}
+		tc := *t
+		tc.CompletionIDs, tc.Logprobs = nil, nil
+		return &tc
+	})
 	return &c
 }
 

@@ -88,7 +88,13 @@ func Execute(ctx context.Context, runner Runner, scoring Scoring, task rollout.R
 // trajectory outgrew alive until the step ends. The runner's tree is left
 // as it was.
 func withoutPromptIDs(tree *agents.Rollout) *agents.Rollout {
-	strip := func(tr *agents.Trajectory) *agents.Trajectory {
+	return mapTurns(tree, (*llm.Turn).WithoutPromptIDs)
+}
+
+// mapTurns returns a copy of tree whose turns are f of the tree's (nil
+// turns stay nil); the tree is left as it was.
+func mapTurns(tree *agents.Rollout, f func(*llm.Turn) *llm.Turn) *agents.Rollout {
+	trajectory := func(tr *agents.Trajectory) *agents.Trajectory {
 		if tr == nil {
 			return nil
 		}
@@ -96,16 +102,16 @@ func withoutPromptIDs(tree *agents.Rollout) *agents.Rollout {
 		c.Turns = make([]*llm.Turn, len(tr.Turns))
 		for i, t := range tr.Turns {
 			if t != nil {
-				c.Turns[i] = t.WithoutPromptIDs()
+				c.Turns[i] = f(t)
 			}
 		}
 		return &c
 	}
 	c := *tree
-	c.Planner = strip(tree.Planner)
+	c.Planner = trajectory(tree.Planner)
 	c.Executors = make([]*agents.Trajectory, len(tree.Executors))
 	for i, e := range tree.Executors {
-		c.Executors[i] = strip(e)
+		c.Executors[i] = trajectory(e)
 	}
 	return &c
 }
