@@ -227,14 +227,10 @@ func TestCrashAndResume(t *testing.T) {
 	}
 }
 
-// TestWorkersOnRedis runs a coordinator and three workers on one Redis and
-// kills one worker with SIGKILL while it holds rollouts; the run completes
-// with every rollout once (B·K a step) and the samples of a single-process
-// run.
-func TestWorkersOnRedis(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the binary and runs it against the sim")
-	}
+// testRedisStore returns a store URL on the test Redis under a key prefix
+// of its own (name and the time), or skips the test without one.
+func testRedisStore(t *testing.T, name string) string {
+	t.Helper()
 	redisURL := os.Getenv("MGRPO_TEST_REDIS")
 	if redisURL == "" {
 		t.Skip("MGRPO_TEST_REDIS is not set (.ci/run starts a Redis and sets it)")
@@ -243,7 +239,18 @@ func TestWorkersOnRedis(t *testing.T) {
 	if strings.Contains(redisURL, "?") {
 		sep = "&"
 	}
-	storeURL := fmt.Sprintf("%s%sprefix=workers-%d:", redisURL, sep, time.Now().UnixNano())
+	return fmt.Sprintf("%s%sprefix=%s-%d:", redisURL, sep, name, time.Now().UnixNano())
+}
+
+// TestWorkersOnRedis runs a coordinator and three workers on one Redis and
+// kills one worker with SIGKILL while it holds rollouts; the run completes
+// with every rollout once (B·K a step) and the samples of a single-process
+// run.
+func TestWorkersOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs it against the sim")
+	}
+	storeURL := testRedisStore(t, "workers")
 	const steps = 2
 	dir, s, single := referenceRun(t, steps)
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -29,6 +28,16 @@ func trainArgs(out, url, mode string, steps int, extra ...string) []string {
 		args = append(args, "--executor-trainer", url, "--base-model-executor", "sim-base")
 	}
 	return append(args, extra...)
+}
+
+// referenceTrainer serves the reference trainer (base model sim-base) for
+// the test and returns it with its URL.
+func referenceTrainer(t *testing.T) (*reference.Server, string) {
+	t.Helper()
+	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
+	srv := httptest.NewServer(ref)
+	t.Cleanup(srv.Close)
+	return ref, srv.URL
 }
 
 // checkTrainedRun checks a trained run's steps: step t sampled with the
@@ -112,11 +121,9 @@ func TestTrainModes(t *testing.T) {
 		{rollout.ModeSingle, []rollout.Role{rollout.RolePlanner}},
 	} {
 		t.Run(string(tc.mode), func(t *testing.T) {
-			ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
-			srv := httptest.NewServer(ref)
-			defer srv.Close()
+			ref, trainerURL := referenceTrainer(t)
 			out := filepath.Join(t.TempDir(), "out")
-			code, stdout, stderr := runCLI(t, trainArgs(out, srv.URL, string(tc.mode), 3)...)
+			code, stdout, stderr := runCLI(t, trainArgs(out, trainerURL, string(tc.mode), 3)...)
 			if code != 0 {
 				t.Fatalf("exit %d:\n%s", code, stderr)
 			}
@@ -143,11 +150,9 @@ func TestTrainVLLMSync(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains against the sim")
 	}
-	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
-	srv := httptest.NewServer(ref)
-	defer srv.Close()
+	_, trainerURL := referenceTrainer(t)
 	out := filepath.Join(t.TempDir(), "out")
-	args := trainArgs(out, srv.URL, "mgrpo", 3, "--weight-update-path", "/sim/update_weights",
+	args := trainArgs(out, trainerURL, "mgrpo", 3, "--weight-update-path", "/sim/update_weights",
 		"--weight-update-body", `{"model_path": "{path}", "weight_version": "{version}"}`, "--weight-version-path", "/weight_info")
 	for i, a := range args {
 		switch {
@@ -162,19 +167,17 @@ func TestTrainVLLMSync(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
 	checkTrainedRun(t, out, 3, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
-	code, _, stderr = runCLI(t, append(trainArgs(filepath.Join(t.TempDir(), "o"), srv.URL, "mgrpo", 1), "--weight-sync", "vllm")...)
+	code, _, stderr = runCLI(t, append(trainArgs(filepath.Join(t.TempDir(), "o"), trainerURL, "mgrpo", 1), "--weight-sync", "vllm")...)
 	if code != 2 || !strings.Contains(stderr, "weight-update-path") {
 		t.Errorf("--weight-sync vllm without an update action: exit %d, %q; want 2 naming the flag", code, stderr)
 	}
 }
 
 func TestTrainRefusesBadSetups(t *testing.T) {
-	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
-	srv := httptest.NewServer(ref)
-	defer srv.Close()
+	ref, trainerURL := referenceTrainer(t)
 	out := filepath.Join(t.TempDir(), "out")
 	// An unknown base model is reported before any rollout.
-	args := trainArgs(out, srv.URL, "frozen-sub", 1)
+	args := trainArgs(out, trainerURL, "frozen-sub", 1)
 	for i, a := range args {
 		if a == "sim-base" {
 			args[i] = "no-such-model"
@@ -188,14 +191,14 @@ func TestTrainRefusesBadSetups(t *testing.T) {
 		t.Errorf("rollouts ran although the trainer refused the base model: %v", m)
 	}
 	// mgrpo mode without an executor trainer is a configuration error.
-	code, _, stderr = runCLI(t, "train", "--sim", "--out", out, "--planner-trainer", srv.URL, "--base-model-planner", "sim-base", "--weight-sync", "none")
+	code, _, stderr = runCLI(t, "train", "--sim", "--out", out, "--planner-trainer", trainerURL, "--base-model-planner", "sim-base", "--weight-sync", "none")
 	if code != 2 || !strings.Contains(stderr, "executor-trainer") {
 		t.Errorf("mgrpo without --executor-trainer: exit %d, %q; want 2 naming the flag", code, stderr)
 	}
 	// A trainer that rejects a batch stops the run, keeping the step's samples.
 	ref.Inject(reference.Fault{Method: "POST", Path: "/v1/steps", Status: 422, Body: `{"error":"batch too large for this GPU"}`})
 	out2 := filepath.Join(t.TempDir(), "out")
-	code, _, stderr = runCLI(t, trainArgs(out2, srv.URL, "frozen-sub", 2)...)
+	code, _, stderr = runCLI(t, trainArgs(out2, trainerURL, "frozen-sub", 2)...)
 	if code == 0 || !strings.Contains(stderr, "batch too large") || !strings.Contains(stderr, "--resume") {
 		t.Errorf("rejected batch: exit %d, %q; want a failure with the trainer's message and how to continue", code, stderr)
 	}
@@ -212,18 +215,16 @@ func TestTrainKilledAndResumed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and trains against the sim")
 	}
-	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
-	srv := httptest.NewServer(ref)
-	defer srv.Close()
+	ref, trainerURL := referenceTrainer(t)
 	out := filepath.Join(t.TempDir(), "out")
-	p := startMgrpo(t, trainArgs(out, srv.URL, "mgrpo", 3)...)
+	p := startMgrpo(t, trainArgs(out, trainerURL, "mgrpo", 3)...)
 	waitFor(t, p.stderr, "msg=\"step trained\" step=1")
 	// Into step 2's rollouts, so the kill lands mid-step.
 	waitFor(t, p.stderr, "msg=\"step start\" step=2")
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 	p.done <- nil
-	resumed := startMgrpo(t, trainArgs(out, srv.URL, "mgrpo", 3, "--resume")...)
+	resumed := startMgrpo(t, trainArgs(out, trainerURL, "mgrpo", 3, "--resume")...)
 	resumed.wait(t, 3*time.Minute)
 	if !strings.Contains(resumed.stderr.String(), "syncing the last trained weights again") {
 		t.Errorf("the resumed run did not sync the trained weights first:\n%s", resumed.stderr.String())
@@ -248,18 +249,8 @@ func TestTrainDecoupled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and trains against the sim")
 	}
-	redisURL := os.Getenv("MGRPO_TEST_REDIS")
-	if redisURL == "" {
-		t.Skip("MGRPO_TEST_REDIS is not set (.ci/run starts a Redis and sets it)")
-	}
-	sep := "?"
-	if strings.Contains(redisURL, "?") {
-		sep = "&"
-	}
-	storeURL := fmt.Sprintf("%s%sprefix=decoupled-%d:", redisURL, sep, time.Now().UnixNano())
-	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
-	srv := httptest.NewServer(ref)
-	defer srv.Close()
+	storeURL := testRedisStore(t, "decoupled")
+	ref, trainerURL := referenceTrainer(t)
 	// Servers that outlive both sides, as real ones do (an in-process sim
 	// would end with the planner side, before the executor side's last
 	// sync).
@@ -273,11 +264,11 @@ func TestTrainDecoupled(t *testing.T) {
 		"--planner-url", sim.llmURL, "--planner-model", "sim-qwen3", "--executor-url", sim.llmURL, "--executor-model", "sim-qwen3",
 		"--search-provider", "searxng", "--search-url", sim.webURL, "--allow-host", sim.webHost,
 		"--batch-size", "2", "--group-size", "2", "--concurrency", "4", "--role", "planner", "--store", storeURL,
-		"--planner-trainer", srv.URL, "--base-model-planner", "sim-base", "--weight-sync", "sglang")
+		"--planner-trainer", trainerURL, "--base-model-planner", "sim-base", "--weight-sync", "sglang")
 	waitFor(t, planner.stderr, "msg=\"step start\" step=1")
 	executorSide := func() *process {
 		return startMgrpo(t, "train", "--role", "executor", "--store", storeURL, "--steps", strconv.Itoa(steps),
-			"--executor-trainer", srv.URL, "--base-model-executor", "sim-base", "--weight-sync", "sglang")
+			"--executor-trainer", trainerURL, "--base-model-executor", "sim-base", "--weight-sync", "sglang")
 	}
 	first := executorSide()
 	waitFor(t, first.stderr, "msg=\"role trained\" step=1")
@@ -326,11 +317,9 @@ func TestTrainAsyncRolloutsSpanUpdates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains against the sim")
 	}
-	ref := reference.New(reference.Config{BaseModels: []string{"sim-base"}})
-	srv := httptest.NewServer(ref)
-	defer srv.Close()
+	_, trainerURL := referenceTrainer(t)
 	out := filepath.Join(t.TempDir(), "out")
-	code, _, stderr := runCLI(t, trainArgs(out, srv.URL, "mgrpo", 4, "--max-staleness", "1")...)
+	code, _, stderr := runCLI(t, trainArgs(out, trainerURL, "mgrpo", 4, "--max-staleness", "1")...)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
