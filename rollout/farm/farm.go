@@ -95,8 +95,8 @@ type Config struct {
 	// Worker tunes the leases of the local worker in Queue mode.
 	Worker WorkerOptions
 	// Training, when set, trains each step's samples before the next step
-	// (see Training); it needs a Sink that says where steps are
-	// (rollout.DirSink).
+	// (see Training); the batches are kept in memory as the step is
+	// written.
 	Training *Training
 }
 
@@ -366,6 +366,10 @@ type stepOutcome struct {
 	// d are the step's d_k in plan order.
 	d     []int
 	stats []rollout.QueryStats
+	// batches are the samples of the roles this process trains, kept as
+	// the step is written: the trainers take them from memory, not back
+	// from the step's files.
+	batches map[rollout.Role][]rollout.Sample
 }
 
 // runStep runs, assembles and writes one step.
@@ -447,9 +451,16 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 	if err != nil {
 		return stepOutcome{}, err
 	}
+	batches := f.trainedBatches()
 	asm, err := assembleStep(wctx, gcfg, builder, plan, f.cfg.GroupSize, results, acc, func(files rollout.StepFiles) error {
 		if err := w.Append(wctx, files); err != nil {
 			return fmt.Errorf("rollout step %d: %w", step, err)
+		}
+		if _, ok := batches[rollout.RolePlanner]; ok {
+			batches[rollout.RolePlanner] = append(batches[rollout.RolePlanner], files.Planner...)
+		}
+		if _, ok := batches[rollout.RoleExecutor]; ok {
+			batches[rollout.RoleExecutor] = append(batches[rollout.RoleExecutor], files.Executor...)
 		}
 		return nil
 	})
@@ -493,7 +504,7 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 		"accuracy", sum.Accuracy, "failed_rollouts", sum.FailedRollouts, "planner_samples", sum.PlannerSamples,
 		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_seconds", sum.WallSeconds,
 		"rollouts_per_second", sum.RolloutsPerSecond)
-	return stepOutcome{summary: sum, d: d, stats: asm.stats}, nil
+	return stepOutcome{summary: sum, d: d, stats: asm.stats, batches: batches}, nil
 }
 
 // lastWritten returns the summary of the highest written step up to

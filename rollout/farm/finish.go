@@ -69,7 +69,7 @@ func (fin *finisher) end(out stepOutcome) (rollout.StepSummary, error) {
 	f, ctx := fin.f, fin.ctx
 	step := out.summary.Step
 	if f.cfg.Training != nil {
-		if err := f.trainStep(ctx, &out.summary); err != nil {
+		if err := f.trainStep(ctx, &out); err != nil {
 			return out.summary, err
 		}
 	}

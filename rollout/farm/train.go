@@ -1,10 +1,10 @@
 package farm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -99,6 +99,18 @@ func (f *Farm) restoreTraining(ctx context.Context, last *rollout.StepSummary) e
 	return nil
 }
 
+// trainedBatches returns an empty batch for each role this process trains.
+func (f *Farm) trainedBatches() map[rollout.Role][]rollout.Sample {
+	if f.cfg.Training == nil {
+		return nil
+	}
+	out := map[rollout.Role][]rollout.Sample{}
+	for _, r := range f.cfg.Training.roles() {
+		out[r] = []rollout.Sample{}
+	}
+	return out
+}
+
 // awaitPeers waits, before the rollouts of step, until every peer role has
 // trained the previous step, and takes the versions they published.
 func (f *Farm) awaitPeers(ctx context.Context, step int) error {
@@ -122,13 +134,11 @@ func (f *Farm) awaitPeers(ctx context.Context, step int) error {
 // fails stops the run; the step's files stay on disk, and a resumed run
 // trains the step again (the trainers' idempotency keys make a batch
 // already trained harmless).
-func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
+func (f *Farm) trainStep(ctx context.Context, out *stepOutcome) error {
 	t := f.cfg.Training
+	sum := &out.summary
 	step := sum.Step
 	dir := f.stepFiles(step)
-	if dir == "" {
-		return fmt.Errorf("train step %d: the sink does not say where the step's files are", step)
-	}
 	roles := t.roles()
 	records := make([]rollout.RoleTraining, len(roles))
 	errs := make([]error, len(roles))
@@ -142,12 +152,12 @@ func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
 			if role == rollout.RoleExecutor {
 				sampled = sum.ExecutorPolicyVersion
 			}
-			records[i], errs[i] = f.trainRole(ctx, role, step, dir, sampled)
+			records[i], errs[i] = f.trainRole(ctx, role, step, out.batches[role], sampled)
 		}()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%w (the step's samples stay in %s; fix the cause and continue with --resume)", err, dir)
+		return fmt.Errorf("%w (the step's samples stay in %s; fix the cause and continue with --resume)", err, cmp.Or(dir, "the step's files"))
 	}
 	sum.Training = map[string]rollout.RoleTraining{}
 	for i, role := range roles {
@@ -160,11 +170,7 @@ func (f *Farm) trainStep(ctx context.Context, sum *rollout.StepSummary) error {
 }
 
 // trainRole trains and syncs one role on the step's samples.
-func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, dir string, sampled int64) (rollout.RoleTraining, error) {
-	samples, err := rollout.ReadSamplesJSONL(filepath.Join(dir, samplesFile(role)))
-	if err != nil {
-		return rollout.RoleTraining{}, fmt.Errorf("train step %d (%s): %w", step, role, err)
-	}
+func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, samples []rollout.Sample, sampled int64) (rollout.RoleTraining, error) {
 	f.train.mu.Lock()
 	version := f.train.versions[role]
 	f.train.mu.Unlock()
