@@ -239,7 +239,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 		f.st = &storeAccess{store: cfg.Store, log: log}
 	}
 	f.slots = make(chan struct{}, max(cfg.Concurrency, 1))
-	f.train = trainingState{versions: map[rollout.Role]int64{}, weights: map[rollout.Role]string{}, states: map[rollout.Role][]byte{}}
+	f.train = trainingState{versions: map[rollout.Role]int64{}}
 	return f, nil
 }
 

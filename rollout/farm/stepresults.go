@@ -93,18 +93,13 @@ func (s storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
 type storeAccess struct {
 	store store.Store
 	log   *slog.Logger
-	// maxBackoff caps the wait between attempts.
-	maxBackoff time.Duration
 }
 
 // retry calls fn until it succeeds, fails for good (a missing record, a
 // conflict, corrupt data, a closed store) or ctx ends.
 func (a *storeAccess) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	wait := 50 * time.Millisecond
-	maxWait := a.maxBackoff
-	if maxWait <= 0 {
-		maxWait = 5 * time.Second
-	}
+	const maxWait = 5 * time.Second
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
 		if err == nil || !transientStoreError(err) {

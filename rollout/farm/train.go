@@ -58,10 +58,6 @@ func (t *Training) roles() []rollout.Role {
 type trainingState struct {
 	mu       sync.Mutex
 	versions map[rollout.Role]int64
-	weights  map[rollout.Role]string
-	// states are the trainers' states after the last trained step, saved
-	// with the step's record (see trainerstate.go).
-	states map[rollout.Role][]byte
 }
 
 // policyVersions returns the versions the next step samples with.
@@ -86,7 +82,9 @@ func (f *Farm) restoreTraining(ctx context.Context, last *rollout.StepSummary) e
 	}
 	for role, rec := range last.Training {
 		r := rollout.Role(role)
-		f.train.versions[r], f.train.weights[r] = rec.Version, rec.Weights
+		f.train.mu.Lock()
+		f.train.versions[r] = rec.Version
+		f.train.mu.Unlock()
 		s := f.cfg.Training.Syncers[r]
 		if s == nil || rec.Weights == "" {
 			continue
@@ -194,7 +192,7 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 		rec.SyncSeconds = time.Since(synced).Seconds()
 	}
 	f.train.mu.Lock()
-	f.train.versions[role], f.train.weights[role], f.train.states[role] = res.Version, res.Weights, state
+	f.train.versions[role] = res.Version
 	f.train.mu.Unlock()
 	if f.st != nil {
 		// Before the version: a step shows as trained only with its state.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -94,11 +93,6 @@ func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store
 					raw = u.String()
 				}
 			}
-		}
-	}
-	if !c.Shared() && c.Store == "" {
-		if err := os.MkdirAll(c.Out, 0o755); err != nil {
-			return nil, fmt.Errorf("store: %w", err)
 		}
 	}
 	st, err := backends.Open(ctx, raw)
