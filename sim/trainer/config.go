@@ -1,0 +1,113 @@
+package trainer
+
+import (
+	"log/slog"
+	"time"
+)
+
+// Defaults applied by New when a Config field is zero.
+const (
+	// DefaultSessionTTL is how long a session lives after its last
+	// heartbeat (the SDK beats every 10 s).
+	DefaultSessionTTL = 2 * time.Minute
+	// DefaultPollTimeout is how long retrieve_future holds a request for an
+	// unfinished future before answering 408 or try_again; it stays below
+	// the SDK's 45 s client timeout.
+	DefaultPollTimeout = 30 * time.Second
+	// DefaultMaxBodyBytes caps request bodies; larger ones get 413.
+	DefaultMaxBodyBytes = 64 << 20
+	// DefaultRetryAfter is the Retry-After of injected 429s.
+	DefaultRetryAfter = time.Second
+)
+
+// Faults sets the rate of each injected failure. Every request draws one
+// uniform number from the server's seeded fault RNG and fails in at most one
+// of the first four ways, so those rates must sum to at most 1; every queued
+// request (create_model and the sequenced routes) draws again, when it runs,
+// against RateFutureFail. Zero everywhere (the default) injects nothing.
+type Faults struct {
+	// Rate500 and Rate503 answer 500 and 503 with a {"detail": …} body,
+	// before the request is looked at.
+	Rate500, Rate503 float64
+	// Rate429 answers 429 with Retry-After: RetryAfter (whole seconds,
+	// rounded up).
+	Rate429 float64
+	// RateDrop serves the request, then writes the answer's head and half
+	// its body and closes the connection: the request took effect and the
+	// client cannot know.
+	RateDrop float64
+	// RateFutureFail makes a queued request's future fail with category
+	// "server" instead of running. The request is forgotten (its seq_id
+	// stays free), so sending it again runs it.
+	RateFutureFail float64
+	// RetryAfter is the Retry-After of injected 429s (DefaultRetryAfter).
+	RetryAfter time.Duration
+}
+
+func (f Faults) submitTotal() float64 { return f.Rate500 + f.Rate503 + f.Rate429 + f.RateDrop }
+
+// PollAnswer is what retrieve_future answers when its long poll runs out.
+type PollAnswer int
+
+// The poll answers.
+const (
+	// Poll408 answers 408 {"detail": …}, as SkyRL's server does.
+	Poll408 PollAnswer = iota
+	// PollTryAgain answers 200 {"type": "try_again", request_id,
+	// queue_state}, the SDK's TryAgainResponse.
+	PollTryAgain
+)
+
+// Config configures a Server.
+type Config struct {
+	// Policy is the model trained (required).
+	Policy Policy
+	// BaseModels are the base models served, as get_server_capabilities
+	// lists them; create_model refuses others with 400.
+	BaseModels []string
+	// CheckpointDir receives save_weights_for_sampler's files,
+	// CheckpointDir/MODEL/NAME.json. Empty: saves fail (category "user").
+	CheckpointDir string
+	// APIKey, when set, is required in every request's X-API-Key header
+	// (401 otherwise).
+	APIKey string
+	// SessionTTL is how long a session lives without a heartbeat
+	// (DefaultSessionTTL).
+	SessionTTL time.Duration
+	// PollTimeout bounds one retrieve_future long poll (DefaultPollTimeout);
+	// PollAnswer says what is answered then.
+	PollTimeout time.Duration
+	PollAnswer  PollAnswer
+	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// Seed seeds fault injection.
+	Seed uint64
+	// Faults sets the injected failure rates.
+	Faults Faults
+	// Now is the clock sessions expire by (default time.Now); tests move it.
+	Now func() time.Time
+	// Logger receives request failures (default: discard).
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.SessionTTL <= 0 {
+		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.PollTimeout <= 0 {
+		c.PollTimeout = DefaultPollTimeout
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Faults.RetryAfter <= 0 {
+		c.Faults.RetryAfter = DefaultRetryAfter
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}

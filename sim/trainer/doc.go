@@ -1,0 +1,72 @@
+// Package trainer is an offline stand-in for a Tinker-compatible training
+// service: an HTTP server of the Tinker REST API (as Thinking Machines' SDK
+// and SkyRL's server have it) that really trains a small parametric Policy,
+// so that the project's trainer bridge and training loop can be checked end
+// to end without a GPU, and that the silent bugs of RL pipelines (a token
+// scored differently by trainer and sampler, an advantage on the wrong
+// trajectory, a step that never reaches the weights) show up as numbers.
+//
+// # Routes
+//
+// Under /api/v1: GET get_server_capabilities (Config.BaseModels) and
+// healthz; POST create_session, session_heartbeat (a session expires
+// Config.SessionTTL after its last beat), create_model (a model per
+// request, of a served base model; the LoRA rank is recorded only; a replay
+// of a session's model_seq_id answers the same model), get_info, and the
+// sequenced routes forward, forward_backward, optim_step and
+// save_weights_for_sampler, which answer a future {request_id, model_id}
+// resolved through POST retrieve_future. A long poll that runs out after
+// Config.PollTimeout answers 408 or 200 {"type": "try_again"}
+// (Config.PollAnswer). Errors are {"detail": …}; a failed future is the
+// SDK's {error, category}.
+//
+// # Sequencing
+//
+// A model's sequenced requests carry seq_id 1, 2, 3, …; each runs once all
+// earlier ones have run (a later one waits in the queue). A seq_id seen
+// before with the same route and body (compared after decoding, so key
+// order and spacing do not matter) answers the original future; another
+// body is 409. Futures are kept for the server's life, so a restarted
+// client's replays find them.
+//
+// # Training
+//
+// A datum's sequence is its model input's tokens plus the last target;
+// target j must be token j+1 (else 400 "targets misaligned", naming the
+// datum and index), and every loss_fn_input has one value per input token,
+// target_tokens int64, the rest float32. forward_backward scores every
+// sequence under the model's parameters with Policy.Score, applies the
+// loss — importance_sampling −Σ w·r·A with r = exp(trainer − sampler
+// logprob), ppo −Σ w·min(r·A, clip(r, low, high)·A) with loss_fn_config's
+// clip_low_threshold and clip_high_threshold (0.8 and 1.2 by default), or
+// cross_entropy −Σ w·logprob — and adds its gradient to the model's, which
+// optim_step applies with AdamW (bias correction, decoupled weight decay,
+// global-norm clipping) and clears. forward reports the same without a
+// gradient. save_weights_for_sampler writes the parameters with Policy.Save
+// to Config.CheckpointDir/MODEL/NAME.json and answers
+// tinker://MODEL/sampler_weights/NAME.
+//
+// forward_backward reports, with Tinker's reduction suffixes: loss:sum;
+// weighted_tokens:sum; clip_fraction:mean (weighted targets whose ratio
+// lies outside ppo's thresholds); logprob_diff_abs:mean and :max (|trainer
+// − sampler| over weighted targets: 0 when trainer and sampler agree);
+// unmatched_tokens:sum (weighted targets in runs the policy cannot
+// produce, left out of the loss); advantage_order_violations:sum (pairs of
+// datums of one group, among those of the optimizer step so far, whose
+// rewards as the policy reads them are ordered one way and whose mean
+// advantages over their weighted targets are not ordered the same way).
+// loss_fn_outputs holds each datum's recomputed logprobs and elementwise
+// loss per target.
+//
+// # Faults
+//
+// Config.Faults injects, from a seeded RNG, 500s, 503s, 429s with
+// Retry-After, answers cut mid-body after the request took effect, and
+// futures failing with category "server" (the request is forgotten, so
+// sending it again runs it).
+//
+// # Independence
+//
+// The package imports none of the project's client packages: it reads and
+// writes the wire format with types of its own.
+package trainer

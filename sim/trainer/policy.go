@@ -1,0 +1,47 @@
+package trainer
+
+// Policy is the model a sim trainer trains: a flat parameter vector and a
+// scorer. The server calls it from one goroutine per model at a time, but
+// from several models' goroutines at once, so an implementation must be
+// safe for concurrent use (it holds no per-model state: the server owns the
+// parameters).
+type Policy interface {
+	// Initial returns the starting parameters for a base model. An unknown
+	// base model is an error, which the server answers with 400.
+	Initial(baseModel string) ([]float64, error)
+	// Score recomputes, from the tokens alone, the logprob of every
+	// position of seq whose mask is set, under params. mask has len(seq)
+	// entries; position 0 is never set by the server (nothing predicts it).
+	Score(params []float64, seq []int, mask []bool) (Scored, error)
+	// Save writes params to path in the format the sim inference server
+	// loads. The server creates path's directory first.
+	Save(params []float64, path string) error
+}
+
+// Scored is what Policy.Score recomputes for one sequence.
+type Scored struct {
+	// Logprobs has len(seq) entries: the logprob of each masked position
+	// given the positions before it, 0 where the mask is unset.
+	Logprobs []float64
+	// Grads maps a position to d Logprobs[pos] / d params (len(params)
+	// entries). Only positions whose logprob depends on params are listed;
+	// a masked position missing here has a zero gradient.
+	Grads map[int][]float64
+	// Unmatched lists the masked runs (turns) the policy cannot produce.
+	// The server leaves their positions out of the loss and counts them.
+	Unmatched []Unmatched
+	// Group and Reward, when RewardKnown, are the question the sequence
+	// answers and the main reward it earned, as far as the policy can tell
+	// from the tokens. The server uses them to check that advantages are
+	// ordered like rewards within a group.
+	Group       string
+	Reward      float64
+	RewardKnown bool
+}
+
+// Unmatched is a run of positions [Start, End) of a sequence that the
+// policy cannot produce, and why.
+type Unmatched struct {
+	Start, End int
+	Reason     string
+}
