@@ -98,7 +98,7 @@ func TestStatusErrors(t *testing.T) {
 	ts := newTestServer(t, Config{APIKey: "k"})
 	for _, c := range []struct {
 		name, method, route, key string
-		want                    int
+		want                     int
 	}{
 		{"unknown route", "POST", "nope", "k", 404},
 		{"wrong method", "GET", "create_session", "k", 405},
