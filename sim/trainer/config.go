@@ -82,7 +82,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// Seed seeds fault injection.
 	Seed uint64
-	// Faults sets the injected failure rates.
+	// Faults sets the injected failure rates (Server.SetFaults changes them).
 	Faults Faults
 	// Now is the clock sessions expire by (default time.Now); tests move it.
 	Now func() time.Time

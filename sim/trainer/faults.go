@@ -20,11 +20,12 @@ const (
 // drawFault draws the fault of one request ("" for none): one uniform
 // draw from the seeded fault RNG against the cumulative rates.
 func (s *Server) drawFault() string {
-	f := s.cfg.Faults
+	s.faultMu.Lock()
+	f := s.faults
 	if f.submitTotal() == 0 {
+		s.faultMu.Unlock()
 		return ""
 	}
-	s.faultMu.Lock()
 	u := s.faultRng.Float64()
 	s.faultMu.Unlock()
 	for _, k := range []struct {
@@ -42,13 +43,15 @@ func (s *Server) drawFault() string {
 
 // drawFutureFault draws whether a queued request's future fails.
 func (s *Server) drawFutureFault() bool {
-	if s.cfg.Faults.RateFutureFail <= 0 {
+	s.faultMu.Lock()
+	rate := s.faults.RateFutureFail
+	if rate <= 0 {
+		s.faultMu.Unlock()
 		return false
 	}
-	s.faultMu.Lock()
 	u := s.faultRng.Float64()
 	s.faultMu.Unlock()
-	if u < s.cfg.Faults.RateFutureFail {
+	if u < rate {
 		s.countFault(FaultFutureFail)
 		return true
 	}
@@ -58,6 +61,17 @@ func (s *Server) drawFutureFault() bool {
 func (s *Server) countFault(kind string) {
 	s.faultMu.Lock()
 	s.faultCounts[kind]++
+	s.faultMu.Unlock()
+}
+
+// SetFaults replaces the injected failure rates from now on (zero
+// RetryAfter: DefaultRetryAfter). The fault RNG goes on where it was.
+func (s *Server) SetFaults(f Faults) {
+	if f.RetryAfter <= 0 {
+		f.RetryAfter = DefaultRetryAfter
+	}
+	s.faultMu.Lock()
+	s.faults = f
 	s.faultMu.Unlock()
 }
 
@@ -81,7 +95,9 @@ func (s *Server) withFault(kind string, w http.ResponseWriter, serve func(http.R
 		writeError(w, errorf(http.StatusServiceUnavailable, "the trainer is overloaded (injected by the simulator)"))
 	case Fault429:
 		e := errorf(http.StatusTooManyRequests, "too many requests (injected by the simulator)")
-		e.retryAfter = max(int(math.Ceil(s.cfg.Faults.RetryAfter.Seconds())), 1)
+		s.faultMu.Lock()
+		e.retryAfter = max(int(math.Ceil(s.faults.RetryAfter.Seconds())), 1)
+		s.faultMu.Unlock()
 		writeError(w, e)
 	case FaultDrop:
 		rec := &recorder{header: http.Header{}}

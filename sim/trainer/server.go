@@ -29,6 +29,7 @@ type Server struct {
 	nextFuture int
 
 	faultMu     sync.Mutex
+	faults      Faults
 	faultRng    *rand.Rand
 	faultCounts map[string]int
 }
@@ -46,6 +47,7 @@ func New(cfg Config) *Server {
 		futures:     map[string]*future{},
 		faultRng:    rand.New(rand.NewPCG(cfg.Seed, 0x51a7a1e7)),
 		faultCounts: map[string]int{},
+		faults:      cfg.Faults,
 	}
 }
 
