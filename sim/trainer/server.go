@@ -244,3 +244,6 @@ func (s *Server) sequenced(w http.ResponseWriter, route string, body []byte) {
 	}
 	writeJSON(w, http.StatusOK, futureAnswer{RequestID: f.id, ModelID: m.id})
 }
+
+// Config returns the server's configuration, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
