@@ -47,6 +47,9 @@ func (f *future) fail(category, msg string) {
 	f.resolve(map[string]string{"error": msg, "category": category})
 }
 
+// polling returns the number of long polls being held.
+func (s *Server) polling() int64 { return s.polls.Load() }
+
 // retrieveFuture long-polls one future: its result when done within
 // PollTimeout, else 408 or try_again (Config.PollAnswer).
 func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, body []byte) {
@@ -67,6 +70,8 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, body []b
 		writeError(w, errorf(http.StatusNotFound, "future %q not found", id))
 		return
 	}
+	s.polls.Add(1)
+	defer s.polls.Add(-1)
 	t := time.NewTimer(s.cfg.PollTimeout)
 	defer t.Stop()
 	select {

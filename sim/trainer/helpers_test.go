@@ -53,6 +53,32 @@ func newTestServer(t *testing.T, cfg Config) *testServer {
 	return &testServer{Server: s, url: hs.URL, t: t}
 }
 
+// postNoFatal is post for other goroutines than the test's: it reports a
+// failed request as status 0.
+func (ts *testServer) postNoFatal(route string, body any) (int, map[string]any) {
+	raw, _ := json.Marshal(body)
+	resp, err := http.Post(ts.url+"/api/v1/"+route, "application/json", bytes.NewReader(raw))
+	if err != nil {
+		return 0, nil
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+// waitFor polls cond until it holds, failing the test after a deadline.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in time")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // post sends body (JSON-encoded unless already []byte) to route and
 // returns the status and the decoded answer.
 func (ts *testServer) post(route string, body any) (int, map[string]any) {

@@ -107,6 +107,7 @@ func (s *Server) drain(m *model) {
 		res, fl := e.run(m)
 		m.mu.Lock()
 		m.lastRun = seq
+		e.run = nil // the parsed datums are not needed for replays
 		m.mu.Unlock()
 		if fl != nil {
 			s.cfg.Logger.Warn("sim trainer request failed", "route", e.route, "model_id", m.id, "seq_id", seq, "err", fl.msg)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Server is a Tinker-shaped trainer: sessions, models, and futures for
@@ -27,6 +28,8 @@ type Server struct {
 	creates    map[string]*createEntry // by session and model_seq_id
 	futures    map[string]*future
 	nextFuture int
+
+	polls atomic.Int64 // long polls held
 
 	faultMu     sync.Mutex
 	faults      Faults
