@@ -56,7 +56,13 @@
 // rewards as the policy reads them are ordered one way and whose mean
 // advantages over their weighted targets are not ordered the same way).
 // loss_fn_outputs holds each datum's recomputed logprobs and elementwise
-// loss per target.
+// loss per target; a target of weight 0 is not scored (the policy may be
+// unable to produce prompt or tool text) and has logprob 0 there, where
+// Tinker gives every target's.
+//
+// State is in memory for the server's life: every future's result is kept
+// (a forward_backward's holds its per-target outputs), so a long run's
+// memory grows with the tokens trained.
 //
 // # Faults
 //
