@@ -69,7 +69,7 @@ func (tr *trainer) add(t sampledTurn) {
 
 // client plays conversations against one server in one dialect.
 type client struct {
-	t       *testing.T
+	t       testing.TB
 	base    string
 	dialect string
 	route   string // "chat" or "generate"
@@ -310,12 +310,12 @@ func (t *Tokenizer) MustDecode(ids []int) string {
 
 // playData plays questions (twice each) through route against a server
 // for cfg and returns the data and how many extra data drift split off.
-func playData(t *testing.T, cfg Config, questions int, route string) (*Server, []datum, int) {
+func playData(t testing.TB, cfg Config, questions int, route string) (*Server, []datum, int) {
 	return playDataThinking(t, cfg, questions, route, false)
 }
 
 // playDataThinking is playData, with enable_thinking=false when noThink.
-func playDataThinking(t *testing.T, cfg Config, questions int, route string, noThink bool) (*Server, []datum, int) {
+func playDataThinking(t testing.TB, cfg Config, questions int, route string, noThink bool) (*Server, []datum, int) {
 	t.Helper()
 	s, ts := MustServer(t, cfg)
 	w, err := web.Generate(web.Config{Seed: 7, Questions: questions})
@@ -490,4 +490,24 @@ func TestScorerTruncated(t *testing.T) {
 	if math.Abs(got.Logprobs[first]-d.lps[first]) > 1e-5 {
 		t.Logf("cut turn scored %v, sampled %v (a prefix need not fix the path)", got.Logprobs[first], d.lps[first])
 	}
+}
+
+// BenchmarkScorer measures scoring whole conversations (a planner's or an
+// executor's sequence with all its turns) from their token ids.
+func BenchmarkScorer(b *testing.B) {
+	cfg := testConfig(DialectVLLM)
+	s, data, _ := playData(b, cfg, 4, "chat")
+	sc := NewScorer(cfg)
+	turns := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, d := range data {
+			got, err := sc.Score(s.Params(), d.seq, d.mask)
+			if err != nil {
+				b.Fatal(err)
+			}
+			turns += len(got.Turns)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(turns), "µs/turn")
 }

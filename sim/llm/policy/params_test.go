@@ -121,3 +121,27 @@ func TestParamsFile(t *testing.T) {
 		})
 	}
 }
+
+func FuzzParseParams(f *testing.F) {
+	var b bytes.Buffer
+	if err := DefaultParams(DefaultSkills()).Write(&b); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add([]byte(`{"format":"mgrpo-sim-policy-params/v1","roles":{}}`))
+	f.Add([]byte(`{"format":"mgrpo-sim-policy-params/v1","roles":{"planner":{"guess":[1e400]}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParseParams(data)
+		if err != nil {
+			return
+		}
+		js, err := p.MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := ParseParams(js)
+		if err != nil || !slices.Equal(p.Vector(), q.Vector()) {
+			t.Fatalf("round trip: %v", err)
+		}
+	})
+}
