@@ -33,7 +33,7 @@ type genRequest struct {
 	counter uint64
 }
 
-// tokenLogprob is the synthetic logprob of one output token and its
+// tokenLogprob is the logprob of one output token and its
 // alternatives (the sampled token first).
 type tokenLogprob struct {
 	id      int
@@ -58,7 +58,7 @@ type genChoice struct {
 }
 
 // mix is an FNV-1a hasher over integers, the source of every seed and
-// synthetic logprob so that runs are reproducible across processes.
+// top_logprobs alternative so that runs are reproducible across processes.
 type mix struct{ h uint64 }
 
 // newMix starts a mix at the FNV-1a hash of tag, computed in place: hash/fnv

@@ -291,3 +291,26 @@ func DefaultParams(s Skills) *Params {
 	set(RoleExecutor, KindVisitTwo, "bias", logit(s.VisitTwo))
 	return p
 }
+
+// WithRole returns a copy of p whose blocks of role are taken from from:
+// a trainer that trains one role's model can merge its blocks into params
+// that another trainer's role keeps.
+func (p *Params) WithRole(role Role, from *Params) *Params {
+	q := &Params{v: slices.Clone(p.v)}
+	for _, b := range paramLayout {
+		if b.role == role {
+			copy(q.v[b.offset:b.offset+len(b.names)], from.v[b.offset:b.offset+len(b.names)])
+		}
+	}
+	return q
+}
+
+// RoleOf returns the role of entry i of the flat vector.
+func RoleOf(i int) Role {
+	for _, b := range paramLayout {
+		if i >= b.offset && i < b.offset+len(b.names) {
+			return b.role
+		}
+	}
+	return ""
+}

@@ -145,3 +145,22 @@ func FuzzParseParams(f *testing.F) {
 		}
 	})
 }
+
+func TestWithRole(t *testing.T) {
+	base := DefaultParams(DefaultSkills())
+	v := base.Vector()
+	for i := range v {
+		v[i] += 1
+	}
+	moved, _ := ParamsFromVector(v)
+	got := base.WithRole(RolePlanner, moved)
+	for i := range v {
+		want := base.At(i)
+		if RoleOf(i) == RolePlanner {
+			want = moved.At(i)
+		}
+		if got.At(i) != want {
+			t.Fatalf("entry %d (%s): %v, want %v", i, ParamNames()[i], got.At(i), want)
+		}
+	}
+}
