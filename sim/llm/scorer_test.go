@@ -511,3 +511,31 @@ func BenchmarkScorer(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(turns), "µs/turn")
 }
+
+// FuzzScorer feeds arbitrary sequences and masks: Score must not panic and
+// must never score a turn the policy did not write.
+func FuzzScorer(f *testing.F) {
+	sc := NewScorer(testConfig(DialectVLLM))
+	tok := sc.Tokenizer()
+	prompt := tok.Encode("<|im_start|>user\n" + question + "<|im_end|>\n<|im_start|>assistant\n")
+	f.Add([]byte{1, 2, 3}, []byte{0xff})
+	f.Add([]byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, raw, maskBits []byte) {
+		seq := slices.Clone(prompt)
+		for i := 0; i+1 < len(raw); i += 2 {
+			seq = append(seq, (int(raw[i])<<8|int(raw[i+1]))%tok.VocabSize())
+		}
+		mask := make([]bool, len(seq))
+		for i := len(prompt); i < len(seq); i++ {
+			k := i - len(prompt)
+			mask[i] = k/8 < len(maskBits) && maskBits[k/8]&(1<<(k%8)) != 0
+		}
+		got, err := sc.Score(nil, seq, mask)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Logprobs) != len(seq) {
+			t.Fatalf("%d logprobs for %d tokens", len(got.Logprobs), len(seq))
+		}
+	})
+}
