@@ -107,6 +107,15 @@ type Config struct {
 	// Skills parameterise the policy; the zero value means
 	// policy.DefaultSkills().
 	Skills policy.Skills
+	// Params are the policy's decision parameters the server starts with;
+	// nil means policy.DefaultParams(Skills). A weight update that names a
+	// params file replaces them (see weights.go).
+	Params *policy.Params
+	// CheckpointDir resolves weight paths of the form
+	// tinker://MODEL/sampler_weights/NAME to CheckpointDir/MODEL/NAME.json,
+	// where the sim trainer saves its sampler weights. Empty, such paths
+	// are only recorded.
+	CheckpointDir string
 	// WeightVersion is the initial served weight version (default "default",
 	// like SGLang's --weight-version).
 	WeightVersion string
@@ -182,6 +191,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Skills == (policy.Skills{}) {
 		c.Skills = policy.DefaultSkills()
+	}
+	if c.Params == nil {
+		c.Params = policy.DefaultParams(c.Skills)
 	}
 	return c
 }

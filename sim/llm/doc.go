@@ -56,8 +56,13 @@
 // Temperature 0 is greedy and ignores every seed; a request seed makes
 // sampling reproducible; without one, a per-server request counter is mixed
 // in so repeated prompts differ while a sequential run replays exactly.
-// Logprobs are synthetic but deterministic: the first token carries the log
-// of the policy's probability for the choices the turn made.
+// Logprobs are the policy's own: the first token of a completion carries the
+// log-probability, under the served policy.Params and before temperature, of
+// the decisions the turn made (rounded to millionths); every other token has
+// logprob 0, as the text is deterministic given the decisions. top_logprobs
+// alternatives are hashed from the prompt and lie below the sampled token.
+// Scorer recomputes these logprobs, and their gradients with respect to the
+// params, from a training sequence's token ids and mask alone (scorer.go).
 //
 // # Switches
 //
@@ -76,6 +81,17 @@
 // meta_info.weight_version (and the chat response's metadata.weight_version);
 // both dialects in the X-Weight-Version response header, which is where the
 // vLLM dialect reports it. Server.SetWeightVersion changes it in process.
+//
+// A weight update (/update_weights_from_disk, /sim/update_weights) whose
+// model_path names a params file (policy.ReadParams) — a local path, a
+// file:// URL, or tinker://MODEL/sampler_weights/NAME, read as
+// Config.CheckpointDir/MODEL/NAME.json when CheckpointDir is set — swaps the
+// sampled params and the version together; requests already generating
+// finish on the params they started with. An unreadable or wrong-shaped file,
+// or a file:// or tinker:// path that does not exist, is refused with 400
+// naming the problem, and params and version stay. A local path that does not
+// exist or is a directory is only recorded, as real checkpoint directories
+// are (see weights.go).
 //
 // # Engine and faults
 //

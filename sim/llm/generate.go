@@ -33,7 +33,7 @@ type genRequest struct {
 	counter uint64
 }
 
-// tokenLogprob is the synthetic logprob of one output token and its
+// tokenLogprob is the logprob of one output token and its
 // alternatives (the sampled token first).
 type tokenLogprob struct {
 	id      int
@@ -58,7 +58,7 @@ type genChoice struct {
 }
 
 // mix is an FNV-1a hasher over integers, the source of every seed and
-// synthetic logprob so that runs are reproducible across processes.
+// top_logprobs alternative so that runs are reproducible across processes.
 type mix struct{ h uint64 }
 
 // newMix starts a mix at the FNV-1a hash of tag, computed in place: hash/fnv
@@ -159,11 +159,12 @@ func (s *Server) generate(g *genRequest) ([]genChoice, error) {
 	out := make([]genChoice, 0, g.n)
 	sample, prompt := promptMixes(g.promptIDs)
 	ph := prompt.sum()
+	// One snapshot for every choice: a weight update during the request
+	// does not reach it.
+	params := s.Params()
 	for i := 0; i < g.n; i++ {
-		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature, Rand: s.rngFor(g, sample, i)})
-		if g.noThinking {
-			act.Reasoning = ""
-		}
+		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature,
+			Rand: s.rngFor(g, sample, i), Params: params, NoReasoning: g.noThinking})
 		full := append(s.tok.Encode(RenderAssistant(act)), eos)
 		c, err := s.cut(full, g)
 		if err != nil {
@@ -171,7 +172,7 @@ func (s *Server) generate(g *genRequest) ([]genChoice, error) {
 		}
 		c.index = i
 		if g.logprobs {
-			c.lps = s.logprobsFor(g, ph, c.ids, act.ChoiceProb)
+			c.lps = s.logprobsFor(g, ph, c.ids, act.Logprob)
 		}
 		out = append(out, c)
 	}
@@ -222,23 +223,28 @@ func (s *Server) cut(full []int, g *genRequest) (genChoice, error) {
 	return c, nil
 }
 
-// logprobsFor synthesises logprobs for ids: the first token carries the log of
-// the policy's choice probability, the rest small negative values from ph, the
-// hash newMix("prompt").ints(promptIDs).sum(), the position and the token, so
-// the same sequence always gets the same logprobs.
-func (s *Server) logprobsFor(g *genRequest, ph uint64, ids []int, choiceProb float64) []tokenLogprob {
+// logprobsFor reports the logprobs of ids under the policy: the first token
+// carries the log-probability of the turn's decisions (turnLogprob, rounded
+// to millionths), every other token 0, since the text is deterministic given
+// the decisions. Alternatives (top_logprobs) are drawn from ph, the hash
+// newMix("prompt").ints(promptIDs).sum(), the position and the token, each
+// below the sampled token's logprob, so the same sequence always gets the
+// same alternatives.
+func (s *Server) logprobsFor(g *genRequest, ph uint64, ids []int, turnLogprob float64) []tokenLogprob {
 	vocab := s.tok.VocabSize()
 	out := make([]tokenLogprob, len(ids))
+	first := math.Round(turnLogprob*1e6) / 1e6
+	if first == 0 || math.IsNaN(first) {
+		first = 0 // no negative zero on the wire
+	}
 	for i, id := range ids {
-		h := newMix("lp").add(ph).add(uint64(i)).add(uint64(id)).sum()
-		lp := -float64(h%1000+1) / 4000
+		lp := 0.0
 		if i == 0 {
-			p := math.Min(math.Max(choiceProb, 1e-6), 1)
-			lp = math.Min(math.Log(p), -1e-4)
+			lp = first
 		}
-		lp = math.Round(lp*1e6) / 1e6
 		tl := tokenLogprob{id: id, logprob: lp}
 		if g.topLogprobs > 0 {
+			h := newMix("lp").add(ph).add(uint64(i)).add(uint64(id)).sum()
 			tl.top = append(tl.top, altLogprob{id: id, logprob: lp})
 			seen := map[int]bool{id: true}
 			for j := 1; len(tl.top) < g.topLogprobs; j++ {

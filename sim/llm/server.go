@@ -35,6 +35,7 @@ type Server struct {
 
 	versionMu sync.RWMutex
 	version   string
+	params    *policy.Params // guarded by versionMu, swapped with version
 	weights   weightState
 
 	closeOnce sync.Once
@@ -57,6 +58,7 @@ func NewServer(cfg Config) (*Server, error) {
 		stat:     newStats(),
 		faultRng: rand.New(rand.NewPCG(cfg.Seed, newMix("faults").add(cfg.Seed).sum())),
 		version:  cfg.WeightVersion,
+		params:   cfg.Params,
 		closed:   make(chan struct{}),
 	}
 	s.pc = newPromptCache(s.tok, cfg.CacheBytes-cfg.CacheBytes/2)
@@ -78,6 +80,25 @@ func (s *Server) WeightVersion() string {
 	s.versionMu.RLock()
 	defer s.versionMu.RUnlock()
 	return s.version
+}
+
+// Params returns the policy parameters the server samples with now.
+func (s *Server) Params() *policy.Params {
+	s.versionMu.RLock()
+	defer s.versionMu.RUnlock()
+	return s.params
+}
+
+// SetParams replaces the parameters the server samples with (nil restores
+// DefaultParams of its skills). Requests already generating finish with
+// the parameters they started with.
+func (s *Server) SetParams(p *policy.Params) {
+	if p == nil {
+		p = policy.DefaultParams(s.cfg.Skills)
+	}
+	s.versionMu.Lock()
+	s.params = p
+	s.versionMu.Unlock()
 }
 
 // SetWeightVersion changes the served weight version, as a weight sync does.

@@ -1,8 +1,17 @@
 package llm
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
+
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
 )
 
 // weightState is what the server knows of its weights besides the version:
@@ -27,17 +36,78 @@ func (s *Server) WeightLoads() int {
 	return s.weights.loads
 }
 
-// loadWeights records a weight update from path and makes version (when
-// not nil) the served version.
-func (s *Server) loadWeights(path string, version *string) {
+// readWeights reads the params file a weight update's modelPath names (see
+// paramsPath). It returns nil params for a path that is only to be
+// recorded, as a real server's weights would be loaded from a directory
+// the sim has no use for; a file that cannot be read or has the wrong
+// shape is an error.
+func (s *Server) readWeights(modelPath string) (*policy.Params, error) {
+	var params *policy.Params
+	path, must, err := s.paramsPath(modelPath)
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		st, err := os.Stat(path)
+		switch {
+		case err == nil && st.Mode().IsRegular():
+			if params, err = policy.ReadParams(path); err != nil {
+				return nil, fmt.Errorf("load params from %s: %w", modelPath, err)
+			}
+		case err == nil && must:
+			return nil, fmt.Errorf("load params from %s: %s is not a regular file", modelPath, path)
+		case err != nil && (must || !errors.Is(err, fs.ErrNotExist)):
+			return nil, fmt.Errorf("load params from %s: %w", modelPath, err)
+		}
+	}
+	return params, nil
+}
+
+// commitWeights records a weight update from modelPath and makes params
+// (when not nil) and version (when not nil) the served ones, under one lock
+// so that no request sees one without the other.
+func (s *Server) commitWeights(modelPath string, params *policy.Params, version *string) {
 	s.weights.mu.Lock()
-	s.weights.path = path
+	s.weights.path = modelPath
 	s.weights.loads++
 	s.weights.mu.Unlock()
-	if version != nil {
-		s.SetWeightVersion(*version)
+	s.versionMu.Lock()
+	if params != nil {
+		s.params = params
 	}
-	s.cfg.Logger.Info("sim llm weights updated", "model_path", path, "weight_version", s.WeightVersion())
+	if version != nil {
+		s.version = *version
+	}
+	s.versionMu.Unlock()
+	s.cfg.Logger.Info("sim llm weights updated", "model_path", modelPath, "params_loaded", params != nil, "weight_version", s.WeightVersion())
+}
+
+// paramsPath resolves a weight update's model_path to the params file it
+// may name: tinker://MODEL/sampler_weights/NAME is CheckpointDir/MODEL/NAME.json
+// (and must exist) when CheckpointDir is set, and only recorded otherwise; a
+// file:// URL is its path (and must exist); any other string is a local
+// path, loaded when it is a regular file and only recorded when it does
+// not exist or is a directory. path is "" when nothing is to be loaded.
+func (s *Server) paramsPath(modelPath string) (path string, must bool, err error) {
+	if rest, ok := strings.CutPrefix(modelPath, "tinker://"); ok {
+		if s.cfg.CheckpointDir == "" {
+			return "", false, nil
+		}
+		model, name, found := strings.Cut(rest, "/sampler_weights/")
+		if !found || model == "" || name == "" || strings.ContainsAny(name, `/\`) || name == ".." || name == "." ||
+			strings.Contains(model, "..") || strings.Contains(model, `\`) {
+			return "", false, fmt.Errorf("model_path %q: want tinker://MODEL/sampler_weights/NAME", modelPath)
+		}
+		return filepath.Join(s.cfg.CheckpointDir, filepath.FromSlash(model), name+".json"), true, nil
+	}
+	if strings.HasPrefix(modelPath, "file://") {
+		u, err := url.Parse(modelPath)
+		if err != nil || u.Path == "" {
+			return "", false, fmt.Errorf("model_path %q: not a file URL with a path", modelPath)
+		}
+		return filepath.FromSlash(u.Path), true, nil
+	}
+	return modelPath, false, nil
 }
 
 // updateWeightsRequest is SGLang's UpdateWeightFromDiskReqInput.
@@ -76,10 +146,15 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, updateWeightsResponse{Message: "Failed to update weights: model_path is required."})
 		return
 	}
+	params, err := s.readWeights(req.ModelPath)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, updateWeightsResponse{Message: "Failed to update weights: " + err.Error()})
+		return
+	}
 	if req.AbortAll {
 		s.eng.abortRunning()
 	}
-	s.loadWeights(req.ModelPath, req.WeightVersion)
+	s.commitWeights(req.ModelPath, params, req.WeightVersion)
 	msg := "Succeeded to update model weights."
 	if req.WeightVersion != nil {
 		msg += " Weight version updated to " + *req.WeightVersion + "."
@@ -191,7 +266,12 @@ func (s *Server) handleSimUpdateWeights(w http.ResponseWriter, r *http.Request) 
 		s.writeError(w, badRequest("model_path is required"))
 		return
 	}
-	s.loadWeights(req.ModelPath, req.WeightVersion)
+	params, err := s.readWeights(req.ModelPath)
+	if err != nil {
+		s.writeError(w, badRequest("%v", err))
+		return
+	}
+	s.commitWeights(req.ModelPath, params, req.WeightVersion)
 	w.Header().Set("X-Weight-Version", s.WeightVersion())
 	writeJSON(w, http.StatusOK, map[string]string{"status": "updated", "weight_version": s.WeightVersion()})
 }

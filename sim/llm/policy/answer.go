@@ -22,7 +22,7 @@ func (t turn) answerOnly() Output {
 	for _, f := range web.ParseFacts(t.conv.task) {
 		facts = append(facts, evidence{fact: f, fresh: true})
 	}
-	r := resolver{ch: t.ch, skills: t.skills(), conv: t.conv, useSnippet: true}
+	r := &resolver{ch: t.ch, conv: t.conv, snippet: trusted, cut: ruledOut}
 	res := r.resolve(chain, facts)
 	if !res.done {
 		return Output{

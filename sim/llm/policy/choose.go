@@ -5,22 +5,111 @@ import (
 	"math/rand/v2"
 )
 
-// chooser makes every stochastic decision of one turn, so temperature and
-// the turn's ChoiceProb are handled in exactly one place.
+// Decision is one stochastic decision of a turn as the chooser made it:
+// the options' features and logits under the turn's Params, their
+// probabilities, and the outcome taken. Options may be grouped into
+// outcomes when several options write the same text (the planner's hop and
+// chain styles when one hop is left): the outcome's probability is then the
+// sum of its options'.
+type Decision struct {
+	Role Role
+	Kind Kind
+	// Offset is the index in Params.Vector() of the decision's block; -1
+	// for a decision without parameters (KindMinority).
+	Offset int
+	// Features holds φ_j for every option j, each as long as the block.
+	Features [][]float64
+	// Logits are θ·φ_j; Probs their softmax.
+	Logits []float64
+	Probs  []float64
+	// Groups lists, per outcome, the options it covers; nil means each
+	// option is its own outcome.
+	Groups [][]int
+	// Taken is the outcome taken.
+	Taken int
+}
+
+// Outcomes returns how many outcomes the decision has.
+func (d *Decision) Outcomes() int {
+	if d.Groups == nil {
+		return len(d.Probs)
+	}
+	return len(d.Groups)
+}
+
+// OutcomeProb returns the probability of outcome g.
+func (d *Decision) OutcomeProb(g int) float64 {
+	if d.Groups == nil {
+		return d.Probs[g]
+	}
+	q := 0.0
+	for _, j := range d.Groups[g] {
+		q += d.Probs[j]
+	}
+	return q
+}
+
+// Logprob returns the log-probability of the outcome taken.
+func (d *Decision) Logprob() float64 { return math.Log(d.OutcomeProb(d.Taken)) }
+
+// AddGrad adds d log P(taken) / dθ to grad (the flat vector's gradient):
+// for the options j of the taken outcome g, Σ (p_j/p_g) φ_j, minus E_p[φ].
+func (d *Decision) AddGrad(grad []float64) {
+	if d.Offset < 0 {
+		return
+	}
+	qg := d.OutcomeProb(d.Taken)
+	in := func(j int) bool {
+		if d.Groups == nil {
+			return j == d.Taken
+		}
+		for _, k := range d.Groups[d.Taken] {
+			if k == j {
+				return true
+			}
+		}
+		return false
+	}
+	for j, phi := range d.Features {
+		w := -d.Probs[j]
+		if in(j) && qg > 0 {
+			w += d.Probs[j] / qg
+		}
+		if w == 0 {
+			continue
+		}
+		for i, x := range phi {
+			grad[d.Offset+i] += w * x
+		}
+	}
+}
+
+// chooser makes every stochastic decision of one turn, so Params,
+// temperature, the turn's logprob and the record of its decisions are
+// handled in exactly one place. When follow is set (replay) it takes the
+// given outcomes in order and the most probable outcome after them.
 type chooser struct {
 	temperature float64
 	rng         *rand.Rand
-	// prob is the product of the pre-temperature probabilities of the
-	// options taken so far this turn.
-	prob float64
+	params      *Params
+	role        Role
+	ctx         [3]float64 // the context features: bias, turn, calls
+	// logprob is the sum of the pre-temperature log-probabilities of the
+	// outcomes taken so far this turn.
+	logprob   float64
+	decisions []Decision
+
+	replay bool
+	follow []int
+	bad    bool // a followed outcome did not exist or had probability 0
 }
 
-func newChooser(req Request) *chooser {
+func newChooser(req Request, params *Params) *chooser {
 	t := req.Temperature
 	if math.IsNaN(t) || t < 0 {
 		t = 0
 	}
-	return &chooser{temperature: t, rng: req.Rand, prob: 1}
+	return &chooser{temperature: t, rng: req.Rand, params: params, ctx: [3]float64{1, 0, 0}}
 }
 
 // greedy reports whether choices take their most probable option: at
@@ -30,87 +119,114 @@ func (c *chooser) greedy() bool {
 	return c.temperature == 0 || c.rng == nil
 }
 
-// pick returns the index of the option taken among weights (non-negative,
-// not necessarily normalized). Greedy picks the first most probable option;
-// otherwise the normalized probabilities p are reshaped as p^(1/T) and
-// sampled. Zero or invalid weights throughout fall back to option 0.
-func (c *chooser) pick(weights ...float64) int {
-	if len(weights) == 0 {
-		return 0
+// decide makes one decision among options with features feats under the
+// role's block of kind, grouped into outcomes by groups (nil: one outcome
+// per option), and returns the outcome taken.
+func (c *chooser) decide(kind Kind, feats [][]float64, groups [][]int) int {
+	d := Decision{Role: c.role, Kind: kind, Offset: -1, Features: feats, Groups: groups}
+	var theta []float64
+	if b := findBlock(c.role, kind); b != nil {
+		d.Offset = b.offset
+		theta = c.params.v[b.offset : b.offset+len(b.names)]
 	}
-	total := 0.0
-	for _, w := range weights {
-		if w > 0 && !math.IsInf(w, 0) {
-			total += w
+	d.Logits = make([]float64, len(feats))
+	top := math.Inf(-1)
+	for j, phi := range feats {
+		l := 0.0
+		for i, x := range phi {
+			l += theta[i] * x
 		}
+		d.Logits[j] = l
+		top = max(top, l)
 	}
-	if total == 0 {
-		return 0
-	}
-	p := func(i int) float64 {
-		w := weights[i]
-		if !(w > 0) || math.IsInf(w, 0) {
-			return 0
-		}
-		return w / total
-	}
-	best := 0
-	for i := range weights {
-		if p(i) > p(best) {
-			best = i
-		}
-	}
-	if c.greedy() {
-		c.prob *= p(best)
-		return best
-	}
-	// Work in log space so tiny temperatures do not underflow p^(1/T).
-	inv := 1 / c.temperature
-	logBest := math.Log(p(best))
-	shaped := make([]float64, len(weights))
+	d.Probs = make([]float64, len(feats))
 	sum := 0.0
-	for i := range weights {
-		if pi := p(i); pi > 0 {
-			shaped[i] = math.Exp((math.Log(pi) - logBest) * inv)
-			sum += shaped[i]
+	for j, l := range d.Logits {
+		d.Probs[j] = math.Exp(l - top)
+		sum += d.Probs[j]
+	}
+	for j := range d.Probs {
+		d.Probs[j] /= sum
+	}
+	n := d.Outcomes()
+	best := 0
+	for g := 1; g < n; g++ {
+		if d.OutcomeProb(g) > d.OutcomeProb(best) {
+			best = g
+		}
+	}
+	taken := best
+	switch {
+	case c.replay:
+		if i := len(c.decisions); i < len(c.follow) {
+			taken = c.follow[i]
+			if taken < 0 || taken >= n || !(d.OutcomeProb(taken) > 0) {
+				c.bad, taken = true, best
+			}
+		}
+	case !c.greedy():
+		taken = c.sample(&d, best)
+	}
+	d.Taken = taken
+	c.logprob += d.Logprob()
+	c.decisions = append(c.decisions, d)
+	return taken
+}
+
+// sample draws an outcome of d with probabilities p reshaped as p^(1/T),
+// working in log space so tiny temperatures do not underflow.
+func (c *chooser) sample(d *Decision, best int) int {
+	n := d.Outcomes()
+	inv := 1 / c.temperature
+	logBest := math.Log(d.OutcomeProb(best))
+	shaped := make([]float64, n)
+	sum := 0.0
+	for g := range n {
+		if q := d.OutcomeProb(g); q > 0 {
+			shaped[g] = math.Exp((math.Log(q) - logBest) * inv)
+			sum += shaped[g]
 		}
 	}
 	r := c.rng.Float64() * sum
-	taken := best
-	for i, s := range shaped {
+	for g, s := range shaped {
 		if s == 0 {
 			continue
 		}
 		if r < s {
-			taken = i
-			break
+			return g
 		}
 		r -= s
 	}
-	c.prob *= p(taken)
-	return taken
+	return best
 }
 
-// flip takes an event of probability q and reports whether it happened.
-// Certain and impossible events cost nothing in ChoiceProb.
-func (c *chooser) flip(q float64) bool {
-	if q <= 0 || math.IsNaN(q) {
-		return false
-	}
-	if q >= 1 {
-		return true
-	}
-	return c.pick(1-q, q) == 1
+// context returns a copy of the turn's context features.
+func (c *chooser) context() []float64 { return []float64{c.ctx[0], c.ctx[1], c.ctx[2]} }
+
+// flip makes a binary decision of kind and reports whether "yes" was taken.
+func (c *chooser) flip(kind Kind) bool {
+	return c.decide(kind, [][]float64{make([]float64, len(contextNames)), c.context()}, nil) == 1
 }
 
-// intn picks uniformly among n options (n < 1 yields 0).
-func (c *chooser) intn(n int) int {
+// categorical decides among k options of kind, the first the reference,
+// every other with its own weights on the context features.
+func (c *chooser) categorical(kind Kind, k int, groups [][]int) int {
+	m := len(contextNames)
+	feats := make([][]float64, k)
+	for j := range feats {
+		feats[j] = make([]float64, (k-1)*m)
+		if j > 0 {
+			copy(feats[j][(j-1)*m:], c.ctx[:])
+		}
+	}
+	return c.decide(kind, feats, groups)
+}
+
+// uniform picks uniformly among n options (n < 1 yields 0) as a decision
+// of kind without parameters.
+func (c *chooser) uniform(kind Kind, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	w := make([]float64, n)
-	for i := range w {
-		w[i] = 1
-	}
-	return c.pick(w...)
+	return c.decide(kind, make([][]float64, n), nil)
 }

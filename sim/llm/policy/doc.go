@@ -16,6 +16,27 @@
 // "search" ({"query": [string]}) and "visit" ({"url": [string], "goal":
 // string}) make an executor. Skills set how well each role plays: how a
 // planner delegates, how carefully an executor reads, how often a call or an
-// answer is malformed. Every choice of a turn goes through one sampler that
-// is greedy at temperature 0 and reports the probability of what it chose.
+// answer is malformed.
+//
+// # Parameters, decisions and scoring
+//
+// Every stochastic choice of a turn is a decision of a kind (Kind) made by
+// one chooser: a softmax over the decision's options of logits θ·φ, with θ
+// the role's block of Params and φ a few features of the option and its
+// context (see Params). DefaultParams(skills) reproduces the skills'
+// probabilities; a trainer changes Params, not Skills. The chooser is greedy
+// at temperature 0, samples p^(1/T) above it, and records each decision
+// (Output.Decisions) and the turn's logprob before temperature
+// (Output.Logprob).
+//
+// Decisions are made only where their outcome changes the text: the
+// snippet and cut-sentence habits are decided at the first hop whose facts
+// they change, and the planner's hop and chain styles are one outcome when
+// one hop is left. So the decision path is a function of the output, and
+// Score recovers it from the conversation and the output alone, by
+// replaying the turn along candidate paths, most probable first; it returns
+// the path's logprob and its gradient with respect to Params.Vector(). Where
+// two paths can still write the same text (see ambiguous in policy.go), Act
+// reports the path Score recovers, so sampling and scoring agree exactly by
+// construction.
 package policy

@@ -25,6 +25,9 @@ const (
 	maxLoopTurns  = 80 // a safety net well above any skill budget
 )
 
+// actor plays turns: a *Policy, or a wrapper that records them.
+type actor interface{ Act(Request) Output }
+
 // rollout is the outcome of one played task.
 type rollout struct {
 	answer   string
@@ -39,7 +42,7 @@ var answerTag = regexp.MustCompile(`<answer>(.*?)</answer>`)
 // loop plays one agent: it calls the policy until a turn makes no tool call,
 // answering calls with observe. It returns the final content and whether
 // every tool call was well formed.
-func loop(p *Policy, msgs []Message, tools []Tool, rng *rand.Rand, observe func(ToolCall) string) (string, bool) {
+func loop(p actor, msgs []Message, tools []Tool, rng *rand.Rand, observe func(ToolCall) string) (string, bool) {
 	formatOK := true
 	ids := 0
 	for range maxLoopTurns {
@@ -74,7 +77,7 @@ func loop(p *Policy, msgs []Message, tools []Tool, rng *rand.Rand, observe func(
 }
 
 // playQuestion plays one rollout of q.
-func playQuestion(p *Policy, w *web.World, q web.Question, rng *rand.Rand) rollout {
+func playQuestion(p actor, w *web.World, q web.Question, rng *rand.Rand) rollout {
 	var r rollout
 	execute := func(tc ToolCall) string {
 		r.d++

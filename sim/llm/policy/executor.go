@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -21,12 +22,15 @@ func (t turn) execute() Output {
 	}
 	s := t.skills()
 	facts := t.conv.toolFacts(t.p.facts)
-	r := resolver{ch: t.ch, skills: s, conv: t.conv}
+	// Trusting snippets and reading cut sentences are decided lazily, at
+	// the first hop whose facts they change (see resolver.hop), and only
+	// when a snippet read this turn offers such a fact.
+	r := &resolver{ch: t.ch, conv: t.conv, snippet: ruledOut, cut: ruledOut}
 	if freshSnippetFor(chain, facts, false) {
-		r.useSnippet = t.ch.flip(s.SnippetShortcut)
-	}
-	if r.useSnippet && freshSnippetFor(chain, facts, true) {
-		r.readCut = t.ch.flip(s.Sloppiness)
+		r.snippet = undecided
+		if freshSnippetFor(chain, facts, true) {
+			r.cut = undecided
+		}
 	}
 	res := r.resolve(chain, facts)
 	if res.done {
@@ -170,25 +174,24 @@ func titleLeads(title, name string) bool {
 // probability PickBest, another one otherwise (weighted by relevance), and
 // a second one with probability VisitTwo.
 func (t turn) pickURLs(cands []candidate) []string {
-	s := t.skills()
 	first := 0
 	if len(cands) > 1 {
-		// The other candidates share the rest by relevance, so a
-		// near-namesake's page is the likeliest wrong pick, as it is for a
-		// hurried reader.
+		// The other candidates share the rest by relevance (at the default
+		// relevance weight 1), so a near-namesake's page is the likeliest
+		// wrong pick, as it is for a hurried reader.
 		rest := 0
 		for _, c := range cands[1:] {
 			rest += c.score
 		}
-		w := make([]float64, len(cands))
-		w[0] = s.PickBest
-		for i := 1; i < len(w); i++ {
-			w[i] = (1 - s.PickBest) * float64(cands[i].score) / float64(rest)
+		feats := make([][]float64, len(cands))
+		feats[0] = []float64{1, t.ch.ctx[1], 0}
+		for i := 1; i < len(feats); i++ {
+			feats[i] = []float64{0, 0, math.Log(float64(cands[i].score) / float64(rest))}
 		}
-		first = t.ch.pick(w...)
+		first = t.ch.decide(KindPick, feats, nil)
 	}
 	urls := []string{cands[first].url}
-	if len(cands) > 1 && t.ch.flip(s.VisitTwo) {
+	if len(cands) > 1 && t.ch.flip(KindVisitTwo) {
 		second := 0
 		if first == 0 {
 			second = 1
@@ -211,6 +214,13 @@ func (t turn) queries(rel, cur string) []string {
 	if len(fresh) == 0 {
 		return nil
 	}
-	n := 1 + t.ch.intn(min(t.skills().MaxQueries, len(fresh)))
+	n := 1
+	if m := min(t.skills().MaxQueries, len(fresh)); m > 1 {
+		feats := make([][]float64, m)
+		for k := range feats {
+			feats[k] = []float64{float64(k), float64(k) * t.ch.ctx[1]}
+		}
+		n += t.ch.decide(KindQueries, feats, nil)
+	}
 	return fresh[:n]
 }

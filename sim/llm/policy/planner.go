@@ -30,7 +30,7 @@ func (t turn) plan() Output {
 		}
 	}
 	s := t.skills()
-	r := resolver{ch: t.ch, skills: s, conv: t.conv, useSnippet: true}
+	r := &resolver{ch: t.ch, conv: t.conv, snippet: trusted, cut: ruledOut}
 	res := r.resolve(chain, t.conv.reportFacts())
 	known := knownText(res)
 	if res.done {
@@ -42,7 +42,7 @@ func (t turn) plan() Output {
 	if t.conv.turns+1 >= s.PlannerTurns {
 		return t.guess(chain, res, "I am out of turns, so I answer with my best guess.")
 	}
-	if t.conv.turns == 0 && t.ch.flip(s.Guess) {
+	if t.conv.turns == 0 && t.ch.flip(KindGuess) {
 		return t.guess(chain, res, "I think I already know this one, so I answer directly.")
 	}
 	rel, cur := res.next(chain), res.current
@@ -54,22 +54,27 @@ func (t turn) plan() Output {
 	}
 	retry := ""
 	if tries > 0 {
-		if tries >= maxHopTries || !t.ch.flip(s.Retry) {
+		if tries >= maxHopTries || !t.ch.flip(KindRetry) {
 			return t.guess(chain, res, fmt.Sprintf("The executors could not find the %s of %s; I answer with my best guess.", rel, cur))
 		}
 		retry = fmt.Sprintf("The last attempt at the %s of %s failed, so I try again. ", rel, cur)
 	}
 	rest := web.Chain{Entity: cur, Relations: chain.Relations[len(res.steps):]}
 	hop := web.Chain{Entity: cur, Relations: []string{rel}}
-	chainWeight := s.DelegateChain
-	hopWeight := s.DelegateHop
+	style := styleHop
 	if len(rest.Relations) == 1 {
-		// The whole remaining chain is the next hop.
-		hopWeight, chainWeight = hopWeight+chainWeight, 0
+		// The whole remaining chain is the next hop: the chain style
+		// would delegate the same subtask as the hop style, so the two
+		// are one outcome (and the output tells which outcome it was).
+		if t.ch.categorical(KindDelegate, 3, [][]int{{styleHop, styleChain}, {styleCross}}) == 1 {
+			style = styleCross
+		}
+	} else {
+		style = t.ch.categorical(KindDelegate, 3, nil)
 	}
 	var calls []ToolCall
 	var plan string
-	switch t.ch.pick(hopWeight, chainWeight, s.CrossCheck) {
+	switch style {
 	case styleChain:
 		calls = append(calls, t.delegate(rest))
 		plan = fmt.Sprintf("I will delegate the rest of the chain, %s, in one subtask.", phrase(rest))

@@ -11,6 +11,7 @@ import (
 // changes an answer), so a Policy is safe for concurrent use.
 type Policy struct {
 	skills Skills
+	params *Params    // DefaultParams(skills), used when a request has none
 	facts  *factCache // parsed tool results; a cache, not state
 	links  *linkCache // parsed search results; a cache, not state
 	calls  *callCache // parsed tool-call arguments; a cache, not state
@@ -35,6 +36,7 @@ func New(s Skills) *Policy { return NewCached(s, DefaultCacheBytes) }
 // their size never changes an answer (see memo).
 func NewCached(s Skills, cacheBytes int64) *Policy {
 	p := &Policy{skills: s.clamped()}
+	p.params = DefaultParams(p.skills)
 	if cacheBytes > 0 {
 		p.facts, p.links, p.calls = newFactCache(cacheBytes/2), newLinkCache(cacheBytes/4), newCallCache(cacheBytes/4)
 	}
@@ -44,43 +46,99 @@ func NewCached(s Skills, cacheBytes int64) *Policy {
 // Skills returns the policy's skills, as clamped by New.
 func (p *Policy) Skills() Skills { return p.skills }
 
+// Params returns the parameters the policy uses for a request without
+// any: DefaultParams of its skills.
+func (p *Policy) Params() *Params { return p.params }
+
 // Act generates one assistant turn for req. The role follows from the tools
 // offered: ToolDelegate makes a planner, ToolSearch or ToolVisit an executor,
-// no tools an answerer that only reads the conversation. Act never panics:
-// input it cannot make sense of yields an "I do not know" turn.
-func (p *Policy) Act(req Request) (out Output) {
+// no tools an answerer that only reads the conversation. Decisions follow
+// req.Params (the policy's own Params when nil); the output records them,
+// with the turn's logprob. Act never panics: input it cannot make sense of
+// yields an "I do not know" turn.
+func (p *Policy) Act(req Request) Output {
+	params := p.paramsFor(req)
+	out := p.run(req, newChooser(req, params))
+	if ambiguous(out.Decisions, p.skills.NoReasoning || req.NoReasoning) {
+		// Report the path Score recovers for this text (see ambiguous).
+		if r := p.ScoreMatch(req, params, func(o Output) bool { return SameText(o, out) }, 0); r.OK {
+			out.Logprob, out.ChoiceProb, out.Decisions = r.Logprob, math.Exp(r.Logprob), r.Decisions
+		}
+	}
+	return out
+}
+
+// ambiguous reports whether a turn's text may follow from another decision
+// path too. The policy decides only where an outcome changes the text, with
+// one exception it cannot remove: trusting snippets (or cut sentences)
+// changes a hop's facts, yet a later decision of the hop (rejecting the
+// snippet's near-namesake, say) can lead back to the outcome the untrusting
+// reader reaches. For such turns Act reports the path Score recovers, the
+// first in Score's search order that writes the text, so that sampling and
+// scoring agree by construction; it costs a search only on those turns.
+// Without reasoning there is a second one: a malformed call (arguments cut
+// short or left empty) can hide the decisions that shaped it, such as
+// which result to visit, which the reasoning would have named.
+func ambiguous(ds []Decision, noReasoning bool) bool {
+	for _, d := range ds {
+		switch {
+		case d.Kind == KindSnippet || d.Kind == KindReadCut:
+			return true
+		case noReasoning && d.Kind == KindMalformed && d.Taken == 1:
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Policy) paramsFor(req Request) *Params {
+	if req.Params != nil {
+		return req.Params
+	}
+	return p.params
+}
+
+// run plays one turn with ch, which samples (Act) or follows a path
+// (Score), so both go through the same code and the same panic guard.
+func (p *Policy) run(req Request, ch *chooser) (out Output) {
 	defer func() {
 		// The scripted model sits behind a server that must survive any
 		// request; a bug here becomes a visible refusal, not a crash.
 		if recover() != nil {
+			ch.decisions, ch.logprob = nil, 0
 			out = Output{Content: "I do not know.", ChoiceProb: 1}
 		}
 	}()
-	return p.act(req)
+	return p.act(req, ch)
 }
 
 // act is Act without the panic guard, so fuzz tests see real panics.
-func (p *Policy) act(req Request) (out Output) {
-	ch := newChooser(req)
+func (p *Policy) act(req Request, ch *chooser) (out Output) {
 	conv := readConversation(req.Messages, p.calls)
+	ch.ctx = [3]float64{1, float64(conv.turns), float64(len(conv.calls))}
 	t := turn{p: p, ch: ch, conv: &conv}
 	switch {
 	case offers(req.Tools, ToolDelegate):
+		ch.role = RolePlanner
 		out = t.plan()
 	case offers(req.Tools, ToolSearch) || offers(req.Tools, ToolVisit):
+		ch.role = RoleExecutor
 		t.canSearch = offers(req.Tools, ToolSearch)
 		t.canVisit = offers(req.Tools, ToolVisit)
 		out = t.execute()
 	default:
+		ch.role = RolePlanner
 		var ok bool
 		if out, ok = t.judge(); !ok {
 			out = t.answerOnly()
 		}
 	}
-	if p.skills.NoReasoning {
+	if p.skills.NoReasoning || req.NoReasoning {
 		out.Reasoning = ""
 	}
-	out.ChoiceProb = ch.prob
+	out.Logprob = ch.logprob
+	out.ChoiceProb = math.Exp(ch.logprob)
+	out.Decisions = ch.decisions
 	return out
 }
 
@@ -116,7 +174,7 @@ func (t turn) answer(prefix, text string, tagged bool) string {
 	switch {
 	case !tagged:
 		b.WriteString(text)
-	case t.ch.flip(t.skills().FormatError):
+	case t.ch.flip(KindFormatError):
 		b.WriteString("The answer is " + text + ".")
 	default:
 		b.WriteString("<answer>" + text + "</answer>")
@@ -134,8 +192,8 @@ func (t turn) toolCall(name string, args any) ToolCall {
 		js = []byte("{}")
 	}
 	text := string(js)
-	if t.ch.flip(t.skills().MalformedCall) {
-		switch t.ch.intn(3) {
+	if t.ch.flip(KindMalformed) {
+		switch t.ch.categorical(KindMalformedKind, 3, nil) {
 		case 0:
 			text = text[:len(text)/2]
 		case 1:

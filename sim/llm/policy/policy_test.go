@@ -151,7 +151,8 @@ func FuzzAct(f *testing.F) {
 			{Role: "assistant", ToolCalls: []ToolCall{{Name: ToolSearch, Arguments: args}, {Name: ToolDelegate, Arguments: args}, {Name: ToolVisit, Arguments: args}}},
 			toolMsg("", toolText), {Role: "tool", ToolCallID: "x", Content: toolText}, user(toolText)}
 		for _, tools := range [][]Tool{plannerTools, executorTools, nil, {{Name: ToolVisit}}} {
-			out := p.act(Request{Messages: msgs, Tools: tools, Temperature: temp, Rand: seeded(seed)})
+			req := Request{Messages: msgs, Tools: tools, Temperature: temp, Rand: seeded(seed)}
+			out := p.act(req, newChooser(req, p.Params()))
 			if !(out.ChoiceProb > 0 && out.ChoiceProb <= 1) {
 				t.Errorf("ChoiceProb = %v", out.ChoiceProb)
 			}

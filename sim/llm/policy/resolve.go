@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 
@@ -27,22 +28,31 @@ func (r resolution) next(ch web.Chain) string {
 	return ch.Relations[len(r.steps)]
 }
 
-// resolver holds what a reader needs to walk a chain.
+// flag is a per-turn reading habit that may still be undecided.
+type flag int8
+
+const (
+	ruledOut  flag = iota // not this turn
+	undecided             // decided at the first hop it changes
+	trusted               // this turn, yes
+)
+
+// resolver holds what a reader needs to walk a chain, and the reading
+// habits of the turn.
 type resolver struct {
-	ch         *chooser
-	skills     Skills
-	conv       *conversation
-	useSnippet bool // snippet facts count for this turn
-	readCut    bool // snippet sentences cut short count as facts this turn
+	ch      *chooser
+	conv    *conversation
+	snippet flag // snippet facts count for this turn
+	cut     flag // snippet sentences cut short count as facts this turn
 }
 
 // resolve walks chain hop by hop over facts. For each hop it takes the
-// exact-subject facts; contradicting objects are settled by majority with
-// probability PreferMajority. Without an exact fact, a fact about a
-// near-namesake is accepted with probability Sloppiness when it was read
-// this turn, and always when the model already acted on it in an earlier
-// call (so a belief, once acted on, persists).
-func (r resolver) resolve(chain web.Chain, facts []evidence) resolution {
+// exact-subject facts; contradicting objects are settled by majority
+// (KindPreferMajority). Without an exact fact, a fact about a near-namesake
+// is accepted (KindDistractor) when it was read this turn, and always when
+// the model already acted on it in an earlier call (so a belief, once acted
+// on, persists).
+func (r *resolver) resolve(chain web.Chain, facts []evidence) resolution {
 	res := resolution{current: chain.Entity}
 	for _, rel := range chain.Relations {
 		obj, ok := r.hop(rel, res.current, facts)
@@ -63,15 +73,48 @@ type option struct {
 	fresh  bool
 }
 
-func (r resolver) hop(rel, subject string, facts []evidence) (string, bool) {
-	var exact, near []option
+// options are the exact-subject and near-namesake options of one hop.
+type options struct{ exact, near []option }
+
+// hop resolves one hop. The turn's undecided reading habits are decided
+// here, at the first hop whose outcome they can change, so that a decision
+// is only ever made when the text it leads to depends on it.
+func (r *resolver) hop(rel, subject string, facts []evidence) (string, bool) {
+	if r.snippet == undecided {
+		off := r.options(rel, subject, facts, false, false)
+		matters := r.differ(off, r.options(rel, subject, facts, true, false))
+		if !matters && r.cut == undecided {
+			matters = r.differ(off, r.options(rel, subject, facts, true, true))
+		}
+		if matters {
+			r.snippet = ruledOut
+			if r.ch.flip(KindSnippet) {
+				r.snippet = trusted
+			}
+		}
+	}
+	if r.snippet == trusted && r.cut == undecided {
+		if r.differ(r.options(rel, subject, facts, true, false), r.options(rel, subject, facts, true, true)) {
+			r.cut = ruledOut
+			if r.ch.flip(KindReadCut) {
+				r.cut = trusted
+			}
+		}
+	}
+	o := r.options(rel, subject, facts, r.snippet == trusted, r.cut == trusted)
+	return r.take(o)
+}
+
+// options gathers the options of the hop "rel of subject", counting
+// snippet facts when snippets and cut sentences when cut are read (facts
+// the model already acted on always count).
+func (r *resolver) options(rel, subject string, facts []evidence, snippets, cut bool) options {
+	var o options
 	for _, e := range facts {
-		// A snippet fact counts when the model chose to trust snippets this
-		// turn, or when it already acted on the snippet's object.
-		if e.snippet && !r.useSnippet && !r.conv.committed(e.fact.Object) {
+		if e.snippet && !snippets && !r.conv.committed(e.fact.Object) {
 			continue
 		}
-		if e.cut && !r.readCut && !r.conv.committed(e.fact.Object) {
+		if e.cut && !cut && !r.conv.committed(e.fact.Object) {
 			continue
 		}
 		if !strings.EqualFold(e.fact.Relation, rel) {
@@ -79,25 +122,69 @@ func (r resolver) hop(rel, subject string, facts []evidence) (string, bool) {
 		}
 		switch {
 		case strings.EqualFold(e.fact.Subject, subject):
-			exact = addOption(exact, e)
+			o.exact = addOption(o.exact, e)
 		case nearName(e.fact.Subject, subject):
-			near = addOption(near, e)
+			o.near = addOption(o.near, e)
 		}
 	}
-	if len(exact) > 0 {
-		return r.settle(exact), true
+	return o
+}
+
+// determined returns the hop's outcome when no decision is needed to reach
+// it; det is false when one is.
+func (r *resolver) determined(o options) (obj string, ok, det bool) {
+	if len(o.exact) == 1 {
+		return o.exact[0].object, true, true
 	}
-	if len(near) == 0 {
+	if len(o.exact) > 1 {
+		for _, x := range o.exact {
+			if r.conv.committed(x.object) {
+				return x.object, true, true
+			}
+		}
+		return "", false, false
+	}
+	for _, x := range o.near {
+		if r.conv.committed(x.object) {
+			return x.object, true, true
+		}
+	}
+	for _, x := range o.near {
+		if x.fresh {
+			return "", false, false
+		}
+	}
+	return "", false, true
+}
+
+// differ reports whether two option sets of a hop may lead to different
+// outcomes: different outcomes when both are determined, different sets
+// otherwise.
+func (r *resolver) differ(a, b options) bool {
+	oa, ka, da := r.determined(a)
+	ob, kb, db := r.determined(b)
+	if da && db {
+		return oa != ob || ka != kb
+	}
+	return !slices.Equal(a.exact, b.exact) || !slices.Equal(a.near, b.near)
+}
+
+// take settles a hop's options into its outcome.
+func (r *resolver) take(o options) (string, bool) {
+	if len(o.exact) > 0 {
+		return r.settle(o.exact), true
+	}
+	if len(o.near) == 0 {
 		return "", false
 	}
-	for _, o := range near {
-		if r.conv.committed(o.object) {
-			return o.object, true
+	for _, x := range o.near {
+		if r.conv.committed(x.object) {
+			return x.object, true
 		}
 	}
-	for _, o := range near {
-		if o.fresh && r.ch.flip(r.skills.Sloppiness) {
-			return o.object, true
+	for _, x := range o.near {
+		if x.fresh && r.ch.flip(KindDistractor) {
+			return x.object, true
 		}
 	}
 	return "", false
@@ -115,7 +202,7 @@ func addOption(opts []option, e evidence) []option {
 }
 
 // settle picks among contradicting objects for one hop.
-func (r resolver) settle(opts []option) string {
+func (r *resolver) settle(opts []option) string {
 	if len(opts) == 1 {
 		return opts[0].object
 	}
@@ -132,7 +219,7 @@ func (r resolver) settle(opts []option) string {
 			best = i
 		}
 	}
-	if r.ch.flip(r.skills.PreferMajority) {
+	if r.ch.flip(KindPreferMajority) {
 		return opts[best].object
 	}
 	others := make([]string, 0, len(opts)-1)
@@ -141,7 +228,7 @@ func (r resolver) settle(opts []option) string {
 			others = append(others, o.object)
 		}
 	}
-	return others[r.ch.intn(len(others))]
+	return others[r.ch.uniform(KindMinority, len(others))]
 }
 
 // nearName reports whether a and b are different but easily confused

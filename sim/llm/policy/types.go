@@ -41,6 +41,13 @@ type Request struct {
 	// p^(1/T) and then sampled with Rand.
 	Temperature float64
 	Rand        *rand.Rand
+	// NoReasoning drops the turn's reasoning, as a server does when the
+	// template prefilled an empty think block (enable_thinking=false). It
+	// is part of the request so that Score sees the same text.
+	NoReasoning bool
+	// Params are the decision parameters to sample with; nil means the
+	// policy's own (DefaultParams of its skills).
+	Params *Params
 }
 
 // Output is one assistant turn. The server renders it canonically as
@@ -51,9 +58,13 @@ type Output struct {
 	Reasoning string
 	Content   string
 	ToolCalls []ToolCall
-	// ChoiceProb is the probability, under the policy's own distribution
-	// (before temperature), of the choices this turn made; the server turns
-	// it into the logprob of the turn's first token so logprobs carry the
-	// signal an RL trainer expects.
+	// ChoiceProb is exp(Logprob).
 	ChoiceProb float64
+	// Logprob is the log-probability, under the request's Params and
+	// before temperature, of the decisions this turn made (0 when it made
+	// none); the server puts it on the turn's first token. Score recovers
+	// the same value from the output alone.
+	Logprob float64
+	// Decisions are the decisions of the turn, in the order made.
+	Decisions []Decision
 }

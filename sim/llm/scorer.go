@@ -1,0 +1,206 @@
+package llm
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+)
+
+// Scorer recomputes, from token ids alone, the logprobs a server built
+// from the same Config reports for its completions, and their gradients
+// with respect to the policy's Params: what a trainer of the simulated
+// model needs. It uses the server's tokenizer, template parser and policy
+// (skills, turn budgets), and is safe for concurrent use.
+type Scorer struct {
+	tok        *Tokenizer
+	pol        *policy.Policy
+	params     *policy.Params
+	maxReplays int
+}
+
+// NewScorer returns a scorer for servers configured as cfg (its defaults
+// applied as NewServer applies them; cfg.Params are the default params of
+// Score).
+func NewScorer(cfg Config) *Scorer {
+	cfg = cfg.withDefaults()
+	return &Scorer{
+		tok:        NewTokenizer(),
+		pol:        policy.NewCached(cfg.Skills, cfg.CacheBytes/2),
+		params:     cfg.Params,
+		maxReplays: policy.DefaultMaxReplays,
+	}
+}
+
+// Tokenizer returns the scorer's tokenizer (the server's).
+func (sc *Scorer) Tokenizer() *Tokenizer { return sc.tok }
+
+// Scored is the score of one training sequence.
+type Scored struct {
+	// Logprobs has one entry per position of the sequence: the logprob of
+	// the token under the params scored with where the mask is set, 0
+	// elsewhere. A turn's first token carries the logprob of the turn's
+	// decisions; its other tokens 0 (see generate.go).
+	Logprobs []float64
+	// Grads maps a position whose logprob depends on the params (a scored
+	// turn's first token, when the turn made a decision with parameters)
+	// to d Logprobs[pos] / d Params.Vector().
+	Grads map[int][]float64
+	// Turns are the scored turns, Unmatched the turns no decision path
+	// reproduces; their positions keep logprob 0 and no gradient.
+	Turns     []ScoredTurn
+	Unmatched []UnmatchedTurn
+}
+
+// ScoredTurn is one masked run of a sequence that a decision path
+// reproduces.
+type ScoredTurn struct {
+	Start, End int // the run is seq[Start:End]
+	Logprob    float64
+	// Truncated reports a completion without the EOS token (cut by
+	// max_tokens, a stop string or an abort): it was scored as the first
+	// path in Score's search order whose output starts with it.
+	Truncated bool
+	// Decisions are the turn's decisions; Replays how many replays it took.
+	Decisions []policy.Decision
+	Replays   int
+}
+
+// UnmatchedTurn is one masked run of a sequence that could not be scored.
+type UnmatchedTurn struct {
+	Start, End int
+	Reason     string
+}
+
+// Score scores a whole multi-turn training sequence seq (prompt,
+// completion, tool results, next completion …) under params (the scorer's
+// default when nil); mask marks the generated tokens. Every maximal run of
+// masked tokens seq[start:end] is one assistant turn: its context
+// seq[:start] must end with the template's generation prompt (with the
+// empty think block enable_thinking=false prefills, which drops the turn's
+// reasoning), and is parsed back into messages and tools as the server
+// parses raw prompts; the run must be the token ids the server would emit,
+// RenderAssistant's text tokenized and ended by <|im_end|>. A run the
+// policy cannot reproduce — a corrupted token, a mask shifted by one, a
+// context that is not a generation prompt — is reported in Unmatched with
+// the reason, never scored. A run without the EOS token is scored as a
+// prefix (see ScoredTurn.Truncated); its logprob equals the sampler's
+// whenever the prefix fixes the decision path, and not necessarily
+// otherwise (an empty or very short prefix says little of the turn).
+//
+// The error is for input that is not a sequence at all: mask and seq of
+// different lengths, token ids outside the vocabulary.
+func (sc *Scorer) Score(params *policy.Params, seq []int, mask []bool) (*Scored, error) {
+	if len(mask) != len(seq) {
+		return nil, fmt.Errorf("score: mask has %d entries, seq %d", len(mask), len(seq))
+	}
+	vocab := sc.tok.VocabSize()
+	for i, id := range seq {
+		if id < 0 || id >= vocab {
+			return nil, fmt.Errorf("score: seq[%d] = %d is outside the vocabulary (0..%d)", i, id, vocab-1)
+		}
+	}
+	if params == nil {
+		params = sc.params
+	}
+	out := &Scored{Logprobs: make([]float64, len(seq)), Grads: map[int][]float64{}}
+	for start := 0; start < len(seq); {
+		if !mask[start] {
+			start++
+			continue
+		}
+		end := start
+		for end < len(seq) && mask[end] {
+			end++
+		}
+		t, reason := sc.scoreTurn(params, seq, start, end)
+		if reason != "" {
+			out.Unmatched = append(out.Unmatched, UnmatchedTurn{Start: start, End: end, Reason: reason})
+		} else {
+			out.Turns = append(out.Turns, t)
+			out.Logprobs[start] = t.Logprob
+			if grad := turnGrad(params, t.Decisions); grad != nil {
+				out.Grads[start] = grad
+			}
+		}
+		start = end
+	}
+	return out, nil
+}
+
+// turnGrad is the gradient of a turn's logprob, nil when no decision of the
+// turn has parameters.
+func turnGrad(params *policy.Params, ds []policy.Decision) []float64 {
+	var grad []float64
+	for i := range ds {
+		if ds[i].Offset < 0 {
+			continue
+		}
+		if grad == nil {
+			grad = make([]float64, params.Len())
+		}
+		ds[i].AddGrad(grad)
+	}
+	return grad
+}
+
+// scoreTurn scores seq[start:end] in its context seq[:start]; reason says
+// why it could not.
+func (sc *Scorer) scoreTurn(params *policy.Params, seq []int, start, end int) (ScoredTurn, string) {
+	t := ScoredTurn{Start: start, End: end}
+	prompt, err := sc.tok.Decode(seq[:start])
+	if err != nil {
+		return t, fmt.Sprintf("context: %v", err)
+	}
+	genPrompt := IMStart + "assistant\n"
+	noThinking := strings.HasSuffix(prompt, genPrompt+emptyThink)
+	if !noThinking && !strings.HasSuffix(prompt, genPrompt) {
+		return t, "the context does not end with the generation prompt " + fmt.Sprintf("%q", genPrompt)
+	}
+	msgs, tools, err := ParsePrompt(prompt)
+	if err != nil {
+		return t, fmt.Sprintf("context: %v", err)
+	}
+	ids := seq[start:end]
+	eos := sc.tok.SpecialID(IMEnd)
+	body := ids
+	if ids[len(ids)-1] == eos {
+		body = ids[:len(ids)-1]
+	} else {
+		t.Truncated = true
+	}
+	for i, id := range body {
+		if sc.tok.IsSpecial(id) {
+			return t, fmt.Sprintf("completion token %d (position %d) is the special token %d, which the model only emits last", i, start+i, id)
+		}
+	}
+	text, err := sc.tok.Decode(body)
+	if err != nil {
+		return t, fmt.Sprintf("completion: %v", err)
+	}
+	req := policy.Request{Messages: msgs, Tools: tools, NoReasoning: noThinking}
+	match := func(o policy.Output) bool {
+		if t.Truncated {
+			return strings.HasPrefix(RenderAssistant(o), text)
+		}
+		return RenderAssistant(o) == text
+	}
+	r := sc.pol.ScoreMatch(req, params, match, sc.maxReplays)
+	t.Replays = r.Replays
+	if !r.OK {
+		return t, r.Reason
+	}
+	// The text matches; the tokens must be the ones the server emits for
+	// it (a different tokenization of the same text is not this model's).
+	want := append(sc.tok.Encode(RenderAssistant(r.Output)), eos)
+	if t.Truncated {
+		if len(ids) > len(want) || !slices.Equal(want[:len(ids)], ids) {
+			return t, "the completion's tokens are not a prefix of the tokenization the model emits for its text"
+		}
+	} else if !slices.Equal(want, ids) {
+		return t, "the completion's tokens are not the tokenization the model emits for its text"
+	}
+	t.Logprob, t.Decisions = r.Logprob, r.Decisions
+	return t, ""
+}
