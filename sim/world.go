@@ -8,12 +8,14 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/trainer"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
 
@@ -23,6 +25,11 @@ import (
 const (
 	DefaultLLMAddr = "127.0.0.1:18000"
 	DefaultWebAddr = "127.0.0.1:18001"
+	// DefaultExecutorLLMAddr and DefaultTrainerAddr serve a training world
+	// (Options.Training): the executors' own inference server and the
+	// Tinker-shaped trainer.
+	DefaultExecutorLLMAddr = "127.0.0.1:18002"
+	DefaultTrainerAddr     = "127.0.0.1:18003"
 )
 
 // DefaultSlots is how many sequences the in-process inference server
@@ -41,6 +48,16 @@ type Options struct {
 	Slots int
 	// Logger receives the servers' log lines (nil: discard).
 	Logger *slog.Logger
+	// Training starts a world a training loop can learn in: the planner and
+	// the executors get inference servers of their own (distinct models
+	// with their own weight versions, as in production), and a sim trainer
+	// (package sim/trainer) trains the policy's parameters and saves them
+	// under CheckpointDir, where both inference servers load them from on a
+	// weight update.
+	Training bool
+	// CheckpointDir holds the trainer's saved weights (required with
+	// Training).
+	CheckpointDir string
 }
 
 // World is a running simulated world.
@@ -49,10 +66,15 @@ type World struct {
 	// synthetic web's, WebHost the web's host:port (for an SSRF
 	// allow-list).
 	LLMURL, WebURL, WebHost string
+	// ExecutorLLMURL is the executors' inference server: LLMURL, except in
+	// a training world. TrainerURL is the sim trainer's base URL (its
+	// Tinker routes are under /api/v1), empty outside a training world.
+	ExecutorLLMURL, TrainerURL string
 	// Web is the generated web, with its questions and gold answers.
 	Web *web.World
 
-	llm     *simllm.Server
+	llm     []*simllm.Server
+	trainer *trainer.Server
 	servers *Servers
 }
 
@@ -69,46 +91,84 @@ func Start(opts Options) (*World, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim web: %w", err)
 	}
+	if opts.Training && opts.CheckpointDir == "" {
+		return nil, errors.New("sim: a training world needs a checkpoint directory")
+	}
 	cfg := simllm.DefaultConfig()
-	cfg.Seed, cfg.Logger, cfg.Slots = opts.Seed, logger, DefaultSlots
+	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir = opts.Seed, logger, DefaultSlots, opts.CheckpointDir
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}
 	if opts.Slots > 0 {
 		cfg.Slots = opts.Slots
 	}
-	srv, err := simllm.NewServer(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("sim inference server: %w", err)
+	world := &World{Web: w}
+	defer func() {
+		if world.servers == nil {
+			world.closeServers()
+		}
+	}()
+	addLLM := func(name, addr string) (Service, error) {
+		srv, err := simllm.NewServer(cfg)
+		if err != nil {
+			return Service{}, fmt.Errorf("sim inference server: %w", err)
+		}
+		world.llm = append(world.llm, srv)
+		return Service{Name: name, Addr: addr, Handler: srv.Handler()}, nil
 	}
-	services := []Service{
-		{Name: "llm", Addr: DefaultLLMAddr, Handler: srv.Handler()},
-		{Name: "web", Addr: DefaultWebAddr, Handler: w.Handler()},
+	llm, err := addLLM("llm", DefaultLLMAddr)
+	if err != nil {
+		return nil, err
+	}
+	services := []Service{llm, {Name: "web", Addr: DefaultWebAddr, Handler: w.Handler()}}
+	if opts.Training {
+		exec, err := addLLM("executor llm", DefaultExecutorLLMAddr)
+		if err != nil {
+			return nil, err
+		}
+		world.trainer = trainer.New(trainer.Config{Policy: trainer.NewSimPolicy(cfg, w), BaseModels: []string{cmp.Or(cfg.Model, simllm.DefaultModel)},
+			CheckpointDir: opts.CheckpointDir, Seed: opts.Seed, Logger: logger})
+		services = append(services, exec, Service{Name: "trainer", Addr: DefaultTrainerAddr, Handler: world.trainer.Handler()})
 	}
 	s, err := Listen(services)
 	var le *ListenError
 	if errors.As(err, &le) {
 		logger.Warn("sim ports taken; using free ports, so samples will not match a run on the usual ports",
 			"llm", DefaultLLMAddr, "web", DefaultWebAddr, "err", err)
-		services[0].Addr, services[1].Addr = "127.0.0.1:0", "127.0.0.1:0"
+		for i := range services {
+			services[i].Addr = "127.0.0.1:0"
+		}
 		s, err = Listen(services)
 	}
 	if err != nil {
-		srv.Close()
 		return nil, fmt.Errorf("start sim world: %w", err)
 	}
 	u, err := url.Parse(s.URLs[1])
 	if err != nil {
 		s.Stop(0)
-		srv.Close()
 		return nil, fmt.Errorf("start sim world: %w", err)
 	}
-	return &World{LLMURL: s.URLs[0], WebURL: s.URLs[1], WebHost: u.Host, Web: w, llm: srv, servers: s}, nil
+	world.LLMURL, world.WebURL, world.WebHost, world.ExecutorLLMURL = s.URLs[0], s.URLs[1], u.Host, s.URLs[0]
+	if opts.Training {
+		world.ExecutorLLMURL, world.TrainerURL = s.URLs[2], s.URLs[3]
+	}
+	world.servers = s
+	return world, nil
+}
+
+// closeServers closes the inference servers and the trainer.
+func (w *World) closeServers() {
+	for _, srv := range w.llm {
+		srv.Close()
+	}
+	if w.trainer != nil {
+		w.trainer.Close()
+	}
 }
 
 // Close stops the servers at once: the run using them is over, so nothing
 // is waited for. It is idempotent.
 func (w *World) Close() {
 	w.servers.Stop(0)
-	w.llm.Close()
+	w.closeServers()
 }

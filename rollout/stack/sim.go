@@ -24,19 +24,34 @@ const simSearchKey = "sim"
 // --judge-url sim) at the inference server, search at the web's
 // Serper-shaped API, with the web's host allowed past the SSRF guard. It
 // returns nil when c.Sim is not set. The caller closes the world.
+//
+// A run that trains with the sim trainer (SimTraining, after
+// ApplySimTraining) gets a training world: the planner and the executors
+// on inference servers of their own, and the trainer URLs set to the
+// world's trainer.
 func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 	if !c.Sim {
 		return nil, nil
 	}
-	w, err := sim.Start(sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger})
+	training := c.SimTraining()
+	w, err := sim.Start(sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger,
+		Training: training, CheckpointDir: c.simCheckpoints()})
 	if err != nil {
 		return nil, err
 	}
+	c.Planner.URLs, c.Executor.URLs = []string{w.LLMURL}, []string{w.ExecutorLLMURL}
 	for _, e := range []*EndpointConfig{&c.Planner, &c.Executor} {
-		e.URLs = []string{w.LLMURL}
 		if e.Model == "" {
 			e.Model = SimModel
 		}
+	}
+	if training {
+		for _, u := range []*string{&c.Train.PlannerTrainer, &c.Train.ExecutorTrainer} {
+			if *u == SimTrainer {
+				*u = "tinker+" + w.TrainerURL
+			}
+		}
+		logger.Info("sim trainer started", "trainer", w.TrainerURL, "executor_llm", w.ExecutorLLMURL, "checkpoints", c.simCheckpoints())
 	}
 	if c.SimJudge() {
 		c.Judge.URLs, c.Judge.Dialect = []string{w.LLMURL}, "openai"

@@ -59,7 +59,7 @@ func (p *Policy) Params() *Params { return p.params }
 func (p *Policy) Act(req Request) Output {
 	params := p.paramsFor(req)
 	out := p.run(req, newChooser(req, params))
-	if ambiguous(out.Decisions, p.skills.NoReasoning || req.NoReasoning) {
+	if ambiguous(out.Decisions) {
 		// Report the path Score recovers for this text (see ambiguous).
 		if r := p.ScoreMatch(req, params, func(o Output) bool { return SameText(o, out) }, 0); r.OK {
 			out.Logprob, out.ChoiceProb, out.Decisions = r.Logprob, math.Exp(r.Logprob), r.Decisions
@@ -76,15 +76,16 @@ func (p *Policy) Act(req Request) Output {
 // reader reaches. For such turns Act reports the path Score recovers, the
 // first in Score's search order that writes the text, so that sampling and
 // scoring agree by construction; it costs a search only on those turns.
-// Without reasoning there is a second one: a malformed call (arguments cut
-// short or left empty) can hide the decisions that shaped it, such as
-// which result to visit, which the reasoning would have named.
-func ambiguous(ds []Decision, noReasoning bool) bool {
+// A malformed call is the second: arguments cut short or left empty hide
+// the decisions that shaped them — which result to visit (which the
+// reasoning names, when there is reasoning), how many queries to send
+// (which it never names).
+func ambiguous(ds []Decision) bool {
 	for _, d := range ds {
 		switch {
 		case d.Kind == KindSnippet || d.Kind == KindReadCut:
 			return true
-		case noReasoning && d.Kind == KindMalformed && d.Taken == 1:
+		case d.Kind == KindMalformed && d.Taken == 1:
 			return true
 		}
 	}

@@ -24,7 +24,7 @@ func TestScoreAgreesOnManyTurns(t *testing.T) {
 			turns := playedTurns(t, p, params, 100, 11)
 			canonical := 0
 			for i, tr := range turns {
-				if ambiguous(tr.out.Decisions, noReasoning) {
+				if ambiguous(tr.out.Decisions) {
 					canonical++
 				}
 				r := p.ScoreMatch(tr.req, params, func(o Output) bool { return SameText(o, tr.out) }, 0)

@@ -1,0 +1,154 @@
+package trainer
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
+	"github.com/mgrpo/mgrpo/sim/web"
+)
+
+// SimPolicy is the simulated model's Policy: the parametric policy of
+// package sim/llm/policy, scored by sim/llm's Scorer with the tokenizer and
+// template of the inference servers it trains for, and saved as the params
+// files those servers load on a weight update. Every base model starts
+// from the default parameters of the servers' skills.
+type SimPolicy struct {
+	scorer  *simllm.Scorer
+	initial []float64
+	// gold maps a question of the web to its answer, normalized; questions
+	// lists them for the lookup by containment.
+	gold      map[string]string
+	questions []string
+}
+
+var _ Policy = (*SimPolicy)(nil)
+
+// NewSimPolicy returns the policy of inference servers configured as cfg.
+// With a web (nil: none), it also tells a planner datum's question and main
+// reward from its tokens, so the trainer can check advantages against
+// rewards (see Scored.Reward).
+func NewSimPolicy(cfg simllm.Config, w *web.World) *SimPolicy {
+	p := &SimPolicy{scorer: simllm.NewScorer(cfg), gold: map[string]string{}}
+	if cfg.Params != nil {
+		p.initial = cfg.Params.Vector()
+	} else {
+		p.initial = policy.DefaultParams(cfg.Skills).Vector()
+		if cfg.Skills == (policy.Skills{}) {
+			p.initial = policy.DefaultParams(policy.DefaultSkills()).Vector()
+		}
+	}
+	if w != nil {
+		for _, q := range w.Questions {
+			p.gold[q.Question] = normalizeAnswer(q.Answer)
+			p.questions = append(p.questions, q.Question)
+		}
+	}
+	return p
+}
+
+// Initial returns the default parameters, whatever the base model (the
+// server has already checked it is one it serves).
+func (p *SimPolicy) Initial(string) ([]float64, error) {
+	return append([]float64(nil), p.initial...), nil
+}
+
+// Save writes params as a params file (policy.Params.WriteFile).
+func (p *SimPolicy) Save(params []float64, path string) error {
+	pp, err := policy.ParamsFromVector(params)
+	if err != nil {
+		return fmt.Errorf("save sim policy: %w", err)
+	}
+	return pp.WriteFile(path)
+}
+
+// Score scores seq with the sim's Scorer and, for a planner sequence that
+// ends with its final answer, tells its question and main reward.
+func (p *SimPolicy) Score(params []float64, seq []int, mask []bool) (Scored, error) {
+	pp, err := policy.ParamsFromVector(params)
+	if err != nil {
+		return Scored{}, fmt.Errorf("sim policy: %w", err)
+	}
+	sc, err := p.scorer.Score(pp, seq, mask)
+	if err != nil {
+		return Scored{}, err
+	}
+	out := Scored{Logprobs: sc.Logprobs, Grads: sc.Grads}
+	for _, u := range sc.Unmatched {
+		out.Unmatched = append(out.Unmatched, Unmatched{Start: u.Start, End: u.End, Reason: u.Reason})
+	}
+	if len(sc.Unmatched) == 0 {
+		out.Group, out.Reward, out.RewardKnown = p.reward(seq, sc)
+	}
+	return out, nil
+}
+
+var (
+	answerTag    = regexp.MustCompile(`(?s)<answer>(.*?)</answer>`)
+	firstUserMsg = regexp.MustCompile(`(?s)<\|im_start\|>user\n(.*?)<\|im_end\|>`)
+)
+
+// reward recomputes the main reward of a planner sequence the way the
+// farm's default rewards score the sim's tasks: 0 when a turn broke the
+// format (a malformed call or an untagged answer), else 0.1 for the format
+// plus 0.9 when the tagged answer is the question's gold answer. It knows
+// nothing of other sequences: executor sequences, planner sequences cut
+// before their answer (a drift split, a budget) and unknown questions.
+func (p *SimPolicy) reward(seq []int, sc *simllm.Scored) (group string, reward float64, known bool) {
+	if len(p.gold) == 0 || len(sc.Turns) == 0 {
+		return "", 0, false
+	}
+	for _, t := range sc.Turns {
+		for _, d := range t.Decisions {
+			if d.Role != policy.RolePlanner {
+				return "", 0, false
+			}
+		}
+	}
+	tok := p.scorer.Tokenizer()
+	text, err := tok.Decode(seq)
+	if err != nil {
+		return "", 0, false
+	}
+	m := firstUserMsg.FindStringSubmatch(text)
+	if m == nil {
+		return "", 0, false
+	}
+	question := ""
+	for _, q := range p.questions {
+		if strings.Contains(m[1], q) {
+			question = q
+			break
+		}
+	}
+	if question == "" {
+		return "", 0, false
+	}
+	last := sc.Turns[len(sc.Turns)-1]
+	final, err := tok.DecodeSkipSpecial(seq[last.Start:last.End])
+	if err != nil || strings.Contains(final, "<tool_call>") {
+		return "", 0, false
+	}
+	for _, t := range sc.Turns {
+		for _, d := range t.Decisions {
+			if (d.Kind == policy.KindMalformed || d.Kind == policy.KindFormatError) && d.Taken == 1 {
+				return question, 0, true
+			}
+		}
+	}
+	a := answerTag.FindStringSubmatch(final)
+	if a == nil {
+		return "", 0, false
+	}
+	if normalizeAnswer(a[1]) == p.gold[question] {
+		return question, 1, true
+	}
+	return question, 0.1, true
+}
+
+// normalizeAnswer lower-cases s and collapses its spaces.
+func normalizeAnswer(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(s)), " ")
+}
