@@ -58,6 +58,9 @@ type Options struct {
 	// CheckpointDir holds the trainer's saved weights (required with
 	// Training).
 	CheckpointDir string
+	// StripReasoning makes the inference servers' chat template drop
+	// earlier turns' reasoning, as Qwen3's does (see simllm.Config).
+	StripReasoning bool
 }
 
 // World is a running simulated world.
@@ -95,7 +98,7 @@ func Start(opts Options) (*World, error) {
 		return nil, errors.New("sim: a training world needs a checkpoint directory")
 	}
 	cfg := simllm.DefaultConfig()
-	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir = opts.Seed, logger, DefaultSlots, opts.CheckpointDir
+	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}

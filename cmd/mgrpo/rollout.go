@@ -34,6 +34,7 @@ func agentFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.PathFlag{Name: "config", Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"},
 		&cli.BoolFlag{Name: "sim", Usage: "start the simulated world in-process and point every URL at it"},
+		&cli.BoolFlag{Name: "sim-strip-reasoning", Usage: "--sim: the sim's chat template drops earlier turns' <think> blocks, as Qwen3's does, so trajectories split where the prompt prefix breaks (drift)"},
 		&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
 		&cli.StringSliceFlag{Name: "planner-url", Usage: "planner base `URL`s (comma-separated or repeated)"},
 		&cli.StringFlag{Name: "planner-model", Usage: "planner model `NAME`"},
@@ -99,6 +100,9 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 				}
 			}
 		}
+	}
+	if c.IsSet("sim-strip-reasoning") {
+		cfg.SimStripReasoning = c.Bool("sim-strip-reasoning")
 	}
 	if c.IsSet("sim") {
 		cfg.Sim = c.Bool("sim")

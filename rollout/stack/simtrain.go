@@ -16,7 +16,7 @@ const SimTrainer = "sim"
 // parameters are the logits of a few dozen decisions, not a network's
 // weights, so the rate that moves them visibly in tens of steps is far
 // above a LoRA's.
-const SimLearningRate = 0.05
+const SimLearningRate = 0.1
 
 // SimCheckpointDir is the folder of --out where the sim trainer saves the
 // weights the sim inference servers load.

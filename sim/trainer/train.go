@@ -76,6 +76,9 @@ func (s *Server) lossRun(data []datum, loss lossSpec, backward bool) func(*model
 			"logprob_diff_abs:mean":          diffSum / math.Max(float64(rl), 1),
 			"logprob_diff_abs:max":           diffMax,
 			"advantage_order_violations:sum": float64(orderViolations(old, added)),
+			// How many datums the order check covered: a violation count
+			// of 0 means something only when this is not.
+			"reward_known:sum": float64(len(added)),
 		}
 		if backward {
 			for k, v := range grad {
