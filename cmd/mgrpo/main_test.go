@@ -98,6 +98,7 @@ func TestSimBadConfigStartsNothing(t *testing.T) {
 		{"sim", "--llm", "127.0.0.1:0", "--dialect", "tgi"},
 		{"sim", "--llm", "127.0.0.1:0", "--fault-500", "1.5"},
 		{"sim", "--llm", "127.0.0.1:0", "--skills", "/nonexistent/skills.json"},
+		{"sim", "--llm", "127.0.0.1:0", "--params", "/nonexistent/params.json"},
 	} {
 		code, stdout, stderr := runCLI(t, args...)
 		if code != 2 || stdout != "" {
@@ -111,22 +112,24 @@ func TestSimServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		code := run(ctx, []string{"mgrpo", "sim", "--llm", "127.0.0.1:0", "--web", "127.0.0.1:0", "--seed", "5"}, pw, io.Discard, nil, nil)
+		code := run(ctx, []string{"mgrpo", "sim", "--llm", "127.0.0.1:0", "--web", "127.0.0.1:0", "--trainer", "127.0.0.1:0",
+			"--checkpoint-dir", t.TempDir(), "--seed", "5"}, pw, io.Discard, nil, nil)
 		pw.Close()
 		done <- code
 	}()
 	urls := map[string]string{}
 	sc := bufio.NewScanner(pr)
-	for len(urls) < 2 && sc.Scan() {
+	for len(urls) < 3 && sc.Scan() {
 		name, url, _ := strings.Cut(sc.Text(), " ")
 		urls[name] = url
 	}
 	go io.Copy(io.Discard, pr)
-	if !strings.HasSuffix(urls["llm"], "/v1") || urls["web"] == "" {
-		t.Fatalf("printed %v, want llm …/v1 and web lines", urls)
+	if !strings.HasSuffix(urls["llm"], "/v1") || urls["web"] == "" || urls["trainer"] == "" {
+		t.Fatalf("printed %v, want llm …/v1, web and trainer lines", urls)
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
-	for _, u := range []string{strings.TrimSuffix(urls["llm"], "/v1") + "/health", urls["llm"] + "/models", urls["web"] + "/"} {
+	for _, u := range []string{strings.TrimSuffix(urls["llm"], "/v1") + "/health", urls["llm"] + "/models", urls["web"] + "/",
+		urls["trainer"] + "/api/v1/get_server_capabilities"} {
 		resp, err := client.Get(u)
 		if err != nil {
 			t.Fatalf("GET %s: %v", u, err)

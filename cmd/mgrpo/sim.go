@@ -16,6 +16,7 @@ import (
 	"github.com/mgrpo/mgrpo/sim"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
+	simtrainer "github.com/mgrpo/mgrpo/sim/trainer"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
 
@@ -52,6 +53,13 @@ func simCommand() *cli.Command {
 			&cli.BoolFlag{Name: "strict", Usage: "reject unknown request fields with 400 (real servers ignore them)"},
 			&cli.StringFlag{Name: "weight-version", Value: simllm.DefaultWeightVersion, Usage: "initial served weight version"},
 			&cli.PathFlag{Name: "skills", Usage: "JSON `FILE` overriding policy skills (field names as in sim/llm/policy.Skills)"},
+			&cli.StringFlag{Name: "trainer", Usage: "also serve the Tinker-shaped sim trainer on `ADDR` (train with --planner-trainer tinker+http://ADDR --base-model-planner MODEL)"},
+			&cli.PathFlag{Name: "checkpoint-dir", Value: "sim-checkpoints", Usage: "`DIR` where the sim trainer saves weights and the inference server loads tinker://MODEL/sampler_weights/NAME from"},
+			&cli.PathFlag{Name: "params", Usage: "policy parameters `FILE` the inference server starts with (a file the sim trainer saved; default: the skills' parameters)"},
+			&cli.Float64Flag{Name: "trainer-fault-500", Usage: "rate of the sim trainer's injected 500 responses"},
+			&cli.Float64Flag{Name: "trainer-fault-503", Usage: "rate of the sim trainer's injected 503 responses"},
+			&cli.Float64Flag{Name: "trainer-fault-429", Usage: "rate of the sim trainer's injected 429 responses with Retry-After"},
+			&cli.Float64Flag{Name: "trainer-fault-drop", Usage: "rate of the sim trainer's connections dropped mid-answer (the request took effect)"},
 			&cli.StringFlag{Name: "search-api-key", EnvVars: []string{"MGRPO_SIM_SEARCH_API_KEY"}, Usage: "require this X-API-KEY on the web's Serper-shaped search"},
 		},
 		Action: func(c *cli.Context) error {
@@ -59,12 +67,24 @@ func simCommand() *cli.Command {
 			if llmAddr == "" && webAddr == "" {
 				llmAddr, webAddr = sim.DefaultLLMAddr, sim.DefaultWebAddr
 			}
+			cfg, err := simLLMConfig(c)
+			if err != nil {
+				return usageError{err}
+			}
 			var handlers []namedHandler
-			if llmAddr != "" {
-				cfg, err := simLLMConfig(c)
+			if addr := c.String("trainer"); addr != "" {
+				world, err := web.Generate(web.Config{Seed: c.Int64("seed"), Sites: c.Int("sites")})
 				if err != nil {
-					return usageError{err}
+					return usageError{fmt.Errorf("generate web: %w", err)}
 				}
+				tr := simtrainer.New(simtrainer.Config{Policy: simtrainer.NewSimPolicy(cfg, world), BaseModels: []string{cfg.Model},
+					CheckpointDir: cfg.CheckpointDir, Seed: cfg.Seed, Logger: loggerOf(c), Faults: simtrainer.Faults{
+						Rate500: c.Float64("trainer-fault-500"), Rate503: c.Float64("trainer-fault-503"),
+						Rate429: c.Float64("trainer-fault-429"), RateDrop: c.Float64("trainer-fault-drop")}})
+				defer tr.Close()
+				handlers = append(handlers, namedHandler{Service: sim.Service{Name: "trainer", Addr: addr, Handler: tr.Handler()}})
+			}
+			if llmAddr != "" {
 				srv, err := simllm.NewServer(cfg)
 				if err != nil {
 					return usageError{fmt.Errorf("inference server: %w", err)}
@@ -120,7 +140,15 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 	cfg.StripReasoning = c.Bool("strip-reasoning")
 	cfg.Strict = c.Bool("strict")
 	cfg.WeightVersion = c.String("weight-version")
+	cfg.CheckpointDir = c.Path("checkpoint-dir")
 	cfg.Logger = loggerOf(c)
+	if path := c.Path("params"); path != "" {
+		params, err := policy.ReadParams(path)
+		if err != nil {
+			return cfg, fmt.Errorf("--params: %w", err)
+		}
+		cfg.Params = params
+	}
 	if path := c.Path("skills"); path != "" {
 		skills, err := readSkills(path)
 		if err != nil {
