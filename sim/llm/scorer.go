@@ -149,37 +149,13 @@ func turnGrad(params *policy.Params, ds []policy.Decision) []float64 {
 // why it could not.
 func (sc *Scorer) scoreTurn(params *policy.Params, seq []int, start, end int) (ScoredTurn, string) {
 	t := ScoredTurn{Start: start, End: end}
-	prompt, err := sc.tok.Decode(seq[:start])
-	if err != nil {
-		return t, fmt.Sprintf("context: %v", err)
+	in, reason := sc.readTurn(seq, start, end)
+	if reason != "" {
+		return t, reason
 	}
-	genPrompt := IMStart + "assistant\n"
-	noThinking := strings.HasSuffix(prompt, genPrompt+emptyThink)
-	if !noThinking && !strings.HasSuffix(prompt, genPrompt) {
-		return t, "the context does not end with the generation prompt " + fmt.Sprintf("%q", genPrompt)
-	}
-	msgs, tools, err := ParsePrompt(prompt)
-	if err != nil {
-		return t, fmt.Sprintf("context: %v", err)
-	}
-	ids := seq[start:end]
+	ids, text, req := in.ids, in.text, in.req
 	eos := sc.tok.SpecialID(IMEnd)
-	body := ids
-	if ids[len(ids)-1] == eos {
-		body = ids[:len(ids)-1]
-	} else {
-		t.Truncated = true
-	}
-	for i, id := range body {
-		if sc.tok.IsSpecial(id) {
-			return t, fmt.Sprintf("completion token %d (position %d) is the special token %d, which the model only emits last", i, start+i, id)
-		}
-	}
-	text, err := sc.tok.Decode(body)
-	if err != nil {
-		return t, fmt.Sprintf("completion: %v", err)
-	}
-	req := policy.Request{Messages: msgs, Tools: tools, NoReasoning: noThinking}
+	t.Truncated = in.truncated
 	match := func(o policy.Output) bool {
 		if t.Truncated {
 			return strings.HasPrefix(RenderAssistant(o), text)
@@ -203,4 +179,82 @@ func (sc *Scorer) scoreTurn(params *policy.Params, seq []int, start, end int) (S
 	}
 	t.Logprob, t.Decisions = r.Logprob, r.Decisions
 	return t, ""
+}
+
+// turnInput is one masked run read under the template: the request its
+// context makes, and the completion's ids and text.
+type turnInput struct {
+	req       policy.Request
+	ids       []int
+	text      string
+	truncated bool // no EOS at the end
+}
+
+// readTurn reads the masked run seq[start:end] and its context under the
+// chat template, or says why it cannot be read: the context is not a
+// generation prompt, or the completion holds a special token before its
+// end.
+func (sc *Scorer) readTurn(seq []int, start, end int) (turnInput, string) {
+	prompt, err := sc.tok.Decode(seq[:start])
+	if err != nil {
+		return turnInput{}, fmt.Sprintf("context: %v", err)
+	}
+	genPrompt := IMStart + "assistant\n"
+	noThinking := strings.HasSuffix(prompt, genPrompt+emptyThink)
+	if !noThinking && !strings.HasSuffix(prompt, genPrompt) {
+		return turnInput{}, "the context does not end with the generation prompt " + fmt.Sprintf("%q", genPrompt)
+	}
+	msgs, tools, err := ParsePrompt(prompt)
+	if err != nil {
+		return turnInput{}, fmt.Sprintf("context: %v", err)
+	}
+	in := turnInput{ids: seq[start:end], req: policy.Request{Messages: msgs, Tools: tools, NoReasoning: noThinking}}
+	body := in.ids
+	if eos := sc.tok.SpecialID(IMEnd); in.ids[len(in.ids)-1] == eos {
+		body = in.ids[:len(in.ids)-1]
+	} else {
+		in.truncated = true
+	}
+	for i, id := range body {
+		if sc.tok.IsSpecial(id) {
+			return turnInput{}, fmt.Sprintf("completion token %d (position %d) is the special token %d, which the model only emits last", i, start+i, id)
+		}
+	}
+	if in.text, err = sc.tok.Decode(body); err != nil {
+		return turnInput{}, fmt.Sprintf("completion: %v", err)
+	}
+	return in, ""
+}
+
+// Check reports whether every masked run of seq can be read under the chat
+// template at all — its context a generation prompt, its completion free of
+// special tokens before the end — without scoring it. A trainer uses it to
+// refuse a sequence that is not this model's conversation (a mask shifted
+// off its completions, tokens of another template) before queueing it;
+// runs that read but no decision path reproduces are Score's Unmatched.
+func (sc *Scorer) Check(seq []int, mask []bool) error {
+	if len(mask) != len(seq) {
+		return fmt.Errorf("mask has %d entries, seq %d", len(mask), len(seq))
+	}
+	vocab := sc.tok.VocabSize()
+	for i, id := range seq {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("token %d = %d is outside the vocabulary (0..%d)", i, id, vocab-1)
+		}
+	}
+	for start := 0; start < len(seq); {
+		if !mask[start] {
+			start++
+			continue
+		}
+		end := start
+		for end < len(seq) && mask[end] {
+			end++
+		}
+		if _, reason := sc.readTurn(seq, start, end); reason != "" {
+			return fmt.Errorf("the weighted run at positions %d–%d cannot be read under the sim's chat template: %s", start, end-1, reason)
+		}
+		start = end
+	}
+	return nil
 }

@@ -34,8 +34,9 @@ const (
 )
 
 // parseData checks the datums of a forward or forward_backward request
-// against the loss: every error names the datum and the field.
-func parseData(in []wireDatum, loss string) ([]datum, *httpError) {
+// against the loss, and with pol's Check when it is a Checker: every error
+// names the datum and the field.
+func parseData(in []wireDatum, loss string, pol Policy) ([]datum, *httpError) {
 	if len(in) == 0 {
 		return nil, errorf(http.StatusBadRequest, "data: no datums")
 	}
@@ -45,6 +46,11 @@ func parseData(in []wireDatum, loss string) ([]datum, *httpError) {
 		d, err := parseDatum(w, needRL)
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "datum %d: %v", i, err)
+		}
+		if c, ok := pol.(Checker); ok {
+			if err := c.Check(d.seq, d.mask()); err != nil {
+				return nil, errorf(http.StatusBadRequest, "datum %d: model_input and loss_fn_inputs.weights: %v", i, err)
+			}
 		}
 		out[i] = d
 	}

@@ -18,6 +18,16 @@ type Policy interface {
 	Save(params []float64, path string) error
 }
 
+// Checker is a Policy that can refuse a sequence when it is submitted,
+// before it is queued: one it cannot read at all (for the sim's policy, a
+// weighted run whose context is not a generation prompt of its chat
+// template — a mask shifted off the completions, another model's tokens).
+// The server answers 400 naming the datum. Sequences that read but that
+// the policy could not have written are Score's Unmatched instead.
+type Checker interface {
+	Check(seq []int, mask []bool) error
+}
+
 // Scored is what Policy.Score recomputes for one sequence.
 type Scored struct {
 	// Logprobs has len(seq) entries: the logprob of each masked position

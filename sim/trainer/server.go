@@ -200,7 +200,7 @@ func (s *Server) sequenced(w http.ResponseWriter, route string, body []byte) {
 			var loss lossSpec
 			if loss, bad = parseLoss(in.LossFn, in.LossFnConfig); bad == nil {
 				var data []datum
-				if data, bad = parseData(in.Data, loss.fn); bad == nil {
+				if data, bad = parseData(in.Data, loss.fn, s.cfg.Policy); bad == nil {
 					run = s.lossRun(data, loss, route == "forward_backward")
 				}
 			}

@@ -24,7 +24,10 @@ type SimPolicy struct {
 	questions []string
 }
 
-var _ Policy = (*SimPolicy)(nil)
+var (
+	_ Policy  = (*SimPolicy)(nil)
+	_ Checker = (*SimPolicy)(nil)
+)
 
 // NewSimPolicy returns the policy of inference servers configured as cfg.
 // With a web (nil: none), it also tells a planner datum's question and main
@@ -63,6 +66,10 @@ func (p *SimPolicy) Save(params []float64, path string) error {
 	}
 	return pp.WriteFile(path)
 }
+
+// Check refuses a sequence the sim's chat template cannot read (see
+// simllm.Scorer.Check).
+func (p *SimPolicy) Check(seq []int, mask []bool) error { return p.scorer.Check(seq, mask) }
 
 // Score scores seq with the sim's Scorer and, for a planner sequence that
 // ends with its final answer, tells its question and main reward.
