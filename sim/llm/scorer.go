@@ -92,41 +92,61 @@ type UnmatchedTurn struct {
 // The error is for input that is not a sequence at all: mask and seq of
 // different lengths, token ids outside the vocabulary.
 func (sc *Scorer) Score(params *policy.Params, seq []int, mask []bool) (*Scored, error) {
-	if len(mask) != len(seq) {
-		return nil, fmt.Errorf("score: mask has %d entries, seq %d", len(mask), len(seq))
-	}
-	vocab := sc.tok.VocabSize()
-	for i, id := range seq {
-		if id < 0 || id >= vocab {
-			return nil, fmt.Errorf("score: seq[%d] = %d is outside the vocabulary (0..%d)", i, id, vocab-1)
-		}
+	if err := sc.checkSeq(seq, mask); err != nil {
+		return nil, fmt.Errorf("score: %w", err)
 	}
 	if params == nil {
 		params = sc.params
 	}
 	out := &Scored{Logprobs: make([]float64, len(seq)), Grads: map[int][]float64{}}
-	for start := 0; start < len(seq); {
+	for _, run := range maskedRuns(mask) {
+		start, end := run[0], run[1]
+		t, reason := sc.scoreTurn(params, seq, start, end)
+		if reason != "" {
+			out.Unmatched = append(out.Unmatched, UnmatchedTurn{Start: start, End: end, Reason: reason})
+			continue
+		}
+		out.Turns = append(out.Turns, t)
+		out.Logprobs[start] = t.Logprob
+		if grad := turnGrad(params, t.Decisions); grad != nil {
+			out.Grads[start] = grad
+		}
+	}
+	return out, nil
+}
+
+// checkSeq checks that seq and mask are as long as each other and that
+// every id is in the vocabulary.
+func (sc *Scorer) checkSeq(seq []int, mask []bool) error {
+	if len(mask) != len(seq) {
+		return fmt.Errorf("mask has %d entries, seq %d", len(mask), len(seq))
+	}
+	vocab := sc.tok.VocabSize()
+	for i, id := range seq {
+		if id < 0 || id >= vocab {
+			return fmt.Errorf("seq[%d] = %d is outside the vocabulary (0..%d)", i, id, vocab-1)
+		}
+	}
+	return nil
+}
+
+// maskedRuns returns the maximal runs [start, end) of set mask entries:
+// the assistant turns of a training sequence.
+func maskedRuns(mask []bool) [][2]int {
+	var runs [][2]int
+	for start := 0; start < len(mask); {
 		if !mask[start] {
 			start++
 			continue
 		}
 		end := start
-		for end < len(seq) && mask[end] {
+		for end < len(mask) && mask[end] {
 			end++
 		}
-		t, reason := sc.scoreTurn(params, seq, start, end)
-		if reason != "" {
-			out.Unmatched = append(out.Unmatched, UnmatchedTurn{Start: start, End: end, Reason: reason})
-		} else {
-			out.Turns = append(out.Turns, t)
-			out.Logprobs[start] = t.Logprob
-			if grad := turnGrad(params, t.Decisions); grad != nil {
-				out.Grads[start] = grad
-			}
-		}
+		runs = append(runs, [2]int{start, end})
 		start = end
 	}
-	return out, nil
+	return runs
 }
 
 // turnGrad is the gradient of a turn's logprob, nil when no decision of the
@@ -233,28 +253,13 @@ func (sc *Scorer) readTurn(seq []int, start, end int) (turnInput, string) {
 // off its completions, tokens of another template) before queueing it;
 // runs that read but no decision path reproduces are Score's Unmatched.
 func (sc *Scorer) Check(seq []int, mask []bool) error {
-	if len(mask) != len(seq) {
-		return fmt.Errorf("mask has %d entries, seq %d", len(mask), len(seq))
+	if err := sc.checkSeq(seq, mask); err != nil {
+		return err
 	}
-	vocab := sc.tok.VocabSize()
-	for i, id := range seq {
-		if id < 0 || id >= vocab {
-			return fmt.Errorf("token %d = %d is outside the vocabulary (0..%d)", i, id, vocab-1)
+	for _, run := range maskedRuns(mask) {
+		if _, reason := sc.readTurn(seq, run[0], run[1]); reason != "" {
+			return fmt.Errorf("the weighted run at positions %d–%d cannot be read under the sim's chat template: %s", run[0], run[1]-1, reason)
 		}
-	}
-	for start := 0; start < len(seq); {
-		if !mask[start] {
-			start++
-			continue
-		}
-		end := start
-		for end < len(seq) && mask[end] {
-			end++
-		}
-		if _, reason := sc.readTurn(seq, start, end); reason != "" {
-			return fmt.Errorf("the weighted run at positions %d–%d cannot be read under the sim's chat template: %s", start, end-1, reason)
-		}
-		start = end
 	}
 	return nil
 }
