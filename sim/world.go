@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"time"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/trainer"
@@ -58,6 +59,9 @@ type Options struct {
 	// CheckpointDir holds the trainer's saved weights (required with
 	// Training).
 	CheckpointDir string
+	// TrainerStepTime is how long the trainer's optimizer step takes
+	// (trainer.Config.StepTime).
+	TrainerStepTime time.Duration
 	// StripReasoning makes the inference servers' chat template drop
 	// earlier turns' reasoning, as Qwen3's does (see simllm.Config).
 	StripReasoning bool
@@ -130,7 +134,7 @@ func Start(opts Options) (*World, error) {
 			return nil, err
 		}
 		world.trainer = trainer.New(trainer.Config{Policy: trainer.NewSimPolicy(cfg, w), BaseModels: []string{cmp.Or(cfg.Model, simllm.DefaultModel)},
-			CheckpointDir: opts.CheckpointDir, Seed: opts.Seed, Logger: logger})
+			CheckpointDir: opts.CheckpointDir, Seed: opts.Seed, Logger: logger, StepTime: opts.TrainerStepTime})
 		services = append(services, exec, Service{Name: "trainer", Addr: DefaultTrainerAddr, Handler: world.trainer.Handler()})
 	}
 	s, err := Listen(services)

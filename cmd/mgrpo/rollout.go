@@ -34,6 +34,7 @@ func agentFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.PathFlag{Name: "config", Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"},
 		&cli.BoolFlag{Name: "sim", Usage: "start the simulated world in-process and point every URL at it"},
+		&cli.DurationFlag{Name: "sim-trainer-step-time", Usage: "train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"},
 		&cli.BoolFlag{Name: "sim-strip-reasoning", Usage: "--sim: the sim's chat template drops earlier turns' <think> blocks, as Qwen3's does, so trajectories split where the prompt prefix breaks (drift)"},
 		&cli.PathFlag{Name: "out", Usage: "output `DIR`"},
 		&cli.StringSliceFlag{Name: "planner-url", Usage: "planner base `URL`s (comma-separated or repeated)"},
@@ -100,6 +101,9 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 				}
 			}
 		}
+	}
+	if c.IsSet("sim-trainer-step-time") {
+		cfg.SimTrainerStepTime.Duration = c.Duration("sim-trainer-step-time")
 	}
 	if c.IsSet("sim-strip-reasoning") {
 		cfg.SimStripReasoning = c.Bool("sim-strip-reasoning")

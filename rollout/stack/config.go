@@ -42,9 +42,12 @@ type Config struct {
 	Sim              bool     `yaml:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
 	// SimStripReasoning makes the sim's chat template drop earlier turns'
 	// reasoning, so multi-turn trajectories split at drift events.
-	SimStripReasoning bool   `yaml:"sim_strip_reasoning" flag:"sim-strip-reasoning" doc:"the sim's chat template drops earlier turns' <think> blocks (drift splits trajectories)"`
-	Store             string `yaml:"store" flag:"store" doc:"the run's store: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
-	Workers           int    `yaml:"workers" flag:"workers" doc:"rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
+	SimStripReasoning bool `yaml:"sim_strip_reasoning" flag:"sim-strip-reasoning" doc:"the sim's chat template drops earlier turns' <think> blocks (drift splits trajectories)"`
+	// SimTrainerStepTime is how long the sim trainer's optimizer step
+	// takes, as a GPU step would (train --sim).
+	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" flag:"sim-trainer-step-time" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`
+	Store              string   `yaml:"store" flag:"store" doc:"the run's store: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
+	Workers            int      `yaml:"workers" flag:"workers" doc:"rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
 
 	Planner  EndpointConfig `yaml:"planner" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
 	Executor EndpointConfig `yaml:"executor" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`

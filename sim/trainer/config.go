@@ -80,6 +80,10 @@ type Config struct {
 	PollAnswer  PollAnswer
 	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// StepTime is how long each optim_step takes before it steps (0:
+	// none), so that a loop training against the sim feels a GPU step's
+	// time: asynchronous training and back-pressure show only then.
+	StepTime time.Duration
 	// Seed seeds fault injection.
 	Seed uint64
 	// Faults sets the injected failure rates (Server.SetFaults changes them).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Server is a Tinker-shaped trainer: sessions, models, and futures for
@@ -211,7 +212,7 @@ func (s *Server) sequenced(w http.ResponseWriter, route string, body []byte) {
 			modelID, seq = req.ModelID, req.SeqID
 			var c adamConfig
 			if c, bad = parseAdam(req.AdamParams); bad == nil {
-				run = optimRun(c)
+				run = s.afterStepTime(optimRun(c))
 			}
 		}
 	case "save_weights_for_sampler":
@@ -246,6 +247,25 @@ func (s *Server) sequenced(w http.ResponseWriter, route string, body []byte) {
 		return
 	}
 	writeJSON(w, http.StatusOK, futureAnswer{RequestID: f.id, ModelID: m.id})
+}
+
+// afterStepTime makes run wait Config.StepTime first, as a GPU trainer's
+// optimizer step takes time; Close cuts the wait short, failing the
+// request (category server, so it may be sent again).
+func (s *Server) afterStepTime(run func(*model) (any, *failure)) func(*model) (any, *failure) {
+	if s.cfg.StepTime <= 0 {
+		return run
+	}
+	return func(m *model) (any, *failure) {
+		t := time.NewTimer(s.cfg.StepTime)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return run(m)
+		case <-s.ctx.Done():
+			return nil, &failure{categoryServer, "optim_step: the trainer is shutting down"}
+		}
+	}
 }
 
 // Config returns the server's configuration, defaults filled in.
