@@ -26,11 +26,21 @@ import (
 type weightsTrainer struct {
 	delay time.Duration
 	step  int64
+	// holdStep's training waits, when hold is set, until hold is closed.
+	holdStep int
+	hold     <-chan struct{}
 }
 
 func (w *weightsTrainer) Start(context.Context) error { return nil }
 func (w *weightsTrainer) Close() error                { return nil }
 func (w *weightsTrainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbridge.StepResult, error) {
+	if w.hold != nil && b.Step == w.holdStep {
+		select {
+		case <-w.hold:
+		case <-ctx.Done():
+			return trainerbridge.StepResult{}, ctx.Err()
+		}
+	}
 	select {
 	case <-time.After(w.delay):
 	case <-ctx.Done():
@@ -75,8 +85,12 @@ type spanRunner struct {
 	query  string
 	client *llm.Client
 	sync   *noteSyncer
-	mu     sync.Mutex
-	starts map[string]int
+	// called is closed once rollout k=0 has made its first call, before
+	// which step 2 is not trained (so its update comes after that call).
+	called     chan struct{}
+	calledOnce sync.Once
+	mu         sync.Mutex
+	starts     map[string]int
 }
 
 func (r *spanRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout {
@@ -108,11 +122,17 @@ func (r *spanRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) 
 		return true
 	}
 	if task.K == 0 {
-		_ = call() && wait() && call()
+		_ = call() && r.notify() && wait() && call()
 	} else {
 		_ = wait() && call() && call()
 	}
 	return out
+}
+
+// notify closes called once.
+func (r *spanRunner) notify() bool {
+	r.calledOnce.Do(func() { close(r.called) })
+	return true
 }
 
 // spanRun runs 3 steps of mode single at S = 1 against the sim's vLLM
@@ -142,13 +162,13 @@ func spanRun(t *testing.T, partial PartialRollouts) ([]rollout.StepSummary, stri
 	t.Cleanup(client.Close)
 	// Step 3 holds tasks 0 and 1 (batch 2 over 4 tasks).
 	runner := &spanRunner{inner: newSimRunner(t, llmURL, webURL, simRunnerConfig{mode: rollout.ModeSingle}), query: tasks[0].ID,
-		client: client, sync: note, starts: map[string]int{}}
+		client: client, sync: note, called: make(chan struct{}), starts: map[string]int{}}
 	dir := t.TempDir()
 	fc := Config{Run: "span", Seed: 3, Steps: 3, BatchSize: 2, GroupSize: 2, Mode: rollout.ModeSingle,
 		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: 4, Runner: runner,
 		Sink: rollout.DirSink{Dir: dir}, Store: openSQLite(t, filepath.Join(dir, "store.db")),
 		Training: &Training{MaxStaleness: 1, PartialRollouts: partial,
-			Trainers: map[rollout.Role]trainerbridge.Trainer{rollout.RolePlanner: &weightsTrainer{delay: 100 * time.Millisecond}},
+			Trainers: map[rollout.Role]trainerbridge.Trainer{rollout.RolePlanner: &weightsTrainer{delay: 50 * time.Millisecond, holdStep: 2, hold: runner.called}},
 			Syncers:  map[rollout.Role]Syncer{rollout.RolePlanner: note}}}
 	return mustRunFarm(t, fc, tasks), dir, runner
 }
