@@ -141,7 +141,14 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 	if err != nil {
 		return err
 	}
+	// The staleness bound and policy are the run's, as its planner side
+	// recorded them.
+	recorded := cfg.Train
 	cfg.Run, cfg.Train, cfg.Store, cfg.Out = rec.ID, flags.Train, flags.Store, flags.Out
+	if !c.IsSet("max-staleness") {
+		// So that this side's syncs pause as the run's asynchrony needs.
+		cfg.Train.MaxStaleness = recorded.MaxStaleness
+	}
 	if err := cfg.CheckTraining(); err != nil {
 		return err
 	}
@@ -159,5 +166,6 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 		steps = c.Int("steps")
 	}
 	return farm.TrainSide(ctx, farm.SideConfig{Store: st, Run: rec.ID, Role: rollout.RoleExecutor,
-		Trainer: training.Trainers[rollout.RoleExecutor], Syncer: training.Syncers[rollout.RoleExecutor], Steps: steps, Logger: logger})
+		Trainer: training.Trainers[rollout.RoleExecutor], Syncer: training.Syncers[rollout.RoleExecutor], Steps: steps,
+		MaxStaleness: cfg.Train.MaxStaleness, StalePolicy: farm.StalePolicy(recorded.StalePolicy), Logger: logger})
 }
