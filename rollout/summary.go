@@ -57,6 +57,10 @@ type StepSummary struct {
 	LLMCalls         int   `json:"llm_calls"`
 	PromptTokens     int64 `json:"prompt_tokens"`
 	CompletionTokens int64 `json:"completion_tokens"`
+	// TurnsByVersion counts the model calls by the weight version the
+	// server reported for each (absent when no server reported one): with
+	// asynchronous training a step's turns span weight updates.
+	TurnsByVersion map[string]int `json:"turns_by_version,omitempty"`
 	// ResponseTokens summarises, per role (planner, executor, single),
 	// the tokens each trajectory generated over its turns.
 	ResponseTokens map[string]LengthStats `json:"response_tokens"`
@@ -108,15 +112,22 @@ type StepSummary struct {
 	Training     map[string]RoleTraining `json:"training,omitempty"`
 	TrainSeconds float64                 `json:"train_seconds,omitempty"`
 	SyncSeconds  float64                 `json:"sync_seconds,omitempty"`
+	// RestartedRollouts counts the step's rollouts that a weight update
+	// restarted from scratch (mgrpo train --partial-rollouts restart),
+	// their partial work discarded; like the timings it depends on the
+	// schedule, and a resumed run counts only its own.
+	RestartedRollouts int `json:"restarted_rollouts,omitempty"`
 }
 
 // RoleTraining is one role's optimizer step on a step's samples.
 type RoleTraining struct {
 	// Samples is the batch size sent.
 	Samples int `json:"samples"`
-	// SampledVersion sampled the batch; PreviousVersion is the trainer's
-	// when it trained it, Staleness the difference (0 on-policy, at most
-	// the run's max staleness); Version is the trained policy's, whose
+	// SampledVersion is the oldest policy version among the batch's
+	// samples (each sample's is its trajectory's oldest turn's);
+	// PreviousVersion is the trainer's when it trained it, Staleness the
+	// difference (0 on-policy, at most the run's max staleness unless
+	// stale samples were kept); Version is the trained policy's, whose
 	// weights Weights names as the trainer does.
 	SampledVersion  int64  `json:"sampled_version"`
 	PreviousVersion int64  `json:"previous_version"`
@@ -129,6 +140,15 @@ type RoleTraining struct {
 	// weight sync's to the role's endpoints.
 	TrainSeconds float64 `json:"train_seconds"`
 	SyncSeconds  float64 `json:"sync_seconds,omitempty"`
+	// StaleSamples counts the samples of the step, before any drop, whose
+	// policy version (their trajectory's oldest turn's) was more than the
+	// run's max staleness behind PreviousVersion, and StaleGroups the
+	// queries holding one. With --stale-policy drop those groups' samples
+	// were left out of the batch (Samples counts what was sent) and
+	// StaleDropped counts them; with keep they were trained.
+	StaleSamples int `json:"stale_samples,omitempty"`
+	StaleGroups  int `json:"stale_groups,omitempty"`
+	StaleDropped int `json:"stale_dropped,omitempty"`
 }
 
 // CacheCounts are the tool cache's outcomes for a set of sub-requests.

@@ -142,6 +142,12 @@ func trainingLine(s rollout.StepSummary) string {
 			continue
 		}
 		p := fmt.Sprintf("%s v%d→v%d (%d samples", role, rec.PreviousVersion, rec.Version, rec.Samples)
+		if rec.Staleness > 0 {
+			p += fmt.Sprintf(", sampled at v%d", rec.SampledVersion)
+		}
+		if rec.StaleSamples > 0 {
+			p += fmt.Sprintf(", %d stale in %d groups, %d dropped", rec.StaleSamples, rec.StaleGroups, rec.StaleDropped)
+		}
 		for _, m := range []string{"loss", "loss:sum", "loss:mean", "kl", "clip_fraction"} {
 			if v, ok := rec.Metrics[m]; ok {
 				p += fmt.Sprintf(", %s %.4g", m, v)
@@ -149,7 +155,11 @@ func trainingLine(s rollout.StepSummary) string {
 		}
 		parts = append(parts, p+")")
 	}
-	return fmt.Sprintf("      trained: %s; train %.2fs, sync %.2fs", strings.Join(parts, ", "), s.TrainSeconds, s.SyncSeconds)
+	line := fmt.Sprintf("      trained: %s; train %.2fs, sync %.2fs", strings.Join(parts, ", "), s.TrainSeconds, s.SyncSeconds)
+	if s.RestartedRollouts > 0 {
+		line += fmt.Sprintf("; %d rollouts restarted at an update", s.RestartedRollouts)
+	}
+	return line
 }
 
 // end prints the run's closing line.

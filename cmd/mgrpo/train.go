@@ -21,7 +21,8 @@ func trainCommand() *cli.Command {
 		Description: "Every `mgrpo rollout` flag, plus the trainers. Each step: rollouts at the current policy versions →\n" +
 			"step files → the planner's batch to --planner-trainer and the executors' to --executor-trainer,\n" +
 			"concurrently (no gradient crosses) → the new weights to each role's endpoints (--weight-sync) →\n" +
-			"the next step. Strictly on-policy. --mode mgrpo trains both models, frozen-sub the planner only,\n" +
+			"the next step. Strictly on-policy unless --max-staleness S lets the next S steps' rollouts run during a\n" +
+			"step's training (--partial-rollouts, --stale-policy: docs/training.md). --mode mgrpo trains both models, frozen-sub the planner only,\n" +
 			"single the single agent. A killed run continues with --resume and trains no batch twice.\n\n" +
 			"YAML keys: the rollout keys (`mgrpo rollout --help`) and train.*:\n" + strings.Join(trainKeys(), "\n"),
 		Flags:  append(append(agentFlags(), farmFlags()...), trainFlags()...),
@@ -59,6 +60,8 @@ func trainFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "weight-update-command", Usage: "--weight-sync vllm: instead of the route, a command run per endpoint, one `ARG` per flag ({endpoint}, {path}, …)"},
 		&cli.StringFlag{Name: "weight-version-path", Usage: "the GET `ROUTE` reporting an endpoint's weight_version, to verify a sync (vLLM: e.g. /weight_info)"},
 		&cli.IntFlag{Name: "max-staleness", Usage: "asynchronous training: the rollouts of up to `N` later steps run while a step trains and syncs (0: strictly on-policy)"},
+		&cli.StringFlag{Name: "partial-rollouts", Usage: "asynchronous training: the rollouts in flight at a weight update `continue` on the new weights (the default; each turn keeps the version that served it) or restart at the new version"},
+		&cli.StringFlag{Name: "stale-policy", Usage: "asynchronous training: a query whose samples are more than --max-staleness versions behind their trainer is dropped from that role's batch (`drop`, the default) or trained (keep); counted either way"},
 		&cli.StringFlag{Name: "role", Usage: "decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run through --store); empty: both here"},
 	}
 }
@@ -69,7 +72,8 @@ func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
 	for name, dst := range map[string]*string{"role": &t.Role, "planner-trainer": &t.PlannerTrainer, "executor-trainer": &t.ExecutorTrainer,
 		"base-model-planner": &t.BaseModelPlanner, "base-model-executor": &t.BaseModelExecutor, "loss": &t.Loss,
 		"weight-sync": &t.WeightSync, "weights-path": &t.WeightsPath, "weight-update-path": &t.VLLMUpdatePath,
-		"weight-update-body": &t.VLLMUpdateBody, "weight-version-path": &t.VersionPath} {
+		"weight-update-body": &t.VLLMUpdateBody, "weight-version-path": &t.VersionPath,
+		"partial-rollouts": &t.PartialRollouts, "stale-policy": &t.StalePolicy} {
 		if c.IsSet(name) {
 			*dst = c.String(name)
 		}
@@ -140,7 +144,14 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 	if err != nil {
 		return err
 	}
+	// The staleness bound and policy are the run's, as its planner side
+	// recorded them.
+	recorded := cfg.Train
 	cfg.Run, cfg.Train, cfg.Store, cfg.Out = rec.ID, flags.Train, flags.Store, flags.Out
+	if !c.IsSet("max-staleness") {
+		// So that this side's syncs pause as the run's asynchrony needs.
+		cfg.Train.MaxStaleness = recorded.MaxStaleness
+	}
 	if err := cfg.CheckTraining(); err != nil {
 		return err
 	}
@@ -158,5 +169,6 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 		steps = c.Int("steps")
 	}
 	return farm.TrainSide(ctx, farm.SideConfig{Store: st, Run: rec.ID, Role: rollout.RoleExecutor,
-		Trainer: training.Trainers[rollout.RoleExecutor], Syncer: training.Syncers[rollout.RoleExecutor], Steps: steps, Logger: logger})
+		Trainer: training.Trainers[rollout.RoleExecutor], Syncer: training.Syncers[rollout.RoleExecutor], Steps: steps,
+		MaxStaleness: cfg.Train.MaxStaleness, StalePolicy: farm.StalePolicy(recorded.StalePolicy), Logger: logger})
 }

@@ -195,6 +195,26 @@ func TestTrainRefusesBadSetups(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "executor-trainer") {
 		t.Errorf("mgrpo without --executor-trainer: exit %d, %q; want 2 naming the flag", code, stderr)
 	}
+	// The asynchronous options: bad values, and a restart of rollouts that
+	// workers run, are refused before any rollout.
+	for _, tc := range []struct {
+		extra []string
+		want  string
+	}{
+		{[]string{"--max-staleness", "1", "--partial-rollouts", "later"}, `(--partial-rollouts): "later": want continue or restart`},
+		{[]string{"--max-staleness", "1", "--stale-policy", "ignore"}, `(--stale-policy): "ignore": want drop or keep`},
+		{[]string{"--max-staleness", "-1"}, "must not be negative"},
+		{[]string{"--max-staleness", "1", "--partial-rollouts", "restart", "--workers", "2"}, "a worker's rollout cannot be restarted"},
+	} {
+		o := filepath.Join(t.TempDir(), "out")
+		code, _, stderr := runCLI(t, append(trainArgs(o, trainerURL, "frozen-sub", 1), tc.extra...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 saying %q", tc.extra, code, stderr, tc.want)
+		}
+		if m, _ := filepath.Glob(filepath.Join(o, "step-*")); len(m) != 0 {
+			t.Errorf("%v: rollouts ran: %v", tc.extra, m)
+		}
+	}
 	// A trainer that rejects a batch stops the run, keeping the step's samples.
 	ref.Inject(reference.Fault{Method: "POST", Path: "/v1/steps", Status: 422, Body: `{"error":"batch too large for this GPU"}`})
 	out2 := filepath.Join(t.TempDir(), "out")

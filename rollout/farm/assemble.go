@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -20,6 +21,9 @@ type stepPlan struct {
 	// carry them, except those whose results a resumed run found stored,
 	// which keep the versions they were sampled with.
 	policyVersion, executorVersion int64
+	// restarts counts the step's rollouts restarted at a weight update
+	// (PartialRestart); nil when nobody counts.
+	restarts *atomic.Int64
 }
 
 // planStep returns the schedule of step (1-based): the next batch tasks of
@@ -73,7 +77,7 @@ func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.Sample
 			rs[k] = r
 			acc.add(r)
 			in.Rollouts[k].Main = r.Scores.Main
-			tr.Planner[k] = sampleTrajectory(r.Tree.Planner, r.Planner, r.Task.PolicyVersion, r.Scores.FormatOK)
+			tr.Planner[k] = sampleTrajectory(r.Tree.Planner, r.Planner, oldestTurnVersion(r.Tree.Planner, r.Task.PolicyVersion), r.Scores.FormatOK)
 			if cfg.Mode == rollout.ModeSingle {
 				// A single agent never delegates; the group has no sub side.
 				continue
@@ -82,7 +86,7 @@ func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.Sample
 			tr.Executors[k] = make([]rollout.Trajectory, len(r.Scores.Subs))
 			for i, s := range r.Scores.Subs {
 				in.Rollouts[k].Subs[i] = s.Reward
-				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], r.Task.ExecutorPolicyVersion, s.FormatOK)
+				tr.Executors[k][i] = sampleTrajectory(r.Tree.Executors[i], r.Executors[i], oldestTurnVersion(r.Tree.Executors[i], r.Task.ExecutorPolicyVersion), s.FormatOK)
 			}
 		}
 		res, err := rollout.ProcessGroup(cfg, in)

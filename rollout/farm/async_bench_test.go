@@ -1,71 +1,294 @@
 package farm
 
 import (
+	"bufio"
 	"context"
+	"flag"
 	"fmt"
+	"net/http"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/store/sqlite"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
 
+// The asynchronous training benchmark's knobs (go test -bench
+// AsyncTraining -async.train-delay 2s …).
+var (
+	asyncTrainDelay = flag.Duration("async.train-delay", 4*time.Second, "BenchmarkAsyncTraining: the sim trainer's step time, as a GPU step would take")
+	asyncSteps      = flag.Int("async.steps", 6, "BenchmarkAsyncTraining: steps per run")
+	asyncSlots      = flag.Int("async.slots", 16, "BenchmarkAsyncTraining: the sim server's generation slots")
+	asyncRollouts   = flag.Int("async.concurrency", 32, "BenchmarkAsyncTraining: the farm's rollouts in flight (--concurrency); above the slots, the server queues, as a saturated deployment does")
+)
+
 // BenchmarkAsyncTraining measures, side by side in one run, what
-// asynchronous training gains: trained samples per second of wall time
-// for max staleness S = 0, 1, 2, on the sim with a decode-time latency
-// (rollout lengths vary with the answers) and a trainer whose steps take
-// as long as a step's rollouts (trainDelay), as a GPU step would. With
-// S = 0 rollouts and training alternate; with S ≥ 1 they overlap, so the
-// ideal gain is ×2 when both take the same time. rollout-busy is the
-// fraction of wall time during which some rollout ran.
+// asynchronous training gains for max staleness S = 0, 1, 2 on the sim
+// world, whose rollout lengths are heavy-tailed of themselves (the number
+// of delegations, searches and visits varies with the question and the
+// policy's draws; the lengths are reported), with a decode-time latency
+// and a trainer whose steps take -async.train-delay, as a GPU step would.
+// Per S it reports trained samples per second of wall time, the sim
+// server's slot utilization (vllm:num_requests_running sampled every 20 ms,
+// over its slots), the staleness of every trained sample, and the mean
+// reward of the steps trained within a fixed wall time (the shortest of the
+// three runs). Each b.N iteration runs the three side by side; the
+// reported figures are medians over the iterations (-benchtime 3x: three).
 func BenchmarkAsyncTraining(b *testing.B) {
 	cfg := simllm.DefaultConfig()
 	cfg.Seed = 3
 	cfg.TTFT = 20 * time.Millisecond
 	cfg.PerToken = 2 * time.Millisecond
+	cfg.Slots = *asyncSlots
+	// A policy that retries misses and reads carefully more often: long
+	// research chains for some rollouts, a guess for others (a heavier
+	// tail than the default skills' max/mean of about 2).
+	cfg.Skills = policy.DefaultSkills()
+	cfg.Skills.Retry, cfg.Skills.PickBest, cfg.Skills.SnippetShortcut = 0.9, 0.2, 0.2
+	cfg.Skills.PlannerTurns, cfg.Skills.ExecutorTurns = 24, 16
 	llmURL, webURL := startSimServers(b, cfg)
-	tasks := simTasks(b, 8)
-	const steps, trainDelay = 6, 4 * time.Second
-	rate := map[int]float64{}
+	tasks := simTasks(b, 16)
+	stalenesses := []int{0, 1, 2}
+	rate, busy, ratio1, ratio2 := map[int][]float64{}, map[int][]float64{}, []float64{}, []float64{}
+	hist := map[int]map[int64]int{}
+	var lengths []time.Duration
+	var rewards = map[int][]float64{}
 	for b.Loop() {
-		for _, s := range []int{0, 1, 2} {
-			tl := newTimeline()
-			dir := b.TempDir()
-			st, err := sqlite.Open(context.Background(), filepath.Join(dir, "store.db"))
-			if err != nil {
-				b.Fatal(err)
+		runs := map[int]asyncRun{}
+		for _, s := range stalenesses {
+			r := runAsync(b, llmURL, webURL, tasks, s)
+			runs[s] = r
+			rate[s] = append(rate[s], r.rate)
+			busy[s] = append(busy[s], r.utilization)
+			if hist[s] == nil {
+				hist[s] = map[int64]int{}
 			}
-			fc := Config{Run: "async", Seed: 5, Steps: steps, BatchSize: 4, GroupSize: 4, Mode: rollout.ModeMGRPO,
-				DBar: rollout.DBarSpec{Fixed: 2}, Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: 16,
-				Runner: &timedRunner{inner: newSimRunner(b, llmURL, webURL, simRunnerConfig{mode: rollout.ModeMGRPO}), tl: tl},
-				Sink:   rollout.DirSink{Dir: dir}, Store: st,
-				Training: &Training{MaxStaleness: s, Trainers: map[rollout.Role]trainerbridge.Trainer{
-					rollout.RolePlanner: &slowTrainer{tl: tl, delay: trainDelay}, rollout.RoleExecutor: &slowTrainer{tl: newTimeline(), delay: trainDelay}}}}
-			f, err := New(fc, tasks)
-			if err != nil {
-				b.Fatal(err)
+			for k, n := range r.staleness {
+				hist[s][k] += n
 			}
-			start := time.Now()
-			sums, err := f.Run(context.Background())
-			if err != nil {
-				b.Fatal(err)
-			}
-			wall := time.Since(start)
-			st.Close()
-			samples := 0
-			var rolloutTime float64
-			for _, sum := range sums {
-				samples += sum.PlannerSamples + sum.ExecutorSamples
-				rolloutTime += sum.RolloutSeconds
-			}
-			rate[s] = float64(samples) / wall.Seconds()
-			b.ReportMetric(rate[s], fmt.Sprintf("samples/s-S%d", s))
-			b.ReportMetric(rolloutTime/wall.Seconds(), fmt.Sprintf("rollout-busy-S%d", s))
+			lengths = append(lengths, r.lengths...)
 		}
-		b.ReportMetric(rate[1]/rate[0], "S1/S0")
-		b.ReportMetric(rate[2]/rate[0], "S2/S0")
+		horizon := runs[0].wall
+		for _, r := range runs {
+			horizon = min(horizon, r.wall)
+		}
+		for _, s := range stalenesses {
+			rewards[s] = append(rewards[s], runs[s].rewardBy(horizon))
+		}
+		ratio1 = append(ratio1, runs[1].rate/runs[0].rate)
+		ratio2 = append(ratio2, runs[2].rate/runs[0].rate)
 	}
+	for _, s := range stalenesses {
+		b.ReportMetric(median(rate[s]), fmt.Sprintf("samples/s-S%d", s))
+		b.ReportMetric(median(busy[s]), fmt.Sprintf("slots-busy-S%d", s))
+		b.ReportMetric(median(rewards[s]), fmt.Sprintf("reward@T-S%d", s))
+		b.Logf("S=%d: staleness of the trained samples (versions: samples) %v", s, hist[s])
+	}
+	b.ReportMetric(median(ratio1), "S1/S0")
+	b.ReportMetric(median(ratio2), "S2/S0")
+	slices.Sort(lengths)
+	if n := len(lengths); n > 0 {
+		var total time.Duration
+		for _, l := range lengths {
+			total += l
+		}
+		mean := total / time.Duration(n)
+		b.Logf("rollout lengths over %d rollouts: mean %v, p50 %v, p90 %v, p99 %v, max %v (max/mean %.1f)", n, mean.Round(time.Millisecond),
+			lengths[n/2].Round(time.Millisecond), lengths[n*9/10].Round(time.Millisecond), lengths[n*99/100].Round(time.Millisecond),
+			lengths[n-1].Round(time.Millisecond), float64(lengths[n-1])/float64(mean))
+	}
+}
+
+// asyncRun is one run's figures.
+type asyncRun struct {
+	wall        time.Duration
+	rate        float64
+	utilization float64
+	staleness   map[int64]int
+	lengths     []time.Duration
+	// trained holds each step's end of training (since the start) and its
+	// mean reward and rollouts.
+	trained []stepReward
+}
+
+type stepReward struct {
+	at       time.Duration
+	reward   float64
+	rollouts int
+}
+
+// rewardBy returns the mean reward of the rollouts of the steps trained
+// within horizon.
+func (r asyncRun) rewardBy(horizon time.Duration) float64 {
+	var sum float64
+	n := 0
+	for _, s := range r.trained {
+		if s.at <= horizon {
+			sum += s.reward * float64(s.rollouts)
+			n += s.rollouts
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+// runAsync runs one training run at max staleness s and measures it.
+func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, s int) asyncRun {
+	b.Helper()
+	tl := newTimeline()
+	dir := b.TempDir()
+	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "store.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	hist := &stalenessHist{counts: map[int64]int{}}
+	runner := &lengthRunner{inner: newSimRunner(b, llmURL, webURL, simRunnerConfig{mode: rollout.ModeMGRPO})}
+	var out asyncRun
+	var mu sync.Mutex
+	start := time.Now()
+	fc := Config{Run: "async", Seed: 5, Steps: *asyncSteps, BatchSize: 4, GroupSize: 4, Mode: rollout.ModeMGRPO,
+		DBar: rollout.DBarSpec{Fixed: 2}, Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: *asyncRollouts,
+		Runner: runner, Sink: rollout.DirSink{Dir: dir}, Store: st,
+		OnStep: func(sum rollout.StepSummary) {
+			mu.Lock()
+			defer mu.Unlock()
+			out.trained = append(out.trained, stepReward{at: time.Since(start), reward: sum.MeanMainReward, rollouts: sum.Rollouts})
+		},
+		Training: &Training{MaxStaleness: s, Trainers: map[rollout.Role]trainerbridge.Trainer{
+			rollout.RolePlanner:  &histTrainer{inner: &slowTrainer{tl: tl, delay: *asyncTrainDelay}, hist: hist},
+			rollout.RoleExecutor: &histTrainer{inner: &slowTrainer{tl: newTimeline(), delay: *asyncTrainDelay}, hist: hist}}}}
+	f, err := New(fc, tasks)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	util := make(chan float64, 1)
+	go func() { util <- sampleRunning(ctx, llmURL, *asyncSlots) }()
+	sums, err := f.Run(context.Background())
+	stop()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out.wall = time.Since(start)
+	out.utilization = <-util
+	samples := 0
+	for _, sum := range sums {
+		samples += sum.PlannerSamples + sum.ExecutorSamples
+	}
+	out.rate = float64(samples) / out.wall.Seconds()
+	out.staleness = hist.counts
+	out.lengths = runner.lengths
+	return out
+}
+
+// sampleRunning polls the sim server's /metrics every 20 ms until ctx ends
+// and returns the mean of vllm:num_requests_running over slots.
+func sampleRunning(ctx context.Context, llmURL string, slots int) float64 {
+	var sum float64
+	n := 0
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if n == 0 {
+				return 0
+			}
+			return sum / float64(n) / float64(slots)
+		case <-tick.C:
+		}
+		if v, ok := runningRequests(ctx, llmURL); ok {
+			sum += v
+			n++
+		}
+	}
+}
+
+// runningRequests reads vllm:num_requests_running from the server's
+// Prometheus text.
+func runningRequests(ctx context.Context, llmURL string) (float64, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, llmURL+"/metrics", nil)
+	if err != nil {
+		return 0, false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "vllm:num_requests_running{") {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		return v, err == nil
+	}
+	return 0, false
+}
+
+// stalenessHist counts trained samples by their staleness.
+type stalenessHist struct {
+	mu     sync.Mutex
+	counts map[int64]int
+}
+
+// histTrainer counts, for every sample it trains, how many versions its
+// policy version is behind the trainer's.
+type histTrainer struct {
+	inner trainerbridge.Trainer
+	hist  *stalenessHist
+}
+
+func (h *histTrainer) Start(ctx context.Context) error { return h.inner.Start(ctx) }
+func (h *histTrainer) Close() error                    { return h.inner.Close() }
+func (h *histTrainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbridge.StepResult, error) {
+	h.hist.mu.Lock()
+	for _, s := range b.Samples {
+		h.hist.counts[b.PolicyVersion-s.PolicyVersion]++
+	}
+	h.hist.mu.Unlock()
+	return h.inner.Train(ctx, b)
+}
+
+// lengthRunner keeps every rollout's duration.
+type lengthRunner struct {
+	inner   Runner
+	mu      sync.Mutex
+	lengths []time.Duration
+}
+
+func (r *lengthRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *agents.Rollout {
+	start := time.Now()
+	out := r.inner.Run(ctx, task, t)
+	r.mu.Lock()
+	r.lengths = append(r.lengths, time.Since(start))
+	r.mu.Unlock()
+	return out
+}
+
+// median returns the median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+	return s[len(s)/2]
 }

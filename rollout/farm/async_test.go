@@ -198,3 +198,70 @@ func stepOfKey(key string) int {
 	}
 	return n
 }
+
+// TestAsyncTrainingResumesWithRestarts interrupts an asynchronous run
+// whose rollouts restart at every update, and resumes it: every step is
+// trained exactly once over the two runs, and each written step holds all
+// its rollouts (a restarted rollout's files depend on when the update came,
+// so the files are not compared with an uninterrupted run's).
+func TestAsyncTrainingResumesWithRestarts(t *testing.T) {
+	sr := newStoreRun(t)
+	dir := t.TempDir()
+	run := func(ctx context.Context, tl *timeline, resume bool) ([]rollout.StepSummary, error) {
+		cfg := sr.config(t, dir, &timedRunner{inner: sr.runner(t), tl: tl})
+		cfg.Steps, cfg.Resume = 4, resume
+		cfg.Store = openSQLite(t, filepath.Join(dir, "store.db"))
+		cfg.Training = &Training{MaxStaleness: 1, PartialRollouts: PartialRestart, Trainers: map[rollout.Role]trainerbridge.Trainer{
+			rollout.RolePlanner: &slowTrainer{tl: tl, delay: 200 * time.Millisecond},
+		}}
+		f, err := New(cfg, sr.tasks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Run(ctx)
+	}
+	tl := newTimeline()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			tl.mu.Lock()
+			_, ok := tl.trainStart[2]
+			tl.mu.Unlock()
+			if ok {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	if _, err := run(ctx, tl, false); err == nil {
+		t.Fatal("the interrupted run reported no error")
+	}
+	again := newTimeline()
+	sums, err := run(context.Background(), again, true)
+	if err != nil || len(sums) != 4 {
+		t.Fatalf("resumed: %d steps, %v", len(sums), err)
+	}
+	trained := map[string]int{}
+	for k, n := range tl.trainedKeys {
+		if tl.trainEnd[stepOfKey(k)] != (time.Time{}) {
+			trained[k] += n
+		}
+	}
+	for k, n := range again.trainedKeys {
+		trained[k] += n
+	}
+	if len(trained) != 4 {
+		t.Errorf("%d steps trained over both runs, want 4: %v / %v", len(trained), tl.trainedKeys, again.trainedKeys)
+	}
+	for k, n := range trained {
+		if n != 1 {
+			t.Errorf("batch %s trained %d times", k, n)
+		}
+	}
+	for _, sum := range sums {
+		if sum.Rollouts != 12 {
+			t.Errorf("step %d holds %d rollouts, want 12", sum.Step, sum.Rollouts)
+		}
+	}
+}

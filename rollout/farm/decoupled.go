@@ -2,6 +2,7 @@ package farm
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,8 +84,14 @@ type SideConfig struct {
 	// Syncer brings the new weights to the role's endpoints (nil: none).
 	Syncer Syncer
 	// Steps is the last step to train (0: until ctx ends).
-	Steps  int
-	Logger *slog.Logger
+	Steps int
+	// MaxStaleness and StalePolicy are the run's (the planner side's):
+	// a query whose samples are more than MaxStaleness versions behind this
+	// side's trainer leaves the batch whole (StaleDrop, the default) or
+	// is trained (StaleKeep); logged either way.
+	MaxStaleness int
+	StalePolicy  StalePolicy
+	Logger       *slog.Logger
 }
 
 // TrainSide runs one side of a decoupled run: it follows the run's step
@@ -125,6 +132,13 @@ func TrainSide(ctx context.Context, cfg SideConfig) error {
 			return err
 		}); err != nil {
 			return err
+		}
+		if kept, stale := splitStale(samples, version, int64(cfg.MaxStaleness)); stale.samples > 0 {
+			log.Warn("stale samples", "step", step, "role", role, "samples", stale.samples, "groups", stale.groups,
+				"trainer_version", version, "max_staleness", cfg.MaxStaleness, "policy", cmp.Or(cfg.StalePolicy, StaleDrop))
+			if cfg.StalePolicy != StaleKeep {
+				samples = kept
+			}
 		}
 		start := time.Now()
 		res, err := cfg.Trainer.Train(ctx, trainerbridge.Batch{Run: cfg.Run, Role: cfg.Role, Step: step, PolicyVersion: version, Samples: samples})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -147,6 +148,19 @@ func (c Config) Validate() error {
 	case !c.Queue && c.Concurrency < 1:
 		add("Concurrency %d: must be at least 1 (rollouts in flight; BatchSize×GroupSize runs a whole step at once)", c.Concurrency)
 	}
+	if t := c.Training; t != nil {
+		if t.MaxStaleness < 0 {
+			add("Training.MaxStaleness %d: must not be negative (0: on-policy)", t.MaxStaleness)
+		}
+		if _, err := ParsePartialRollouts(string(t.PartialRollouts)); err != nil {
+			add("Training.PartialRollouts: %v", err)
+		} else if t.PartialRollouts == PartialRestart && c.Queue {
+			add("Training.PartialRollouts restart: the workers' rollouts cannot be restarted from here; use continue with Queue (--workers)")
+		}
+		if _, err := ParseStalePolicy(string(t.StalePolicy)); err != nil {
+			add("Training.StalePolicy: %v", err)
+		}
+	}
 	switch r := c.Runner.(type) {
 	case nil:
 		if !c.Queue || c.Concurrency > 0 {
@@ -186,6 +200,8 @@ type Farm struct {
 	slots chan struct{}
 	// progressMu keeps OnProgress calls one at a time when steps overlap.
 	progressMu sync.Mutex
+	// restart holds the rollouts in flight under PartialRestart.
+	restart restartGate
 }
 
 // progress reports p to OnProgress, one call at a time.
@@ -398,6 +414,7 @@ func (f *Farm) rolloutStep(ctx context.Context, step int) (stepRollouts, error) 
 	start := time.Now()
 	version, executorVersion := f.policyVersions()
 	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version, executorVersion)
+	plan.restarts = new(atomic.Int64)
 	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version, "executor_policy_version", executorVersion)
 	f.cfg.Metrics.stepStarted(version)
 	var (
@@ -493,6 +510,9 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 		}
 	}
 	sum.WallSeconds = time.Since(start).Seconds()
+	if plan.restarts != nil {
+		sum.RestartedRollouts = int(plan.restarts.Load())
+	}
 	sum.RolloutSeconds = rolloutTime.Seconds()
 	sum.AssembleSeconds = assembled.Sub(start).Seconds() - sum.RolloutSeconds
 	sum.WriteSeconds = written.Seconds()

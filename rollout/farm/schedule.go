@@ -2,6 +2,7 @@ package farm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			f.cfg.Metrics.started()
 			go func() {
 				defer func() { <-slots }()
-				r := Execute(unitCtx, f.cfg.Runner, f.scoring, plan.units[i], plan.tasks[i/f.cfg.GroupSize])
+				r := f.executeUnit(unitCtx, plan, i)
 				digests[i] = digestOf(&r)
 				failures[i] = firstLine(r.Error)
 				putErrs[i] = results.put(unitCtx, i, &r)
@@ -129,6 +130,38 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 		return nil, fmt.Errorf("rollout step %d: %w", plan.step, putErr)
 	}
 	return digests, nil
+}
+
+// executeUnit carries out rollout i of plan. Under PartialRestart a weight
+// update that reaches the servers while it runs cancels it, and it runs
+// again from scratch, at the versions then current, once the update is
+// done (counted in plan.restarts); a rollout is restarted at most
+// MaxStaleness times, as only the updates of the steps before it that
+// were not trained when it was admitted can come while it runs.
+func (f *Farm) executeUnit(ctx context.Context, plan stepPlan, i int) RolloutResult {
+	task, t := plan.units[i], plan.tasks[i/f.cfg.GroupSize]
+	if f.cfg.Training == nil || f.cfg.Training.PartialRollouts != PartialRestart {
+		return Execute(ctx, f.cfg.Runner, f.scoring, task, t)
+	}
+	for restarts := 0; ; restarts++ {
+		rctx, id, err := f.restart.begin(ctx)
+		if err != nil {
+			// Abandoned while an update held it: the result records why.
+			return Execute(ctx, f.cfg.Runner, f.scoring, task, t)
+		}
+		if restarts > 0 {
+			task.PolicyVersion, task.ExecutorPolicyVersion = f.policyVersions()
+		}
+		r := Execute(rctx, f.cfg.Runner, f.scoring, task, t)
+		f.restart.end(id)
+		if !errors.Is(context.Cause(rctx), errRestartAtUpdate) || ctx.Err() != nil {
+			return r
+		}
+		if plan.restarts != nil {
+			plan.restarts.Add(1)
+		}
+		f.log.Info("rollout restarted at a weight update", "rollout", task.ID(), "restarts", restarts+1)
+	}
 }
 
 // firstLine returns the first line of s (a panic's stack trace stays in the

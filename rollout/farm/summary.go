@@ -180,6 +180,12 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 		if t.FinishReason == "length" {
 			sum.TruncatedTurns++
 		}
+		if v := t.WeightVersion; v != "" {
+			if sum.TurnsByVersion == nil {
+				sum.TurnsByVersion = map[string]int{}
+			}
+			sum.TurnsByVersion[v]++
+		}
 	}
 	for _, s := range tr.Steps {
 		for _, c := range s.Calls {

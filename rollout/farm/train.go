@@ -30,6 +30,13 @@ type Training struct {
 	// start once step t-1-S is trained, so a batch is sampled at most S
 	// versions behind the trainer that trains it (see finisher).
 	MaxStaleness int
+	// PartialRollouts says what becomes of the rollouts in flight when a
+	// step's new weights reach the servers ("": PartialContinue); only
+	// with MaxStaleness > 0 are any in flight then.
+	PartialRollouts PartialRollouts
+	// StalePolicy says what becomes of samples more than MaxStaleness
+	// versions behind their trainer ("": StaleDrop).
+	StalePolicy StalePolicy
 	// Peers are roles another process trains (the decoupled mode, see
 	// TrainSide): before each step's rollouts the farm waits, through the
 	// store, until that process has trained the previous step, and samples
@@ -169,10 +176,24 @@ func (f *Farm) trainStep(ctx context.Context, out *stepOutcome) error {
 
 // trainRole trains and syncs one role on the step's samples.
 func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, samples []rollout.Sample, sampled int64) (rollout.RoleTraining, error) {
+	t := f.cfg.Training
 	f.train.mu.Lock()
 	version := f.train.versions[role]
 	f.train.mu.Unlock()
-	rec := rollout.RoleTraining{Samples: len(samples), SampledVersion: sampled, PreviousVersion: version, Staleness: version - sampled}
+	kept, stale := splitStale(samples, version, int64(t.MaxStaleness))
+	if stale.samples > 0 {
+		f.log.Warn("stale samples", "step", step, "role", role, "samples", stale.samples, "groups", stale.groups,
+			"trainer_version", version, "max_staleness", t.MaxStaleness, "policy", cmp.Or(t.StalePolicy, StaleDrop))
+	}
+	if t.StalePolicy != StaleKeep {
+		samples = kept
+	} else {
+		stale.dropped = 0
+	}
+	// Each sample's version is its trajectory's oldest turn's.
+	sampled = oldestVersion(samples, sampled)
+	rec := rollout.RoleTraining{Samples: len(samples), SampledVersion: sampled, PreviousVersion: version, Staleness: version - sampled,
+		StaleSamples: stale.samples, StaleGroups: stale.groups, StaleDropped: stale.dropped}
 	trained := time.Now()
 	res, err := f.cfg.Training.Trainers[role].Train(ctx, trainerbridge.Batch{Run: f.cfg.Run, Role: role, Step: step, PolicyVersion: version, Samples: samples})
 	if err != nil {
@@ -184,6 +205,19 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 	if err != nil {
 		return rec, fmt.Errorf("step %d: %w", step, err)
 	}
+	// Under PartialRestart the rollouts in flight are cancelled before the
+	// new weights serve and start again once they do.
+	updating := t.PartialRollouts == PartialRestart && t.MaxStaleness > 0
+	if updating {
+		defer func() {
+			if updating {
+				f.restart.endUpdate()
+			}
+		}()
+		if n := f.restart.beginUpdate(); n > 0 {
+			f.log.Info("weight update: restarting the rollouts in flight", "step", step, "role", role, "rollouts", n)
+		}
+	}
 	if s := f.cfg.Training.Syncers[role]; s != nil && res.Weights != "" {
 		synced := time.Now()
 		if err := s.Sync(ctx, string(role), res.Weights, res.Version, step); err != nil {
@@ -194,6 +228,10 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 	f.train.mu.Lock()
 	f.train.versions[role] = res.Version
 	f.train.mu.Unlock()
+	if updating {
+		updating = false
+		f.restart.endUpdate()
+	}
 	if f.st != nil {
 		// Before the version: a step shows as trained only with its state.
 		if err := f.st.saveTrainerState(ctx, f.cfg.Run, role, step, state); err != nil {

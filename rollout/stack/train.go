@@ -64,6 +64,14 @@ func (c Config) CheckTraining() error {
 	if t.MaxStaleness < 0 {
 		p.add("train.max_staleness", "max-staleness", "%d: must not be negative (0: on-policy)", t.MaxStaleness)
 	}
+	if partial, err := farm.ParsePartialRollouts(t.PartialRollouts); err != nil {
+		p.add("train.partial_rollouts", "partial-rollouts", "%q: want continue or restart", t.PartialRollouts)
+	} else if queued, _ := c.Queue(); partial == farm.PartialRestart && t.MaxStaleness > 0 && queued {
+		p.add("train.partial_rollouts", "partial-rollouts", "restart: the rollouts run from the store's queue (--workers, or a shared store), and a worker's rollout cannot be restarted from here; use continue, or run the rollouts in this process (--workers -1 with a sqlite store)")
+	}
+	if _, err := farm.ParseStalePolicy(t.StalePolicy); err != nil {
+		p.add("train.stale_policy", "stale-policy", "%q: want drop or keep", t.StalePolicy)
+	}
 	switch t.WeightSync {
 	case weightsync.KindSGLang, weightsync.KindVLLM, weightsync.KindNone:
 	case "":
@@ -116,7 +124,7 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
 	}
 	t := &Training{Training: farm.Training{Trainers: map[rollout.Role]trainerbridge.Trainer{}, Syncers: map[rollout.Role]farm.Syncer{},
-		MaxStaleness: c.Train.MaxStaleness}}
+		MaxStaleness: c.Train.MaxStaleness, PartialRollouts: farm.PartialRollouts(c.Train.PartialRollouts), StalePolicy: farm.StalePolicy(c.Train.StalePolicy)}}
 	ok := false
 	defer func() {
 		if !ok {
@@ -171,9 +179,11 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 		if c.Train.WeightSync == weightsync.KindNone {
 			continue
 		}
-		sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, weightsync.Options{PathTemplate: c.Train.WeightsPath,
+		o := weightsync.Options{PathTemplate: c.Train.WeightsPath,
 			VersionPath: c.Train.VersionPath, Update: weightsync.UpdateAction{Path: c.Train.VLLMUpdatePath,
-				Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}})
+				Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}}
+		o.Pause, o.PauseMode = syncPause(c.Train.WeightSync, c.Train.MaxStaleness)
+		sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, o)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
 		}
@@ -184,4 +194,26 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 	}
 	ok = true
 	return t, nil
+}
+
+// syncPause returns how a sync of kind pauses the servers around an update.
+// On-policy (maxStaleness 0) nothing is in flight at an update and the
+// syncs keep their defaults. Asynchronously rollouts are in flight, and no
+// request may be lost: SGLang pauses with mode in_place (running requests
+// stay where they are and go on after /continue_generation), vLLM with
+// mode keep (requests are frozen and resume after /resume; its default,
+// abort, would end them). Under --partial-rollouts restart the farm has
+// cancelled its rollouts before the sync, so the same modes only matter
+// for requests it does not own.
+func syncPause(kind string, maxStaleness int) (pause bool, mode string) {
+	if maxStaleness <= 0 {
+		return false, ""
+	}
+	switch kind {
+	case weightsync.KindSGLang:
+		return true, "in_place"
+	case weightsync.KindVLLM:
+		return true, "keep"
+	}
+	return false, ""
 }

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/rollout"
+)
+
+func TestTrainingLineShowsAsynchronousCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sum  rollout.StepSummary
+		want []string
+		not  []string
+	}{
+		{"on-policy", rollout.StepSummary{Training: map[string]rollout.RoleTraining{"planner": {Samples: 8, PreviousVersion: 2, Version: 3, SampledVersion: 2}}},
+			[]string{"planner v2→v3 (8 samples)"}, []string{"sampled at", "stale", "restarted"}},
+		{"stale and restarted", rollout.StepSummary{RestartedRollouts: 3, Training: map[string]rollout.RoleTraining{"planner": {
+			Samples: 4, PreviousVersion: 5, Version: 6, SampledVersion: 4, Staleness: 1, StaleSamples: 6, StaleGroups: 2, StaleDropped: 8}}},
+			[]string{"sampled at v4", "6 stale in 2 groups, 8 dropped", "3 rollouts restarted at an update"}, nil},
+	} {
+		got := trainingLine(tc.sum)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", tc.name, got, w)
+			}
+		}
+		for _, w := range tc.not {
+			if strings.Contains(got, w) {
+				t.Errorf("%s: %q says %q", tc.name, got, w)
+			}
+		}
+	}
+}
