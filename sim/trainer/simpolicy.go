@@ -97,7 +97,8 @@ var (
 	firstUserMsg = regexp.MustCompile(`(?s)<\|im_start\|>user\n(.*?)<\|im_end\|>`)
 )
 
-// reward recomputes the main reward of a planner sequence the way the
+// reward recomputes the main reward of a planner (or single-agent)
+// sequence the way the
 // farm's default rewards score the sim's tasks: 0 when a turn broke the
 // format (a malformed call or an untagged answer), else 0.1 for the format
 // plus 0.9 when the tagged answer is the question's gold answer. It knows
@@ -107,11 +108,10 @@ func (p *SimPolicy) reward(seq []int, sc *simllm.Scored) (group string, reward f
 	if len(p.gold) == 0 || len(sc.Turns) == 0 {
 		return "", 0, false
 	}
+	planner := true
 	for _, t := range sc.Turns {
 		for _, d := range t.Decisions {
-			if d.Role != policy.RolePlanner {
-				return "", 0, false
-			}
+			planner = planner && d.Role == policy.RolePlanner
 		}
 	}
 	tok := p.scorer.Tokenizer()
@@ -136,6 +136,13 @@ func (p *SimPolicy) reward(seq []int, sc *simllm.Scored) (group string, reward f
 	last := sc.Turns[len(sc.Turns)-1]
 	final, err := tok.DecodeSkipSpecial(seq[last.Start:last.End])
 	if err != nil || strings.Contains(final, "<tool_call>") {
+		return "", 0, false
+	}
+	// An executor's turns decide with the executor block, and so do the
+	// single agent's, whose answer alone is tagged: a sequence that is not
+	// the planner's counts only with a tagged answer (an executor's report
+	// never has one).
+	if !planner && !answerTag.MatchString(final) {
 		return "", 0, false
 	}
 	for _, t := range sc.Turns {
