@@ -27,8 +27,8 @@ type draw struct {
 	// trained is how many steps were trained when it started; due is the
 	// last step that may train it (trained + MaxStaleness + 1).
 	trained, due int
-	started     time.Time
-	digests     []resultDigest
+	started      time.Time
+	digests      []resultDigest
 	// results hold the finished rollouts without a store.
 	results []*RolloutResult
 	have    int
