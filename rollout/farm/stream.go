@@ -406,6 +406,9 @@ func (s *streamer) ship(ctx context.Context, chosen []*draw) error {
 	m := streamManifest{Step: t, Discarded: s.discarded, Capped: s.capped}
 	m.PolicyVersion, m.ExecutorPolicyVersion = chosen[0].plan.policyVersion, chosen[0].plan.executorVersion
 	for _, d := range chosen {
+		// A group of equal rewards that completed once the cap was
+		// reached counts toward the batch.
+		m.Capped = m.Capped || (f.cfg.DropZeroVariance && zeroVariance(d.digests))
 		m.Draws = append(m.Draws, d.n)
 		m.PolicyVersion = min(m.PolicyVersion, d.plan.policyVersion)
 		m.ExecutorPolicyVersion = min(m.ExecutorPolicyVersion, d.plan.executorVersion)
