@@ -1,10 +1,13 @@
 package farm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +16,24 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
+
+// syncBuffer is a bytes.Buffer safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
 
 // ranRunner records the id of every rollout it runs.
 type ranRunner struct {
@@ -28,16 +49,20 @@ func (r *ranRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *
 	return r.inner.Run(ctx, task, t)
 }
 
-// TestStreamedTrainingResumes interrupts a streamed run while step 2
-// trains and later draws run, and resumes it: every step is trained once,
+// TestStreamedTrainingResumes interrupts a streamed run once step 2
+// trains and while draw 5 runs, and resumes it: every step is trained once,
 // no draw is in two steps, every draw started in time to be due within the
 // run is trained, and no rollout stored before the interruption runs again.
 func TestStreamedTrainingResumes(t *testing.T) {
 	sr := newStoreRun(t)
 	dir := t.TempDir()
 	const steps = 4
+	var logs syncBuffer
 	run := func(ctx context.Context, tl *timeline, runner *ranRunner, resume bool) ([]rollout.StepSummary, error) {
 		cfg := sr.config(t, dir, &timedRunner{inner: runner, tl: tl})
+		if resume {
+			cfg.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		}
 		cfg.Steps, cfg.BatchSize, cfg.Resume = steps, 2, resume
 		cfg.Store = openSQLite(t, filepath.Join(dir, "store.db"))
 		cfg.Training = &Training{StreamGroups: true, MaxStaleness: 1, Trainers: map[rollout.Role]trainerbridge.Trainer{
@@ -55,7 +80,9 @@ func TestStreamedTrainingResumes(t *testing.T) {
 		for {
 			tl.mu.Lock()
 			_, ok := tl.trainStart[2]
+			_, drawn := tl.firstRun[5]
 			tl.mu.Unlock()
+			ok = ok && drawn
 			if ok {
 				cancel()
 				return
@@ -63,7 +90,15 @@ func TestStreamedTrainingResumes(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	first := &ranRunner{inner: sr.runner(t), ran: map[string]bool{}}
+	// Draw 5's last rollout runs until the interruption: a draw surely in
+	// flight then, its other rollouts possibly stored.
+	inner := sr.runner(t)
+	first := &ranRunner{ran: map[string]bool{}, inner: runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
+		if task.Step == 5 && task.K == 3 {
+			<-ctx.Done()
+		}
+		return inner.Run(ctx, task, tk)
+	})}
 	if _, err := run(ctx, tl, first, false); err == nil {
 		t.Fatal("the interrupted run reported no error")
 	}
@@ -90,6 +125,12 @@ func TestStreamedTrainingResumes(t *testing.T) {
 		t.Fatalf("resumed: %d steps, %v", len(sums), err)
 	}
 	t.Logf("draws started before the interruption: %d; their rollouts stored and not yet trained: %d", inFlight, len(stored))
+	if !strings.Contains(logs.String(), "streamed step rebuilt from its manifest") {
+		t.Errorf("the resumed run rebuilt no step from its manifest (step 2 was training at the interruption):\n%s", logs.String())
+	}
+	if !strings.Contains(logs.String(), "draw in flight when the run stopped: redone\" draw=5") {
+		t.Errorf("the resumed run did not redo draw 5, in flight at the interruption:\n%s", logs.String())
+	}
 	for id := range stored {
 		if second.ran[id] {
 			t.Errorf("rollout %s stored before the interruption ran again", id)
