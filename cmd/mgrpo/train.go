@@ -22,7 +22,8 @@ func trainCommand() *cli.Command {
 			"step files → the planner's batch to --planner-trainer and the executors' to --executor-trainer,\n" +
 			"concurrently (no gradient crosses) → the new weights to each role's endpoints (--weight-sync) →\n" +
 			"the next step. Strictly on-policy unless --max-staleness S lets the next S steps' rollouts run during a\n" +
-			"step's training (--partial-rollouts, --stale-policy: docs/training.md). --mode mgrpo trains both models, frozen-sub the planner only,\n" +
+			"step's training (--partial-rollouts, --stale-policy: docs/training.md); --stream-groups makes a step of the first\n" +
+			"--batch-size groups whose rollouts are in, not a fixed set. --mode mgrpo trains both models, frozen-sub the planner only,\n" +
 			"single the single agent. A killed run continues with --resume and trains no batch twice.\n\n" +
 			"YAML keys: the rollout keys (`mgrpo rollout --help`) and train.*:\n" + strings.Join(trainKeys(), "\n"),
 		Flags:  append(append(agentFlags(), farmFlags()...), trainFlags()...),
