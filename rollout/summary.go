@@ -117,6 +117,19 @@ type StepSummary struct {
 	// their partial work discarded; like the timings it depends on the
 	// schedule, and a resumed run counts only its own.
 	RestartedRollouts int `json:"restarted_rollouts,omitempty"`
+	// Draws are the numbered draws (a query and its K seeds) whose groups
+	// make the step, in the order they completed (mgrpo train
+	// --stream-groups; absent for fixed steps).
+	Draws []int `json:"draws,omitempty"`
+	// ExtraDraws counts the draws a streamed step made beyond its
+	// BatchSize because groups whose main rewards were all equal did not
+	// count (dynamic sampling, --drop-zero-variance); DiscardedGroups are
+	// those groups' draws, left out of the step. ExtraDrawsCapped says the
+	// cap (--max-extra-draws) was reached, after which such groups counted
+	// toward the batch (their samples dropped as with fixed steps).
+	ExtraDraws       int   `json:"extra_draws,omitempty"`
+	DiscardedGroups  []int `json:"discarded_groups,omitempty"`
+	ExtraDrawsCapped bool  `json:"extra_draws_capped,omitempty"`
 }
 
 // RoleTraining is one role's optimizer step on a step's samples.

@@ -22,7 +22,8 @@ func trainCommand() *cli.Command {
 			"step files → the planner's batch to --planner-trainer and the executors' to --executor-trainer,\n" +
 			"concurrently (no gradient crosses) → the new weights to each role's endpoints (--weight-sync) →\n" +
 			"the next step. Strictly on-policy unless --max-staleness S lets the next S steps' rollouts run during a\n" +
-			"step's training (--partial-rollouts, --stale-policy: docs/training.md). --mode mgrpo trains both models, frozen-sub the planner only,\n" +
+			"step's training (--partial-rollouts, --stale-policy: docs/training.md); --stream-groups makes a step of the first\n" +
+			"--batch-size groups whose rollouts are in, not a fixed set. --mode mgrpo trains both models, frozen-sub the planner only,\n" +
 			"single the single agent. A killed run continues with --resume and trains no batch twice.\n\n" +
 			"YAML keys: the rollout keys (`mgrpo rollout --help`) and train.*:\n" + strings.Join(trainKeys(), "\n"),
 		Flags:  append(append(agentFlags(), farmFlags()...), trainFlags()...),
@@ -62,6 +63,8 @@ func trainFlags() []cli.Flag {
 		&cli.IntFlag{Name: "max-staleness", Usage: "asynchronous training: the rollouts of up to `N` later steps run while a step trains and syncs (0: strictly on-policy)"},
 		&cli.StringFlag{Name: "partial-rollouts", Usage: "asynchronous training: the rollouts in flight at a weight update `continue` on the new weights (the default; each turn keeps the version that served it) or restart at the new version"},
 		&cli.StringFlag{Name: "stale-policy", Usage: "asynchronous training: a query whose samples are more than --max-staleness versions behind their trainer is dropped from that role's batch (`drop`, the default) or trained (keep); counted either way"},
+		&cli.BoolFlag{Name: "stream-groups", Usage: "asynchronous training: a step is the first --batch-size groups whose rollouts are all in, so it never waits for its slowest rollout (each group still trains within --max-staleness steps); with --drop-zero-variance, groups of equal rewards are replaced by further draws"},
+		&cli.IntFlag{Name: "max-extra-draws", Usage: "--stream-groups --drop-zero-variance: the groups of equal rewards a step replaces by further draws, at most `N` (0: the batch size)"},
 		&cli.StringFlag{Name: "role", Usage: "decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run through --store); empty: both here"},
 	}
 }
@@ -91,6 +94,12 @@ func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
 	}
 	if c.IsSet("max-staleness") {
 		t.MaxStaleness = c.Int("max-staleness")
+	}
+	if c.IsSet("stream-groups") {
+		t.StreamGroups = c.Bool("stream-groups")
+	}
+	if c.IsSet("max-extra-draws") {
+		t.MaxExtraDraws = c.Int("max-extra-draws")
 	}
 }
 

@@ -205,6 +205,8 @@ func TestTrainRefusesBadSetups(t *testing.T) {
 		{[]string{"--max-staleness", "1", "--stale-policy", "ignore"}, `(--stale-policy): "ignore": want drop or keep`},
 		{[]string{"--max-staleness", "-1"}, "must not be negative"},
 		{[]string{"--max-staleness", "1", "--partial-rollouts", "restart", "--workers", "2"}, "a worker's rollout cannot be restarted"},
+		{[]string{"--max-staleness", "1", "--stream-groups", "--workers", "2"}, "(--stream-groups): the rollouts run from the store's queue"},
+		{[]string{"--stream-groups", "--max-extra-draws", "-1"}, "(--max-extra-draws): -1: must not be negative"},
 	} {
 		o := filepath.Join(t.TempDir(), "out")
 		code, _, stderr := runCLI(t, append(trainArgs(o, trainerURL, "frozen-sub", 1), tc.extra...)...)
@@ -257,6 +259,67 @@ func TestTrainKilledAndResumed(t *testing.T) {
 	}
 	if got := len(ref.Steps()); got != 6 {
 		t.Errorf("%d batches trained, want 6 (3 steps × 2 roles)", got)
+	}
+}
+
+// TestTrainStreamedKilledAndResumed kills a streamed `mgrpo train
+// --stream-groups --max-staleness 1` once its second step has shipped and
+// resumes it: every step is trained once per role, within the bound, and
+// no draw is in two steps.
+func TestTrainStreamedKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and trains against the sim")
+	}
+	ref, trainerURL := referenceTrainer(t)
+	out := filepath.Join(t.TempDir(), "out")
+	args := func(extra ...string) []string {
+		return trainArgs(out, trainerURL, "mgrpo", 4, append([]string{"--stream-groups", "--max-staleness", "1", "--drop-zero-variance"}, extra...)...)
+	}
+	p := startMgrpo(t, args()...)
+	waitFor(t, p.stderr, "msg=\"step trained\" step=1")
+	waitFor(t, p.stderr, "msg=\"streamed step ships\" step=2")
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.done <- nil
+	resumed := startMgrpo(t, args("--resume")...)
+	resumed.wait(t, 3*time.Minute)
+	for _, s := range ref.Steps() {
+		if n := ref.Trains(s.Key); n != 1 {
+			t.Errorf("batch %s trained %d times", s.Key, n)
+		}
+	}
+	if got := len(ref.Steps()); got != 8 {
+		t.Errorf("%d batches trained, want 8 (4 steps × 2 roles)", got)
+	}
+	data, err := os.ReadFile(filepath.Join(out, rollout.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]int{}
+	steps := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var sum rollout.StepSummary
+		if err := json.Unmarshal([]byte(line), &sum); err != nil {
+			t.Fatal(err)
+		}
+		steps++
+		if len(sum.Draws) != 2 {
+			t.Errorf("step %d: draws %v, want 2", sum.Step, sum.Draws)
+		}
+		for _, n := range append(sum.Draws, sum.DiscardedGroups...) {
+			if prev, ok := seen[n]; ok {
+				t.Errorf("draw %d in steps %d and %d", n, prev, sum.Step)
+			}
+			seen[n] = sum.Step
+		}
+		for role, rec := range sum.Training {
+			if rec.Staleness < 0 || rec.Staleness > 1 || rec.StaleSamples > 0 {
+				t.Errorf("step %d %s: staleness %d, %d stale samples", sum.Step, role, rec.Staleness, rec.StaleSamples)
+			}
+		}
+	}
+	if steps != 4 {
+		t.Errorf("summary.jsonl holds %d steps, want 4", steps)
 	}
 }
 

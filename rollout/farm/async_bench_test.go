@@ -32,7 +32,8 @@ var (
 )
 
 // BenchmarkAsyncTraining measures, side by side in one run, what
-// asynchronous training gains for max staleness S = 0, 1, 2 on the sim
+// asynchronous training gains for max staleness S = 0, 1, 2 with fixed
+// steps and S = 1, 2 with streamed groups (Training.StreamGroups) on the sim
 // world, whose rollout lengths are heavy-tailed of themselves (the number
 // of delegations, searches and visits varies with the question and the
 // policy's draws; the lengths are reported), with a decode-time latency
@@ -41,7 +42,7 @@ var (
 // server's slot utilization (vllm:num_requests_running sampled every 20 ms,
 // over its slots), the staleness of every trained sample, and the mean
 // reward of the steps trained within a fixed wall time (the shortest of the
-// three runs). Each b.N iteration runs the three side by side; the
+// runs). Each b.N iteration runs the three side by side; the
 // reported figures are medians over the iterations (-benchtime 3x: three).
 func BenchmarkAsyncTraining(b *testing.B) {
 	cfg := simllm.DefaultConfig()
@@ -57,44 +58,52 @@ func BenchmarkAsyncTraining(b *testing.B) {
 	cfg.Skills.PlannerTurns, cfg.Skills.ExecutorTurns = 24, 16
 	llmURL, webURL := startSimServers(b, cfg)
 	tasks := simTasks(b, 16)
-	stalenesses := []int{0, 1, 2}
-	rate, busy, ratio1, ratio2 := map[int][]float64{}, map[int][]float64{}, []float64{}, []float64{}
-	hist := map[int]map[int64]int{}
+	// The fixed steps at S = 0, 1, 2 and the streamed ones
+	// (Training.StreamGroups) at S = 1, 2.
+	variants := []asyncVariant{{s: 0}, {s: 1}, {s: 2}, {s: 1, stream: true}, {s: 2, stream: true}}
+	rate, busy := map[asyncVariant][]float64{}, map[asyncVariant][]float64{}
+	ratios := map[string][]float64{}
+	hist := map[asyncVariant]map[int64]int{}
 	var lengths []time.Duration
-	var rewards = map[int][]float64{}
+	var rewards = map[asyncVariant][]float64{}
 	for b.Loop() {
-		runs := map[int]asyncRun{}
-		for _, s := range stalenesses {
-			r := runAsync(b, llmURL, webURL, tasks, s)
-			runs[s] = r
-			rate[s] = append(rate[s], r.rate)
-			busy[s] = append(busy[s], r.utilization)
-			if hist[s] == nil {
-				hist[s] = map[int64]int{}
+		runs := map[asyncVariant]asyncRun{}
+		for _, v := range variants {
+			r := runAsync(b, llmURL, webURL, tasks, v)
+			runs[v] = r
+			rate[v] = append(rate[v], r.rate)
+			busy[v] = append(busy[v], r.utilization)
+			if hist[v] == nil {
+				hist[v] = map[int64]int{}
 			}
 			for k, n := range r.staleness {
-				hist[s][k] += n
+				hist[v][k] += n
 			}
 			lengths = append(lengths, r.lengths...)
 		}
-		horizon := runs[0].wall
+		horizon := runs[variants[0]].wall
 		for _, r := range runs {
 			horizon = min(horizon, r.wall)
 		}
-		for _, s := range stalenesses {
-			rewards[s] = append(rewards[s], runs[s].rewardBy(horizon))
+		for _, v := range variants {
+			rewards[v] = append(rewards[v], runs[v].rewardBy(horizon))
 		}
-		ratio1 = append(ratio1, runs[1].rate/runs[0].rate)
-		ratio2 = append(ratio2, runs[2].rate/runs[0].rate)
+		base := runs[asyncVariant{s: 0}].rate
+		ratios["S1/S0"] = append(ratios["S1/S0"], runs[asyncVariant{s: 1}].rate/base)
+		ratios["S2/S0"] = append(ratios["S2/S0"], runs[asyncVariant{s: 2}].rate/base)
+		ratios["S1stream/S0"] = append(ratios["S1stream/S0"], runs[asyncVariant{s: 1, stream: true}].rate/base)
+		ratios["S2stream/S0"] = append(ratios["S2stream/S0"], runs[asyncVariant{s: 2, stream: true}].rate/base)
+		ratios["S1stream/S1"] = append(ratios["S1stream/S1"], runs[asyncVariant{s: 1, stream: true}].rate/runs[asyncVariant{s: 1}].rate)
 	}
-	for _, s := range stalenesses {
-		b.ReportMetric(median(rate[s]), fmt.Sprintf("samples/s-S%d", s))
-		b.ReportMetric(median(busy[s]), fmt.Sprintf("slots-busy-S%d", s))
-		b.ReportMetric(median(rewards[s]), fmt.Sprintf("reward@T-S%d", s))
-		b.Logf("S=%d: staleness of the trained samples (versions: samples) %v", s, hist[s])
+	for _, v := range variants {
+		b.ReportMetric(median(rate[v]), "samples/s-"+v.String())
+		b.ReportMetric(median(busy[v]), "slots-busy-"+v.String())
+		b.ReportMetric(median(rewards[v]), "reward@T-"+v.String())
+		b.Logf("%s: staleness of the trained samples (versions: samples) %v", v, hist[v])
 	}
-	b.ReportMetric(median(ratio1), "S1/S0")
-	b.ReportMetric(median(ratio2), "S2/S0")
+	for _, name := range []string{"S1/S0", "S2/S0", "S1stream/S0", "S2stream/S0", "S1stream/S1"} {
+		b.ReportMetric(median(ratios[name]), name)
+	}
 	slices.Sort(lengths)
 	if n := len(lengths); n > 0 {
 		var total time.Duration
@@ -106,6 +115,20 @@ func BenchmarkAsyncTraining(b *testing.B) {
 			lengths[n/2].Round(time.Millisecond), lengths[n*9/10].Round(time.Millisecond), lengths[n*99/100].Round(time.Millisecond),
 			lengths[n-1].Round(time.Millisecond), float64(lengths[n-1])/float64(mean))
 	}
+}
+
+// asyncVariant is one configuration of the benchmark: max staleness s,
+// fixed or streamed steps.
+type asyncVariant struct {
+	s      int
+	stream bool
+}
+
+func (v asyncVariant) String() string {
+	if v.stream {
+		return fmt.Sprintf("S%d-stream", v.s)
+	}
+	return fmt.Sprintf("S%d", v.s)
 }
 
 // asyncRun is one run's figures.
@@ -144,7 +167,7 @@ func (r asyncRun) rewardBy(horizon time.Duration) float64 {
 }
 
 // runAsync runs one training run at max staleness s and measures it.
-func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, s int) asyncRun {
+func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant) asyncRun {
 	b.Helper()
 	tl := newTimeline()
 	dir := b.TempDir()
@@ -166,7 +189,7 @@ func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, s int) asyncRun
 			defer mu.Unlock()
 			out.trained = append(out.trained, stepReward{at: time.Since(start), reward: sum.MeanMainReward, rollouts: sum.Rollouts})
 		},
-		Training: &Training{MaxStaleness: s, Trainers: map[rollout.Role]trainerbridge.Trainer{
+		Training: &Training{MaxStaleness: v.s, StreamGroups: v.stream, Trainers: map[rollout.Role]trainerbridge.Trainer{
 			rollout.RolePlanner:  &histTrainer{inner: &slowTrainer{tl: tl, delay: *asyncTrainDelay}, hist: hist},
 			rollout.RoleExecutor: &histTrainer{inner: &slowTrainer{tl: newTimeline(), delay: *asyncTrainDelay}, hist: hist}}}}
 	f, err := New(fc, tasks)

@@ -160,6 +160,15 @@ func (c Config) Validate() error {
 		if _, err := ParseStalePolicy(string(t.StalePolicy)); err != nil {
 			add("Training.StalePolicy: %v", err)
 		}
+		if t.MaxExtraDraws < 0 {
+			add("Training.MaxExtraDraws %d: must not be negative (0: one per query of the batch)", t.MaxExtraDraws)
+		}
+		if t.StreamGroups && c.Queue {
+			add("Training.StreamGroups: not with Queue (--workers): the workers' queue runs fixed steps")
+		}
+		if t.StreamGroups && len(t.Peers) > 0 {
+			add("Training.StreamGroups: not with the decoupled mode (Training.Peers): the other side trains fixed steps")
+		}
 	}
 	switch r := c.Runner.(type) {
 	case nil:
@@ -292,6 +301,9 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 		prevD []int
 	)
 	fin := f.newFinisher(ctx, &warn)
+	if f.cfg.Training != nil && f.cfg.Training.StreamGroups {
+		return f.runStreamed(ctx, written, fin)
+	}
 	// With asynchronous training (and rollouts run here, not by workers)
 	// a step's rollouts start while the previous step's last ones finish:
 	// the slots its tail frees go to the next step at once.
@@ -386,6 +398,10 @@ type stepOutcome struct {
 	// the step is written: the trainers take them from memory, not back
 	// from the step's files.
 	batches map[rollout.Role][]rollout.Sample
+	// draws are a streamed step's draws, its groups' and those discarded:
+	// their results are dropped once the step is recorded (nil: a fixed
+	// step, whose results are dropped by step).
+	draws []int
 }
 
 // runStep runs, assembles and writes one step.

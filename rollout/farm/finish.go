@@ -156,3 +156,11 @@ func (fin *finisher) stop(sums []rollout.StepSummary) []rollout.StepSummary {
 	fin.sums = nil
 	return out
 }
+
+// state returns the highest step finished, a channel closed when that or
+// the failure changes, and the first failure.
+func (fin *finisher) state() (finished int, changed <-chan struct{}, failure error) {
+	fin.mu.Lock()
+	defer fin.mu.Unlock()
+	return fin.finished, fin.changed, fin.failure
+}

@@ -147,6 +147,16 @@ func (f *Farm) recordStep(ctx context.Context, out stepOutcome) error {
 	}); err != nil {
 		return err
 	}
+	if out.draws != nil {
+		for _, n := range out.draws {
+			if err := f.st.retry(ctx, fmt.Sprintf("drop the results of draw %d", n), func(ctx context.Context) error {
+				return f.st.store.DeleteResults(ctx, run, drawKey(n))
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	return f.st.retry(ctx, fmt.Sprintf("drop the results of step %d", step), func(ctx context.Context) error {
 		return f.st.store.DeleteResults(ctx, run, step)
 	})

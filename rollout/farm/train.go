@@ -37,6 +37,18 @@ type Training struct {
 	// StalePolicy says what becomes of samples more than MaxStaleness
 	// versions behind their trainer ("": StaleDrop).
 	StalePolicy StalePolicy
+	// StreamGroups makes steps of the first groups to complete instead of
+	// fixed ones: rollouts are drawn as numbered draws (a query and its K
+	// seeds), admitted while draws started − groups discarded ≤
+	// (MaxStaleness + trained steps + 1)·BatchSize, and a step ships as
+	// soon as it holds BatchSize completed groups (see stream.go). Needs a
+	// Store to resume; not with Queue or Peers.
+	StreamGroups bool
+	// MaxExtraDraws caps, per streamed step with DropZeroVariance, the
+	// groups whose main rewards are all equal that are discarded and
+	// replaced by further draws (0: DefaultMaxExtraDraws, one per query of
+	// the batch).
+	MaxExtraDraws int
 	// Peers are roles another process trains (the decoupled mode, see
 	// TrainSide): before each step's rollouts the farm waits, through the
 	// store, until that process has trained the previous step, and samples

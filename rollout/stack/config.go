@@ -146,6 +146,8 @@ type TrainConfig struct {
 	MaxStaleness      int      `yaml:"max_staleness" doc:"asynchronous training: the rollouts of up to N later steps run while a step trains and syncs, so a batch is at most N versions behind its trainer (0: strictly on-policy)"`
 	PartialRollouts   string   `yaml:"partial_rollouts" json:",omitempty" doc:"asynchronous training: the rollouts in flight at a weight update continue on the new weights (continue, the default; each turn keeps the version that served it) or start again at the new version (restart)"`
 	StalePolicy       string   `yaml:"stale_policy" json:",omitempty" doc:"asynchronous training: a query whose samples are more than max_staleness versions behind their trainer is dropped from that role's batch (drop, the default) or trained (keep); counted either way"`
+	StreamGroups      bool     `yaml:"stream_groups" json:",omitempty" doc:"asynchronous training: a step is the first batch_size groups whose K rollouts are in, not a fixed set of queries, so it never waits for its slowest rollout; every group still trains within max_staleness steps (off: fixed steps)"`
+	MaxExtraDraws     int      `yaml:"max_extra_draws" json:",omitempty" doc:"stream_groups with drop_zero_variance: the groups of equal rewards a step discards and replaces by further draws, at most (0: batch_size)"`
 	Role              string   `yaml:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
 }
 

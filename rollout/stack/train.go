@@ -69,6 +69,15 @@ func (c Config) CheckTraining() error {
 	} else if queued, _ := c.Queue(); partial == farm.PartialRestart && t.MaxStaleness > 0 && queued {
 		p.add("train.partial_rollouts", "partial-rollouts", "restart: the rollouts run from the store's queue (--workers, or a shared store), and a worker's rollout cannot be restarted from here; use continue, or run the rollouts in this process (--workers -1 with a sqlite store)")
 	}
+	if t.MaxExtraDraws < 0 {
+		p.add("train.max_extra_draws", "max-extra-draws", "%d: must not be negative (0: batch_size)", t.MaxExtraDraws)
+	}
+	if queued, _ := c.Queue(); t.StreamGroups && queued {
+		p.add("train.stream_groups", "stream-groups", "the rollouts run from the store's queue (--workers, or a shared store), which runs fixed steps; run the rollouts in this process (--workers -1 with a sqlite store)")
+	}
+	if t.StreamGroups && t.Role != "" {
+		p.add("train.stream_groups", "stream-groups", "not with --role (the decoupled mode trains fixed steps on both sides)")
+	}
 	if _, err := farm.ParseStalePolicy(t.StalePolicy); err != nil {
 		p.add("train.stale_policy", "stale-policy", "%q: want drop or keep", t.StalePolicy)
 	}
@@ -124,7 +133,8 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
 	}
 	t := &Training{Training: farm.Training{Trainers: map[rollout.Role]trainerbridge.Trainer{}, Syncers: map[rollout.Role]farm.Syncer{},
-		MaxStaleness: c.Train.MaxStaleness, PartialRollouts: farm.PartialRollouts(c.Train.PartialRollouts), StalePolicy: farm.StalePolicy(c.Train.StalePolicy)}}
+		MaxStaleness: c.Train.MaxStaleness, PartialRollouts: farm.PartialRollouts(c.Train.PartialRollouts), StalePolicy: farm.StalePolicy(c.Train.StalePolicy),
+		StreamGroups: c.Train.StreamGroups, MaxExtraDraws: c.Train.MaxExtraDraws}}
 	ok := false
 	defer func() {
 		if !ok {
