@@ -26,6 +26,21 @@ func newTimeline() *timeline {
 	return &timeline{firstRun: map[int]time.Time{}, trainStart: map[int]time.Time{}, trainEnd: map[int]time.Time{}, trainedKeys: map[string]int{}}
 }
 
+// cancelWhen polls cond under tl's lock and cancels once it holds: the
+// interruption of the resume tests, at a point of the run's timeline.
+func cancelWhen(tl *timeline, cancel context.CancelFunc, cond func() bool) {
+	for {
+		tl.mu.Lock()
+		ok := cond()
+		tl.mu.Unlock()
+		if ok {
+			cancel()
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // slowTrainer takes delay per step, as a GPU step would, and answers
 // version = its previous + 1.
 type slowTrainer struct {
@@ -149,19 +164,8 @@ func TestAsyncTrainingResumes(t *testing.T) {
 	dir := t.TempDir()
 	tl := newTimeline()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		// Cancel once step 2 trains (step 3's rollouts run beside it).
-		for {
-			tl.mu.Lock()
-			_, ok := tl.trainStart[2]
-			tl.mu.Unlock()
-			if ok {
-				cancel()
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	// Cancel once step 2 trains (step 3's rollouts run beside it).
+	go cancelWhen(tl, cancel, func() bool { _, ok := tl.trainStart[2]; return ok })
 	if _, err := run(dir, ctx, tl, false); err == nil {
 		t.Fatal("the interrupted run reported no error")
 	}
@@ -222,18 +226,7 @@ func TestAsyncTrainingResumesWithRestarts(t *testing.T) {
 	}
 	tl := newTimeline()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			tl.mu.Lock()
-			_, ok := tl.trainStart[2]
-			tl.mu.Unlock()
-			if ok {
-				cancel()
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	go cancelWhen(tl, cancel, func() bool { _, ok := tl.trainStart[2]; return ok })
 	if _, err := run(ctx, tl, false); err == nil {
 		t.Fatal("the interrupted run reported no error")
 	}

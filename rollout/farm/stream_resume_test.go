@@ -76,20 +76,11 @@ func TestStreamedTrainingResumes(t *testing.T) {
 	}
 	tl := newTimeline()
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			tl.mu.Lock()
-			_, ok := tl.trainStart[2]
-			_, drawn := tl.firstRun[5]
-			tl.mu.Unlock()
-			ok = ok && drawn
-			if ok {
-				cancel()
-				return
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	go cancelWhen(tl, cancel, func() bool {
+		_, trained := tl.trainStart[2]
+		_, drawn := tl.firstRun[5]
+		return trained && drawn
+	})
 	// Draw 5's last rollout runs until the interruption: a draw surely in
 	// flight then, its other rollouts possibly stored.
 	inner := sr.runner(t)
