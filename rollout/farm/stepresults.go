@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
 
@@ -66,10 +67,16 @@ func (s storedResults) put(ctx context.Context, i int, r *RolloutResult) error {
 
 func (s storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
 	u := s.plan.units[i]
+	return s.st.storedResult(ctx, u, u.Step)
+}
+
+// storedResult reads the result of task u, stored under the step key
+// step, and checks it is u's.
+func (st *storeAccess) storedResult(ctx context.Context, u rollout.RolloutTask, step int) (*RolloutResult, error) {
 	var raw json.RawMessage
-	err := s.st.retry(ctx, "read the result of "+u.ID(), func(ctx context.Context) error {
+	err := st.retry(ctx, "read the result of "+u.ID(), func(ctx context.Context) error {
 		var err error
-		raw, err = s.st.store.Result(ctx, u.Run, u.Step, u.ID())
+		raw, err = st.store.Result(ctx, u.Run, step, u.ID())
 		return err
 	})
 	if err != nil {

@@ -159,22 +159,5 @@ func (s streamResults) get(ctx context.Context, i int) (*RolloutResult, error) {
 		}
 		return r, nil
 	}
-	u := d.plan.units[k]
-	var raw json.RawMessage
-	err := s.st.retry(ctx, "read the result of "+u.ID(), func(ctx context.Context) error {
-		var err error
-		raw, err = s.st.store.Result(ctx, u.Run, drawKey(d.n), u.ID())
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	r, err := decodeResult(raw)
-	if err != nil {
-		return nil, fmt.Errorf("result of %s in the store: %w", u.ID(), err)
-	}
-	if r.Task.ID() != u.ID() || r.Task.Seed != u.Seed {
-		return nil, fmt.Errorf("result of %s in the store is that of task %s (seed %d)", u.ID(), r.Task.ID(), r.Task.Seed)
-	}
-	return r, nil
+	return s.st.storedResult(ctx, d.plan.units[k], drawKey(d.n))
 }
