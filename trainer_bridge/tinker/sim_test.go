@@ -110,11 +110,40 @@ func TestTrainsAgainstSimTrainer(t *testing.T) {
 	t.Logf("faults injected: %v; squared parameter change %.4g", faults, moved)
 }
 
+// TestConformanceAgainstSimTrainer runs the trainers' conformance suite
+// on the tinker backend against the sim trainer, an independent server of
+// the API, with faults on. A Tinker trainer reaches its model again
+// through the state it saved (the farm stores it with each step), so the
+// opener resumes a reopened trainer from the state of the last one opened
+// for the same run and role.
+func TestConformanceAgainstSimTrainer(t *testing.T) {
+	_, url, _ := newSimTrainer(t, simFaults)
+	t.Setenv("MGRPO_TEST_SIM_TINKER_KEY", testKey)
+	last := map[string]*tinker.Trainer{}
+	trainertest.Run(t, func(t *testing.T, run string, role rollout.Role) trainerbridge.Trainer {
+		o := trainerbridge.Options{Run: run, Role: role, BaseModel: testModel, APIKeyEnv: "MGRPO_TEST_SIM_TINKER_KEY",
+			Adam: trainerbridge.AdamParams{LearningRate: 0.01}}
+		tr, err := tinker.New("tinker+"+url, o, fastConfig())
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		if prev := last[run+"/"+string(role)]; prev != nil {
+			state, err := prev.ResumeState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Resume(state); err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+		}
+		last[run+"/"+string(role)] = tr
+		return tr
+	})
+}
+
 // TestSimTrainerReplayAndResume: a step sent again, by the same trainer
 // or by a restarted one resuming its state, is not trained twice by the
-// sim trainer, and the next step trains on. (The conformance suite of
-// trainertest does not fit the tinker backend: a replayed step's result
-// carries only mgrpo/replayed, not the first answer's metrics.)
+// sim trainer, and the next step trains on.
 func TestSimTrainerReplayAndResume(t *testing.T) {
 	s, url, _ := newSimTrainer(t, simFaults)
 	o := trainerbridge.Options{Run: "resume", Role: rollout.RoleExecutor, BaseModel: testModel, APIKeyEnv: "MGRPO_TEST_SIM_TINKER_KEY", Adam: trainerbridge.AdamParams{LearningRate: 0.01}}

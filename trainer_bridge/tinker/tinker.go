@@ -86,12 +86,14 @@ type State struct {
 	// SeqID is the last seq_id sent for the model by a completed step;
 	// the next step's requests are SeqID+1, SeqID+2, ….
 	SeqID int64 `json:"seq_id"`
-	// StepsTrained counts the steps trained; LastStep, Weights and
-	// Version are the last one's step, weights and policy version.
-	StepsTrained int    `json:"steps_trained"`
-	LastStep     int    `json:"last_step"`
-	Weights      string `json:"weights"`
-	Version      int64  `json:"version"`
+	// StepsTrained counts the steps trained; LastStep, Weights, Version
+	// and Metrics are the last one's step, weights, policy version and
+	// metrics, so that training it again answers what it answered.
+	StepsTrained int                `json:"steps_trained"`
+	LastStep     int                `json:"last_step"`
+	Weights      string             `json:"weights"`
+	Version      int64              `json:"version"`
+	Metrics      map[string]float64 `json:"metrics,omitempty"`
 }
 
 // Trainer trains one role's LoRA adapter on a Tinker-compatible service.

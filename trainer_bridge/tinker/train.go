@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strings"
@@ -19,7 +20,6 @@ const (
 	MetricRequests       = "mgrpo/fb_requests"     // forward_backward requests of the step
 	MetricSkippedShort   = "mgrpo/skipped_short"   // samples of fewer than two tokens
 	MetricSkippedNoLoss  = "mgrpo/skipped_no_loss" // samples with no target in the loss mask
-	MetricReplayed       = "mgrpo/replayed"        // 1: the step was trained before; nothing sent
 	MetricNothingToTrain = "mgrpo/nothing_to_train"
 )
 
@@ -57,7 +57,10 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	if st.StepsTrained > 0 {
 		switch {
 		case b.Step == st.LastStep:
-			return trainerbridge.StepResult{Weights: st.Weights, Version: st.Version, Metrics: map[string]float64{MetricReplayed: 1}}, nil
+			// Trained before (a retried step, a resumed run): the same
+			// answer, nothing sent.
+			t.log.Info("tinker: step trained before; answered from the saved state", "step", b.Step, "version", st.Version)
+			return trainerbridge.StepResult{Weights: st.Weights, Version: st.Version, Metrics: maps.Clone(st.Metrics)}, nil
 		case b.Step < st.LastStep:
 			return trainerbridge.StepResult{}, fmt.Errorf("tinker: step %d: step %d is trained already", b.Step, st.LastStep)
 		}
@@ -100,6 +103,7 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 		t.st.StepsTrained++
 		t.st.LastStep = b.Step
 		t.st.Version = b.PolicyVersion
+		t.st.Metrics = maps.Clone(metrics)
 		weights := t.st.Weights
 		t.mu.Unlock()
 		return trainerbridge.StepResult{Weights: weights, Version: b.PolicyVersion, Metrics: metrics}, nil
@@ -190,6 +194,7 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	t.st.LastStep = b.Step
 	t.st.Weights = res.Weights
 	t.st.Version = res.Version
+	t.st.Metrics = maps.Clone(metrics)
 	t.mu.Unlock()
 	return res, nil
 }
