@@ -10,6 +10,9 @@ const (
 	// DefaultSessionTTL is how long a session lives after its last
 	// heartbeat (the SDK beats every 10 s).
 	DefaultSessionTTL = 2 * time.Minute
+	// DefaultKeptSteps is how many of a model's latest steps (each ended by
+	// save_weights_for_sampler) keep their futures for replays.
+	DefaultKeptSteps = 4
 	// DefaultPollTimeout is how long retrieve_future holds a request for an
 	// unfinished future before answering 408 or try_again; it stays below
 	// the SDK's 45 s client timeout.
@@ -80,6 +83,12 @@ type Config struct {
 	PollAnswer  PollAnswer
 	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// KeptSteps bounds the server's memory over a long run: the futures of
+	// a model's requests are kept, for retrieve_future and for replays,
+	// until KeptSteps later saves have run (DefaultKeptSteps); then a
+	// retrieve of one is 410 and a replay of its seq_id is 410. A client
+	// replays only its last step or two, after a restart.
+	KeptSteps int
 	// StepTime is how long each optim_step takes before it steps (0:
 	// none), so that a loop training against the sim feels a GPU step's
 	// time: asynchronous training and back-pressure show only then.
@@ -97,6 +106,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.SessionTTL <= 0 {
 		c.SessionTTL = DefaultSessionTTL
+	}
+	if c.KeptSteps <= 0 {
+		c.KeptSteps = DefaultKeptSteps
 	}
 	if c.PollTimeout <= 0 {
 		c.PollTimeout = DefaultPollTimeout

@@ -26,8 +26,10 @@
 // earlier ones have run (a later one waits in the queue). A seq_id seen
 // before with the same route and body (compared after decoding, so key
 // order and spacing do not matter) answers the original future; another
-// body is 409. Futures are kept for the server's life, so a restarted
-// client's replays find them.
+// body is 409. A model's futures are kept until Config.KeptSteps later
+// steps (each ended by save_weights_for_sampler) have saved, so a
+// restarted client's replays of its last steps find them; older ones are
+// let go, and retrieving one, or replaying its seq_id, is 410.
 //
 // # Training
 //
@@ -60,9 +62,9 @@
 // unable to produce prompt or tool text) and has logprob 0 there, where
 // Tinker gives every target's.
 //
-// State is in memory for the server's life: every future's result is kept
-// (a forward_backward's holds its per-target outputs), so a long run's
-// memory grows with the tokens trained.
+// State is in memory for the server's life. A forward_backward's future
+// holds its per-target outputs; Config.KeptSteps bounds how many steps'
+// futures are held, so a long run's memory does not grow with its steps.
 //
 // # Faults
 //

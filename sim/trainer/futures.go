@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// future is the result of a queued request. Futures are never dropped, so
-// a replayed request finds its original after a client restart.
+// future is the result of a queued request. Futures are kept until
+// Config.KeptSteps later steps of their model have saved, so a replayed
+// request finds its original after a client restart.
 type future struct {
 	id      string
 	modelID string
@@ -31,6 +33,13 @@ func (s *Server) newFuture(modelID string) *future {
 	f := &future{id: "future_" + strconv.Itoa(s.nextFuture), modelID: modelID, done: make(chan struct{})}
 	s.futures[f.id] = f
 	return f
+}
+
+// issued reports whether id is a future this server handed out (and let
+// go, when it is not in s.futures). s.mu must be held.
+func (s *Server) issued(id string) bool {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "future_"))
+	return err == nil && strings.HasPrefix(id, "future_") && n >= 1 && n <= s.nextFuture
 }
 
 // resolve sets f's result; v is encoded as JSON.
@@ -64,8 +73,12 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, body []b
 		return
 	}
 	s.mu.Lock()
-	f := s.futures[id]
+	f, issued := s.futures[id], s.issued(id)
 	s.mu.Unlock()
+	if f == nil && issued {
+		writeError(w, errorf(http.StatusGone, "future %q expired: its request ran, and the results of a model's last %d steps are kept", id, s.cfg.KeptSteps))
+		return
+	}
 	if f == nil {
 		writeError(w, errorf(http.StatusNotFound, "future %q not found", id))
 		return

@@ -19,6 +19,10 @@ type model struct {
 	seen    map[int64]*seqEntry // every accepted request, kept for replays
 	queue   map[int64]*seqEntry // accepted, not yet run
 	running bool                // a drain goroutine is at work
+	// saves are the seq_ids of the save_weights_for_sampler requests run;
+	// released is the highest seq_id whose future was let go.
+	saves    []int64
+	released int64
 
 	// st guards the training state; the drain goroutine holds it while a
 	// request runs.
@@ -63,6 +67,9 @@ func (s *Server) submit(m *model, route string, seq int64, fp string, run func(*
 	if e := m.seen[seq]; e != nil {
 		if e.fp != fp {
 			return nil, errorf(http.StatusConflict, "%s: seq_id %d of model %s was already used by another request (%s); a replay must send the same body", route, seq, m.id, e.route)
+		}
+		if e.fut == nil {
+			return nil, errorf(http.StatusGone, "%s: seq_id %d of model %s ran, and its result is no longer kept (the futures of the last %d steps are)", route, seq, m.id, s.cfg.KeptSteps)
 		}
 		return e.fut, nil
 	}
@@ -115,7 +122,38 @@ func (s *Server) drain(m *model) {
 			continue
 		}
 		e.fut.resolve(res)
+		if e.route == "save_weights_for_sampler" {
+			s.releaseOldSteps(m, seq)
+		}
 	}
+}
+
+// releaseOldSteps notes that m's save of seq_id seq ran and lets go of the
+// futures of the requests before the KeptSteps saves that now end the
+// latest steps: their results leave memory, and their seq_ids answer 410.
+func (s *Server) releaseOldSteps(m *model, seq int64) {
+	m.mu.Lock()
+	m.saves = append(m.saves, seq)
+	if len(m.saves) <= s.cfg.KeptSteps {
+		m.mu.Unlock()
+		return
+	}
+	cutoff := m.saves[len(m.saves)-s.cfg.KeptSteps-1]
+	m.saves = m.saves[len(m.saves)-s.cfg.KeptSteps:]
+	var ids []string
+	for q := m.released + 1; q <= cutoff; q++ {
+		if e := m.seen[q]; e != nil && e.fut != nil {
+			ids = append(ids, e.fut.id)
+			e.fut = nil
+		}
+	}
+	m.released = cutoff
+	m.mu.Unlock()
+	s.mu.Lock()
+	for _, id := range ids {
+		delete(s.futures, id)
+	}
+	s.mu.Unlock()
 }
 
 // checkpointName is what save_weights_for_sampler takes as path: SkyRL's

@@ -268,5 +268,13 @@ func (s *Server) afterStepTime(run func(*model) (any, *failure)) func(*model) (a
 	}
 }
 
+// KeptFutures returns how many futures the server holds (see
+// Config.KeptSteps).
+func (s *Server) KeptFutures() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.futures)
+}
+
 // Config returns the server's configuration, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
