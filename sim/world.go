@@ -56,8 +56,9 @@ type Options struct {
 	// under CheckpointDir, where both inference servers load them from on a
 	// weight update.
 	Training bool
-	// CheckpointDir holds the trainer's saved weights (required with
-	// Training).
+	// CheckpointDir holds the trainer's saved weights and its models'
+	// state (required with Training): a world started again on the same
+	// directory trains the same models on (trainer.Config.Persist).
 	CheckpointDir string
 	// TrainerStepTime is how long the trainer's optimizer step takes
 	// (trainer.Config.StepTime).
@@ -133,8 +134,11 @@ func Start(opts Options) (*World, error) {
 		if err != nil {
 			return nil, err
 		}
-		world.trainer = trainer.New(trainer.Config{Policy: trainer.NewSimPolicy(cfg, w), BaseModels: []string{cmp.Or(cfg.Model, simllm.DefaultModel)},
-			CheckpointDir: opts.CheckpointDir, Seed: opts.Seed, Logger: logger, StepTime: opts.TrainerStepTime})
+		world.trainer, err = trainer.Open(trainer.Config{Policy: trainer.NewSimPolicy(cfg, w), BaseModels: []string{cmp.Or(cfg.Model, simllm.DefaultModel)},
+			CheckpointDir: opts.CheckpointDir, Persist: true, Seed: opts.Seed, Logger: logger, StepTime: opts.TrainerStepTime})
+		if err != nil {
+			return nil, err
+		}
 		services = append(services, exec, Service{Name: "trainer", Addr: DefaultTrainerAddr, Handler: world.trainer.Handler()})
 	}
 	s, err := Listen(services)

@@ -54,7 +54,7 @@ func simCommand() *cli.Command {
 			&cli.StringFlag{Name: "weight-version", Value: simllm.DefaultWeightVersion, Usage: "initial served weight version"},
 			&cli.PathFlag{Name: "skills", Usage: "JSON `FILE` overriding policy skills (field names as in sim/llm/policy.Skills)"},
 			&cli.StringFlag{Name: "trainer", Usage: "also serve the Tinker-shaped sim trainer on `ADDR` (train with --planner-trainer tinker+http://ADDR --base-model-planner MODEL)"},
-			&cli.PathFlag{Name: "checkpoint-dir", Value: "sim-checkpoints", Usage: "`DIR` where the sim trainer saves weights and the inference server loads tinker://MODEL/sampler_weights/NAME from"},
+			&cli.PathFlag{Name: "checkpoint-dir", Value: "sim-checkpoints", Usage: "`DIR` where the sim trainer saves weights and its models' state (restored when it starts again) and the inference server loads tinker://MODEL/sampler_weights/NAME from"},
 			&cli.PathFlag{Name: "params", Usage: "policy parameters `FILE` the inference server starts with (a file the sim trainer saved; default: the skills' parameters)"},
 			&cli.DurationFlag{Name: "trainer-step-time", Usage: "how long each of the sim trainer's optimizer steps takes, as a GPU step would"},
 			&cli.Float64Flag{Name: "trainer-fault-500", Usage: "rate of the sim trainer's injected 500 responses"},
@@ -78,10 +78,13 @@ func simCommand() *cli.Command {
 				if err != nil {
 					return usageError{fmt.Errorf("generate web: %w", err)}
 				}
-				tr := simtrainer.New(simtrainer.Config{Policy: simtrainer.NewSimPolicy(cfg, world), BaseModels: []string{cfg.Model},
-					CheckpointDir: cfg.CheckpointDir, Seed: cfg.Seed, Logger: loggerOf(c), StepTime: c.Duration("trainer-step-time"), Faults: simtrainer.Faults{
+				tr, err := simtrainer.Open(simtrainer.Config{Policy: simtrainer.NewSimPolicy(cfg, world), BaseModels: []string{cfg.Model},
+					CheckpointDir: cfg.CheckpointDir, Persist: true, Seed: cfg.Seed, Logger: loggerOf(c), StepTime: c.Duration("trainer-step-time"), Faults: simtrainer.Faults{
 						Rate500: c.Float64("trainer-fault-500"), Rate503: c.Float64("trainer-fault-503"),
 						Rate429: c.Float64("trainer-fault-429"), RateDrop: c.Float64("trainer-fault-drop")}})
+				if err != nil {
+					return fmt.Errorf("sim trainer: %w", err)
+				}
 				defer tr.Close()
 				handlers = append(handlers, namedHandler{Service: sim.Service{Name: "trainer", Addr: addr, Handler: tr.Handler()}})
 			}

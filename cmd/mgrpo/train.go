@@ -110,9 +110,7 @@ func runTrain(c *cli.Context) error {
 		return err
 	}
 	overlayTrainFlags(c, &cfg)
-	if stack.ApplySimTraining(&cfg) && c.Bool("resume") {
-		return usageError{errors.New("--resume: a run trained by the sim world's in-process trainer cannot be resumed (the trainer's state lives in memory and ended with the process); start the run again, or train with a trainer URL")}
-	}
+	stack.ApplySimTraining(&cfg)
 	if cfg.Train.Role == string(rollout.RoleExecutor) {
 		return runExecutorSide(c, cfg)
 	}

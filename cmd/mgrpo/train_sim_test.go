@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
@@ -219,4 +221,41 @@ func TestTrainSimLearns(t *testing.T) {
 		t.Errorf("mean main reward %.3f over the first three steps, %.3f over the last three: gained %.3f, want ≥ 0.08", first, last, last-first)
 	}
 	t.Logf("mean main reward: first three steps %.3f, last three %.3f", first, last)
+}
+
+// TestTrainSimKilledAndResumed kills `mgrpo train --sim` while the sim
+// trainer runs step 2's optimizer step and resumes it: the restarted
+// in-process trainer restores its models from the run's checkpoint
+// directory, no step is trained twice or lost (each step is the trainer's
+// Adam step of the same number, for both roles), and the sampler and the
+// trainer still agree.
+func TestTrainSimKilledAndResumed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and trains in the sim world")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	args := simTrainArgs(out, 3, "--sim-trainer-step-time", "1s")
+	p := startMgrpo(t, args...)
+	waitFor(t, p.stderr, "msg=\"step done\" step=2")
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.done <- nil
+	resumed := startMgrpo(t, append(args, "--resume")...)
+	resumed.wait(t, 3*time.Minute)
+	log := resumed.stderr.String()
+	if !strings.Contains(log, "tinker model resumed") || !strings.Contains(log, `msg="step trained" step=2`) {
+		t.Errorf("the resumed run did not train step 2 on the restored models:\n%s", log)
+	}
+	checkTrainedRun(t, out, 3, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
+	sums, _ := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
+	for _, sum := range sums {
+		for role, rec := range sum.Training {
+			if got := rec.Metrics["adam_step"]; got != float64(sum.Step) {
+				t.Errorf("step %d %s: the trainer's Adam step %v, want %d (each step trained once)", sum.Step, role, got, sum.Step)
+			}
+			if d := rec.Metrics["logprob_diff_abs:max"]; d > 1e-5 {
+				t.Errorf("step %d %s: max |trainer − sampler logprob| %g after the resume", sum.Step, role, d)
+			}
+		}
+	}
 }

@@ -83,6 +83,13 @@ type Config struct {
 	PollAnswer  PollAnswer
 	// MaxBodyBytes caps request bodies (DefaultMaxBodyBytes).
 	MaxBodyBytes int64
+	// Persist keeps each model's state (parameters, optimizer state, seq_ids
+	// and kept futures) in CheckpointDir/MODEL/trainer-state.json at the
+	// end of every step, before the step's save is answered, and Open
+	// restores the models found there: a restarted trainer trains them on
+	// and answers the replays of their last steps, as a hosted Tinker
+	// service outlives its clients.
+	Persist bool
 	// KeptSteps bounds the server's memory over a long run: the futures of
 	// a model's requests are kept, for retrieve_future and for replays,
 	// until KeptSteps later saves have run (DefaultKeptSteps); then a

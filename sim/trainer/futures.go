@@ -43,13 +43,21 @@ func (s *Server) issued(id string) bool {
 }
 
 // resolve sets f's result; v is encoded as JSON.
-func (f *future) resolve(v any) {
+func (f *future) resolve(v any) { f.resolveRaw(encodeResult(v)) }
+
+// resolveRaw sets f's result to the JSON b.
+func (f *future) resolveRaw(b json.RawMessage) {
+	f.result = b
+	close(f.done)
+}
+
+// encodeResult is v as a future's JSON result.
+func encodeResult(v any) json.RawMessage {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b, _ = json.Marshal(map[string]string{"error": "encode result: " + err.Error(), "category": categoryServer})
 	}
-	f.result = b
-	close(f.done)
+	return b
 }
 
 func (f *future) fail(category, msg string) {

@@ -32,6 +32,13 @@ type testServer struct {
 // temporary checkpoint directory unless set) on a loopback test server.
 func newTestServer(t *testing.T, cfg Config) *testServer {
 	t.Helper()
+	return wrapTestServer(t, New(withTestDefaults(t, cfg)))
+}
+
+// withTestDefaults fills the test policy, base model and a checkpoint
+// directory into cfg.
+func withTestDefaults(t *testing.T, cfg Config) Config {
+	t.Helper()
 	if cfg.Policy == nil {
 		cfg.Policy = Toy{Vocab: 4}
 	}
@@ -44,7 +51,12 @@ func newTestServer(t *testing.T, cfg Config) *testServer {
 	case noCheckpoints:
 		cfg.CheckpointDir = ""
 	}
-	s := New(cfg)
+	return cfg
+}
+
+// wrapTestServer serves s for the test, closing both at its end.
+func wrapTestServer(t *testing.T, s *Server) *testServer {
+	t.Helper()
 	hs := httptest.NewServer(s.Handler())
 	t.Cleanup(func() {
 		hs.Close()

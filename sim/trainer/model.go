@@ -121,10 +121,20 @@ func (s *Server) drain(m *model) {
 			e.fut.fail(fl.category, fl.msg)
 			continue
 		}
-		e.fut.resolve(res)
+		result := encodeResult(res)
 		if e.route == "save_weights_for_sampler" {
 			s.releaseOldSteps(m, seq)
+			if s.cfg.Persist {
+				// Before the save is answered: a client that saw the step
+				// end can count on a restarted trainer to know it.
+				if err := s.persist(m, requestState{Seq: seq, Route: e.route, Fingerprint: []byte(e.fp), FutureID: e.fut.id, Result: result}); err != nil {
+					s.cfg.Logger.Error("sim trainer: the model's state could not be kept", "model_id", m.id, "err", err)
+					e.fut.fail(categoryServer, err.Error())
+					continue
+				}
+			}
 		}
+		e.fut.resolveRaw(result)
 	}
 }
 

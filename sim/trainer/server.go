@@ -55,6 +55,23 @@ func New(cfg Config) *Server {
 	}
 }
 
+// Open is New, restoring the models persisted in cfg.CheckpointDir when
+// cfg.Persist is set (see Config.Persist). A state file it cannot read is
+// an error, not a fresh start.
+func Open(cfg Config) (*Server, error) {
+	s := New(cfg)
+	if !s.cfg.Persist {
+		return s, nil
+	}
+	if s.cfg.CheckpointDir == "" {
+		return nil, errors.New("sim trainer: Persist needs a CheckpointDir")
+	}
+	if err := s.restore(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // Close stops the models' request runners (a request running finishes
 // first) and ends the long polls. It is idempotent; the handler answers
 // 503 afterwards.
