@@ -194,10 +194,15 @@ func differentRewards(s []rollout.Sample) (int, int) {
 
 // TestTrainSimLearns is the offline check that the whole loop learns: a
 // fixed-seed M-GRPO run in the sim world raises the mean main reward. The
-// margin comes from measured runs of this configuration (12 steps of 4
-// queries × 8 rollouts, lr 0.1): seeds 1, 2 and 3 gained 0.113, 0.156 and
-// 0.135 from the mean of the first three steps to that of the last three,
-// each the same on every rerun.
+// thresholds come from measured runs of this configuration (12 steps of 4
+// queries × 8 rollouts, lr 0.1), comparing the mean of the first three
+// steps with that of the last three: on the sim's usual ports seeds 1, 2
+// and 3 gained 0.113, 0.156 and 0.135 (the same on every rerun); with the
+// ports taken, so that the web's URLs in the prompts differ, seed 1 gained
+// 0.057 to 0.113 over five runs, ending at 0.942 to 0.952. The test wants a
+// gain of at least 0.04 and a last-three mean of at least 0.90; an
+// untrained policy scores about 0.76, with a three-step mean's noise of
+// about 0.04.
 func TestTrainSimLearns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains twelve steps in the sim world")
@@ -217,8 +222,8 @@ func TestTrainSimLearns(t *testing.T) {
 		return total / float64(len(s))
 	}
 	first, last := mean(sums[:3]), mean(sums[len(sums)-3:])
-	if last-first < 0.08 {
-		t.Errorf("mean main reward %.3f over the first three steps, %.3f over the last three: gained %.3f, want ≥ 0.08", first, last, last-first)
+	if last-first < 0.04 || last < 0.90 {
+		t.Errorf("mean main reward %.3f over the first three steps, %.3f over the last three: gained %.3f; want a gain ≥ 0.04 and the last three ≥ 0.90", first, last, last-first)
 	}
 	t.Logf("mean main reward: first three steps %.3f, last three %.3f", first, last)
 }
