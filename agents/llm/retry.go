@@ -8,8 +8,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/retryafter"
 )
 
 // RetryPolicy bounds the attempts of one call.
@@ -181,7 +182,7 @@ func (p RetryPolicy) Timeouts(maxTokens int) (attempt, call time.Duration) {
 // WaitMin and WaitMax. Its signature is go-retryablehttp's Backoff.
 func (p RetryPolicy) Backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return min(d, p.MaxRetryAfter)
 		}
 	}
@@ -195,23 +196,6 @@ func (p RetryPolicy) Backoff(minWait, maxWait time.Duration, attempt int, resp *
 		return d
 	}
 	return half + rand.N(half+1)
-}
-
-// retryAfter parses a Retry-After value: delay seconds or an HTTP date.
-func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil {
-		if s < 0 {
-			return 0, false
-		}
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(t.Sub(now), 0), true
-	}
-	return 0, false
 }
 
 // retryable is implemented by errors that know whether another attempt can

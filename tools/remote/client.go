@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/retryafter"
+
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
 
@@ -145,7 +147,7 @@ func Execute(r *resty.Request, method, url string, maxBytes int64) (*Response, e
 // and stripped of secrets.
 func StatusErrorFrom(r *Response, message string, secrets ...string) *StatusError {
 	se := &StatusError{Code: r.Status, Message: redact.Secrets(shorten(message, 300), secrets...)}
-	if d, ok := ParseRetryAfter(r.Header.Get("Retry-After"), time.Now()); ok {
+	if d, ok := retryafter.Parse(r.Header.Get("Retry-After"), time.Now()); ok {
 		se.RetryAfter = d
 	}
 	return se

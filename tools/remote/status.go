@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/mgrpo/mgrpo/tools/ssrf"
@@ -111,26 +110,4 @@ func Classify(err error) Class {
 		return ClassNetwork
 	}
 	return ClassInternal
-}
-
-// ParseRetryAfter reads a Retry-After header value, either delay-seconds or
-// an HTTP date, relative to now. It returns false when v is empty or does
-// not parse; a date in the past yields 0, true.
-func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var secs int64
-	if _, err := fmt.Sscanf(v, "%d", &secs); err == nil && fmt.Sprint(secs) == v {
-		if secs < 0 {
-			return 0, false
-		}
-		return time.Duration(secs) * time.Second, true
-	}
-	t, err := http.ParseTime(v)
-	if err != nil {
-		return 0, false
-	}
-	return max(t.Sub(now), 0), true
 }

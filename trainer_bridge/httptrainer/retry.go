@@ -7,8 +7,9 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/retryafter"
 )
 
 // CheckRetry decides whether a request is retried after resp (nil when the
@@ -70,21 +71,9 @@ func DefaultBackoff(min, max time.Duration, attempt int, resp *http.Response) ti
 	return d
 }
 
-// retryAfter parses a Retry-After value relative to now.
+// retryAfter reads a Retry-After value relative to now, capped at
+// MaxRetryAfter.
 func retryAfter(v string, now time.Time) (time.Duration, bool) {
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		d = time.Duration(min(secs, int64(MaxRetryAfter/time.Second))) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = max(t.Sub(now), 0)
-	} else {
-		return 0, false
-	}
-	return min(d, MaxRetryAfter), true
+	d, ok := retryafter.Parse(v, now)
+	return min(d, MaxRetryAfter), ok
 }

@@ -8,9 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/retryafter"
 
 	"github.com/mgrpo/mgrpo/internal/redact"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
@@ -168,17 +169,10 @@ func clip(s string) string {
 	return s
 }
 
+// retryAfter is the wait a Retry-After value asks for, 0 for none.
 func retryAfter(v string) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0)
-	}
-	return 0
+	d, _ := retryafter.Parse(v, time.Now())
+	return d
 }
 
 // sleep waits d or until ctx ends.
