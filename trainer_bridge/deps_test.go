@@ -11,6 +11,6 @@ import (
 // rollout package and on nothing of the agents, the model client, the
 // tools, the farm runtime, the benchmarks, the CLI or the sim.
 func TestImportsNothingAbove(t *testing.T) {
-	depcheck.Forbid(t, "./...", []string{"agents", "tools", "rollout/farm", "rollout/stack", "store", "bench", "cmd", "sim"},
+	depcheck.Forbid(t, "./...", []string{"agents", "tools", "rollout/farm", "run", "store", "bench", "cmd", "sim"},
 		"the trainer bridge takes samples from the pure rollout package only")
 }

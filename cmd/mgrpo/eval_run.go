@@ -15,7 +15,7 @@ import (
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
-	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/run"
 )
 
 // evalRunFlags are the flags of `mgrpo eval` itself (the runner), on top
@@ -49,7 +49,7 @@ func simDataFormat(benchmark string) string {
 
 // checkEval reports every problem of an eval's command line at once, with
 // how to fix each, before anything starts.
-func checkEval(cfg stack.Config, benchmark, data, scorer string) error {
+func checkEval(cfg run.Config, benchmark, data, scorer string) error {
 	var errs []error
 	if benchmark == "" {
 		errs = append(errs, errors.New("--benchmark: required (gaia, webwalkerqa, xbench or jsonl)"))
@@ -103,7 +103,7 @@ func runEval(c *cli.Context) error {
 		return err
 	}
 	defer metrics.stop()
-	world, err := stack.StartSim(&cfg, logger)
+	world, err := run.StartSim(&cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func runEval(c *cli.Context) error {
 		return usageError{err}
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
-	st, err := stack.Build(c.Context, cfg, stack.Options{Single: mode == rollout.ModeSingle, Getenv: stack.Getenv(world), Logger: logger, Registerer: reg})
+	st, err := run.Build(c.Context, cfg, run.Options{Single: mode == rollout.ModeSingle, Getenv: run.Getenv(world), Logger: logger, Registerer: reg})
 	if err != nil {
 		return err
 	}

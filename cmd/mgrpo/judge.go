@@ -8,13 +8,13 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/bench/score"
-	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/run"
 )
 
 // judgeFlags configure an LLM judge on any OpenAI-compatible endpoint.
 func judgeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "judge-url", Usage: "OpenAI-compatible base URL of the judge model (key from " + stack.EnvJudgeKey + ")"},
+		&cli.StringFlag{Name: "judge-url", Usage: "OpenAI-compatible base URL of the judge model (key from " + run.EnvJudgeKey + ")"},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model name"},
 		&cli.StringFlag{Name: "judge-dialect", Value: llm.DialectOpenAI, Usage: "openai, vllm or sglang"},
 	}
@@ -31,7 +31,7 @@ func judgeModel(c *cli.Context) (score.ChatModel, func(), error) {
 		return nil, nil, usagef("--judge-url and --judge-model go together (got url %q, model %q)", url, model)
 	}
 	client, err := llm.New(llm.Config{Role: "judge", Dialect: c.String("judge-dialect"), Model: model, Endpoints: []string{url},
-		APIKey: os.Getenv(stack.EnvJudgeKey), Logger: loggerOf(c)})
+		APIKey: os.Getenv(run.EnvJudgeKey), Logger: loggerOf(c)})
 	if err != nil {
 		return nil, nil, usageError{fmt.Errorf("judge: %w", err)}
 	}

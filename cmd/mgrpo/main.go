@@ -38,14 +38,14 @@ const exitInterrupted = 130
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr, signals, os.Exit))
+	os.Exit(runMain(context.Background(), os.Args, os.Stdout, os.Stderr, signals, os.Exit))
 }
 
-// run executes the command line and returns the exit status. The first
+// runMain executes the command line and returns the exit status. The first
 // value on signals cancels the command's context (a run lets in-flight
 // rollouts finish within its grace period); a second one calls exit at once.
 // Both are logged. Tests pass a nil channel.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, exit func(int)) int {
+func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, exit func(int)) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	done := make(chan struct{})

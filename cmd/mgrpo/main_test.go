@@ -18,7 +18,7 @@ import (
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), append([]string{"mgrpo"}, args...), &out, &errOut, nil, nil)
+	code = runMain(context.Background(), append([]string{"mgrpo"}, args...), &out, &errOut, nil, nil)
 	return code, out.String(), errOut.String()
 }
 
@@ -112,7 +112,7 @@ func TestSimServesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		code := run(ctx, []string{"mgrpo", "sim", "--llm", "127.0.0.1:0", "--web", "127.0.0.1:0", "--trainer", "127.0.0.1:0",
+		code := runMain(ctx, []string{"mgrpo", "sim", "--llm", "127.0.0.1:0", "--web", "127.0.0.1:0", "--trainer", "127.0.0.1:0",
 			"--checkpoint-dir", t.TempDir(), "--seed", "5"}, pw, io.Discard, nil, nil)
 		pw.Close()
 		done <- code

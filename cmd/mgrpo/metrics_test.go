@@ -84,7 +84,7 @@ func TestMetricsDuringARun(t *testing.T) {
 	var stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(context.Background(), []string{"mgrpo", "rollout", "--tasks", s.tasks, "--out", filepath.Join(dir, "out"),
+		done <- runMain(context.Background(), []string{"mgrpo", "rollout", "--tasks", s.tasks, "--out", filepath.Join(dir, "out"),
 			"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
 			"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost,
 			"--steps", "2", "--batch-size", "4", "--group-size", "2", "--metrics-addr", "127.0.0.1:0"},

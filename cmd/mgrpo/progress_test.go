@@ -42,7 +42,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 	dir := t.TempDir()
 	s := startSimServers(t, dir, cfg, 2)
 	var stdout bytes.Buffer
-	code := run(context.Background(), []string{"mgrpo", "rollout", "--tasks", s.tasks, "--out", filepath.Join(dir, "out"),
+	code := runMain(context.Background(), []string{"mgrpo", "rollout", "--tasks", s.tasks, "--out", filepath.Join(dir, "out"),
 		"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
 		"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost,
 		"--batch-size", "2", "--group-size", "4", "--concurrency", "2"}, &stdout, tty, nil, nil)
@@ -73,7 +73,7 @@ func TestStepRowsAppearAsStepsEnd(t *testing.T) {
 		t.Skip("runs the farm against the sim world")
 	}
 	var both lockedBuffer
-	code := run(context.Background(), []string{"mgrpo", "rollout", "--sim", "--out", filepath.Join(t.TempDir(), "out"),
+	code := runMain(context.Background(), []string{"mgrpo", "rollout", "--sim", "--out", filepath.Join(t.TempDir(), "out"),
 		"--steps", "2", "--batch-size", "2", "--group-size", "2"}, &both, &both, nil, nil)
 	if code != 0 {
 		t.Fatalf("exit %d:\n%s", code, both.String())

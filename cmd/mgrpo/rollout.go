@@ -7,7 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/run"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
 
@@ -20,7 +20,7 @@ func rolloutCommand() *cli.Command {
 			"OUT/step-NNNNNN/{planner,executor,stats,rollouts}.jsonl (and Parquet with --format parquet),\n" +
 			"plus a line of OUT/summary.jsonl. --sim runs everything against the simulated world, offline.\n" +
 			"Ctrl-C lets in-flight rollouts finish within the grace period; a second Ctrl-C stops at once.\n\n" +
-			"Flags override the YAML file given by --config. Its keys (train.* are `mgrpo train`'s):\n" + strings.Join(stack.Keys(), "\n"),
+			"Flags override the YAML file given by --config. Its keys (train.* are `mgrpo train`'s):\n" + strings.Join(run.Keys(), "\n"),
 		Flags:  append(agentFlags(), farmFlags()...),
 		Action: runRollout,
 	}
@@ -30,7 +30,7 @@ func rolloutCommand() *cli.Command {
 // rollout` and `mgrpo eval` share them. Defaults shown in --help are the
 // configuration's defaults (a flag overrides the YAML file only when set).
 func agentFlags() []cli.Flag {
-	d := stack.DefaultConfig()
+	d := run.DefaultConfig()
 	return []cli.Flag{
 		&cli.PathFlag{Name: "config", Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"},
 		&cli.BoolFlag{Name: "sim", Usage: "start the simulated world in-process and point every URL at it"},
@@ -42,10 +42,10 @@ func agentFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "executor-url", Usage: "executor base `URL`s"},
 		&cli.StringFlag{Name: "executor-model", Usage: "executor model `NAME`"},
 		&cli.StringFlag{Name: "dialect", Value: d.Executor.Dialect, Usage: "dialect of the planner and executor endpoints: vllm or sglang"},
-		&cli.GenericFlag{Name: "call-timeout", Value: &stack.Timeout{}, Usage: "deadline of one planner or executor model call, every attempt included: a `DURATION`, or auto (3 × the attempt timeout)"},
+		&cli.GenericFlag{Name: "call-timeout", Value: &run.Timeout{}, Usage: "deadline of one planner or executor model call, every attempt included: a `DURATION`, or auto (3 × the attempt timeout)"},
 		&cli.BoolFlag{Name: "stream", Usage: "receive planner and executor completions as server-sent events, token ids included; a server that cannot is called unstreamed, said at start"},
-		&cli.GenericFlag{Name: "idle-timeout", Value: &stack.Timeout{}, Usage: "with --stream: silence after which a planner or executor stream is a stall, closed and retried at once: a `DURATION` shorter than the attempt timeout, or auto (60s)"},
-		&cli.GenericFlag{Name: "attempt-timeout", Value: &stack.Timeout{}, Usage: "deadline of one attempt of a planner or executor call, after which it is retried on another endpoint: a `DURATION`, or auto (60s + 100ms × the call's max_tokens)"},
+		&cli.GenericFlag{Name: "idle-timeout", Value: &run.Timeout{}, Usage: "with --stream: silence after which a planner or executor stream is a stall, closed and retried at once: a `DURATION` shorter than the attempt timeout, or auto (60s)"},
+		&cli.GenericFlag{Name: "attempt-timeout", Value: &run.Timeout{}, Usage: "deadline of one attempt of a planner or executor call, after which it is retried on another endpoint: a `DURATION`, or auto (60s + 100ms × the call's max_tokens)"},
 		&cli.DurationFlag{Name: "rollout-timeout", Value: d.Budgets.RolloutTimeout.Duration, Usage: "wall-clock limit per rollout (`DURATION`): past it the rollout ends with what it has, recorded with the reason"},
 		&cli.StringFlag{Name: "search-provider", Value: d.Search.Provider, Usage: search.NameList()},
 		&cli.StringFlag{Name: "search-url", Usage: "search provider base `URL` override"},
@@ -53,7 +53,7 @@ func agentFlags() []cli.Flag {
 		&cli.Uint64Flag{Name: "seed", Value: d.Seed, Usage: "run seed"},
 		&cli.StringFlag{Name: "mode", Value: d.Mode, Usage: "mgrpo, frozen-sub or single"},
 		&cli.IntFlag{Name: "concurrency", Value: d.Concurrency, Usage: "rollouts in flight"},
-		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base `URL` (key from the judge's api_key_env, default " + stack.EnvJudgeKey + "); with --sim, \"sim\" uses the simulated model as judge"},
+		&cli.StringSliceFlag{Name: "judge-url", Usage: "OpenAI-compatible judge base `URL` (key from the judge's api_key_env, default " + run.EnvJudgeKey + "); with --sim, \"sim\" uses the simulated model as judge"},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model `NAME`"},
 		metricsFlag(),
 	}
@@ -61,7 +61,7 @@ func agentFlags() []cli.Flag {
 
 // farmFlags are the training-run flags of `mgrpo rollout`.
 func farmFlags() []cli.Flag {
-	d := stack.DefaultConfig()
+	d := run.DefaultConfig()
 	return []cli.Flag{
 		&cli.PathFlag{Name: "tasks", Usage: "task `FILE` (JSON Lines: id, question, answer, metadata)"},
 		&cli.StringFlag{Name: "run", Usage: "run `NAME` (default: the out directory's name)"},
@@ -72,14 +72,14 @@ func farmFlags() []cli.Flag {
 		&cli.StringFlag{Name: "format", Value: d.Format, Usage: "jsonl or parquet"},
 		&cli.BoolFlag{Name: "drop-zero-variance", Usage: "drop zero-variance groups instead of zero advantages"},
 		&cli.StringFlag{Name: "expert-fallback", Value: d.Rewards.ExpertFallback, Usage: "r_expert without a judge: format, zero or correct-main"},
-		&cli.StringFlag{Name: "store", Usage: "the run's store `URL`: sqlite://PATH (default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB (password from " + stack.EnvStorePassword + "), or none"},
+		&cli.StringFlag{Name: "store", Usage: "the run's store `URL`: sqlite://PATH (default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB (password from " + run.EnvStorePassword + "), or none"},
 		&cli.IntFlag{Name: "workers", Value: d.Workers, Usage: "`N` rollouts this process runs from the store's queue, beside mgrpo worker processes: 0 to coordinate only, -1 for auto (direct with sqlite, --concurrency with redis)"},
 		&cli.BoolFlag{Name: "resume", Usage: "continue the run in --out (or --store): written steps are kept, stored rollouts are not redone"},
 	}
 }
 
 // overlayFlags writes the flags set on the command line over cfg.
-func overlayFlags(c *cli.Context, cfg *stack.Config) {
+func overlayFlags(c *cli.Context, cfg *run.Config) {
 	str := func(name string, dst *string) {
 		if c.IsSet(name) {
 			*dst = c.String(name)
@@ -121,12 +121,12 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 	if c.IsSet("dialect") {
 		cfg.Planner.Dialect, cfg.Executor.Dialect = c.String("dialect"), c.String("dialect")
 	}
-	for name, dst := range map[string][2]*stack.Timeout{
+	for name, dst := range map[string][2]*run.Timeout{
 		"call-timeout":    {&cfg.Planner.CallTimeout, &cfg.Executor.CallTimeout},
 		"attempt-timeout": {&cfg.Planner.AttemptTimeout, &cfg.Executor.AttemptTimeout},
 		"idle-timeout":    {&cfg.Planner.IdleTimeout, &cfg.Executor.IdleTimeout},
 	} {
-		if v, ok := c.Generic(name).(*stack.Timeout); ok && c.IsSet(name) {
+		if v, ok := c.Generic(name).(*run.Timeout); ok && c.IsSet(name) {
 			*dst[0], *dst[1] = *v, *v
 		}
 	}
@@ -162,8 +162,8 @@ func overlayFlags(c *cli.Context, cfg *stack.Config) {
 }
 
 // loadConfig reads --config and overlays the flags set on the command line.
-func loadConfig(c *cli.Context) (stack.Config, error) {
-	cfg, err := stack.LoadConfig(c.Path("config"))
+func loadConfig(c *cli.Context) (run.Config, error) {
+	cfg, err := run.LoadConfig(c.Path("config"))
 	if err != nil {
 		return cfg, err
 	}
@@ -190,5 +190,5 @@ func runRollout(c *cli.Context) error {
 // (TestCLIExitCodesAndMessages fails if the wording changes).
 func isConfigError(err error) bool {
 	var ue usageError
-	return errors.As(err, &ue) || errors.Is(err, stack.ErrConfig) || strings.HasPrefix(err.Error(), "Required flag")
+	return errors.As(err, &ue) || errors.Is(err, run.ErrConfig) || strings.HasPrefix(err.Error(), "Required flag")
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
-	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/run"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
@@ -22,8 +22,8 @@ import (
 // executeRun builds the run from a validated configuration and runs the
 // farm. Everything that can be checked is checked before the first rollout,
 // and a configuration error leaves nothing on disk.
-func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
-	resume := run.resume
+func executeRun(ctx context.Context, cfg run.Config, opts runOptions, metricsAddr string, logger *slog.Logger, stdout io.Writer, con *console) error {
+	resume := opts.resume
 	if cfg.Run == "" {
 		cfg.Run = filepath.Base(filepath.Clean(cfg.Out))
 	}
@@ -51,7 +51,7 @@ func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAd
 		return err
 	}
 	defer metrics.stop()
-	world, err := stack.StartSim(&cfg, logger)
+	world, err := run.StartSim(&cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAd
 	if err := cfg.CheckTasks(tasks, source); err != nil {
 		return err
 	}
-	runStore, err := stack.OpenStore(ctx, cfg, os.Getenv)
+	runStore, err := run.OpenStore(ctx, cfg, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -81,25 +81,25 @@ func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAd
 		fc.Concurrency = local
 		logger.Info("run store", "store", redact.URL(cfg.StoreURL()), "queue", fc.Queue, "local_rollouts", local, "resume", resume)
 	}
-	opts := stack.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
-		Getenv: stack.Getenv(world), Logger: logger, Registerer: reg}
+	bopts := run.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
+		Getenv: run.Getenv(world), Logger: logger, Registerer: reg}
 	if runStore != nil {
-		opts.SharedCache = runStore
+		bopts.SharedCache = runStore
 	}
-	st, err := stack.Build(ctx, cfg, opts)
+	st, err := run.Build(ctx, cfg, bopts)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	correctness := st.Configure(&fc)
-	if run.train {
+	if opts.train {
 		var states map[rollout.Role][]byte
 		if resume && runStore != nil {
 			if states, err = farm.TrainerStatesToResume(ctx, runStore, cfg.Run, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor}); err != nil {
 				return fmt.Errorf("--resume: the trainers' saved state: %w", err)
 			}
 		}
-		training, err := stack.BuildTraining(ctx, cfg, states)
+		training, err := run.BuildTraining(ctx, cfg, states)
 		if err != nil {
 			return err
 		}
@@ -112,7 +112,7 @@ func executeRun(ctx context.Context, cfg stack.Config, run runOptions, metricsAd
 	fc.Logger, fc.OnProgress, fc.OnStep, fc.Metrics = logger, progress.report, table.row, farm.NewMetrics(reg)
 	f, err := farm.New(fc, tasks)
 	if err != nil {
-		return fmt.Errorf("%w: %w", stack.ErrConfig, err)
+		return fmt.Errorf("%w: %w", run.ErrConfig, err)
 	}
 	if world != nil && cfg.Tasks == "" && !fileExists(filepath.Join(cfg.Out, "tasks.jsonl")) {
 		// Written only now that the run will start, for the record of which
@@ -143,14 +143,14 @@ type runOptions struct {
 // loadTasks reads the configured task file, or with the simulated world
 // and no file takes the sim web's questions; it returns them with a name
 // for messages.
-func loadTasks(cfg stack.Config, world *sim.World) ([]farm.Task, string, error) {
+func loadTasks(cfg run.Config, world *sim.World) ([]farm.Task, string, error) {
 	if cfg.Tasks == "" {
-		tasks, err := stack.SimTasks(world)
+		tasks, err := run.SimTasks(world)
 		return tasks, "the sim web's questions", err
 	}
 	tasks, err := farm.LoadTasks(cfg.Tasks)
 	if err != nil {
-		return nil, "", fmt.Errorf("%w: --tasks: %w", stack.ErrConfig, err)
+		return nil, "", fmt.Errorf("%w: --tasks: %w", run.ErrConfig, err)
 	}
 	return tasks, cfg.Tasks, nil
 }

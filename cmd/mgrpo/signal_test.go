@@ -53,7 +53,7 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	done := make(chan int, 1)
 	var stderr lockedBuffer
 	go func() {
-		done <- run(context.Background(), []string{"mgrpo", "rollout", "--config", conf, "--tasks", s.tasks, "--out", out,
+		done <- runMain(context.Background(), []string{"mgrpo", "rollout", "--config", conf, "--tasks", s.tasks, "--out", out,
 			"--planner-url", s.llmURL, "--planner-model", "sim-qwen3", "--executor-url", s.llmURL, "--executor-model", "sim-qwen3",
 			"--search-provider", "searxng", "--search-url", s.webURL, "--allow-host", s.webHost, "--batch-size", "2", "--group-size", "2"},
 			&bytes.Buffer{}, &stderr, signals, func(code int) { exited <- code })

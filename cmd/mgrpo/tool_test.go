@@ -75,7 +75,7 @@ func TestCorpusIndexAndServe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"mgrpo", "corpus", "serve", "--index", index, "--listen", "127.0.0.1:0"}, pw, io.Discard, nil, nil)
+		done <- runMain(ctx, []string{"mgrpo", "corpus", "serve", "--index", index, "--listen", "127.0.0.1:0"}, pw, io.Discard, nil, nil)
 		pw.Close()
 	}()
 	sc := bufio.NewScanner(pr)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
-	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/run"
 )
 
 // trainCommand runs the M-GRPO training loop.
@@ -34,7 +34,7 @@ func trainCommand() *cli.Command {
 // trainKeys lists the train.* configuration keys.
 func trainKeys() []string {
 	var out []string
-	for _, k := range stack.Keys() {
+	for _, k := range run.Keys() {
 		if strings.HasPrefix(strings.TrimSpace(k), "train.") {
 			out = append(out, k)
 		}
@@ -70,7 +70,7 @@ func trainFlags() []cli.Flag {
 }
 
 // overlayTrainFlags writes the train flags set on the command line over cfg.
-func overlayTrainFlags(c *cli.Context, cfg *stack.Config) {
+func overlayTrainFlags(c *cli.Context, cfg *run.Config) {
 	t := &cfg.Train
 	for name, dst := range map[string]*string{"role": &t.Role, "planner-trainer": &t.PlannerTrainer, "executor-trainer": &t.ExecutorTrainer,
 		"base-model-planner": &t.BaseModelPlanner, "base-model-executor": &t.BaseModelExecutor, "loss": &t.Loss,
@@ -110,7 +110,7 @@ func runTrain(c *cli.Context) error {
 		return err
 	}
 	overlayTrainFlags(c, &cfg)
-	stack.ApplySimTraining(&cfg)
+	run.ApplySimTraining(&cfg)
 	if cfg.Train.Role == string(rollout.RoleExecutor) {
 		return runExecutorSide(c, cfg)
 	}
@@ -126,15 +126,15 @@ func runTrain(c *cli.Context) error {
 // runExecutorSide is `mgrpo train --role executor`: the executors' side of
 // a decoupled run, following the run the planner side records in the
 // store (--store, or the sqlite store of --out).
-func runExecutorSide(c *cli.Context, flags stack.Config) error {
+func runExecutorSide(c *cli.Context, flags run.Config) error {
 	ctx, logger := c.Context, loggerOf(c)
-	if flags.Store == "" && flags.Out == "" || flags.Store == stack.StoreNone {
+	if flags.Store == "" && flags.Out == "" || flags.Store == run.StoreNone {
 		return usageError{errors.New("--role executor: name the run's store with --store (or the planner side's --out for its sqlite store)")}
 	}
-	if err := stack.CheckStoreURL(flags.Store); err != nil {
+	if err := run.CheckStoreURL(flags.Store); err != nil {
 		return usageError{fmt.Errorf("--store %w", err)}
 	}
-	st, err := stack.OpenStore(ctx, flags, os.Getenv)
+	st, err := run.OpenStore(ctx, flags, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := stack.ConfigFromRunRecord(spec.Config)
+	cfg, err := run.ConfigFromRunRecord(spec.Config)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func runExecutorSide(c *cli.Context, flags stack.Config) error {
 	if err != nil {
 		return fmt.Errorf("the executor trainer's saved state: %w", err)
 	}
-	training, err := stack.BuildTraining(ctx, cfg, states)
+	training, err := run.BuildTraining(ctx, cfg, states)
 	if err != nil {
 		return err
 	}

@@ -252,7 +252,7 @@ func TestViewCommand(t *testing.T) {
 	defer cancel()
 	done := make(chan int, 1)
 	go func() {
-		code := run(ctx, []string{"mgrpo", "view", "--listen", "127.0.0.1:0", dir}, pw, io.Discard, nil, nil)
+		code := runMain(ctx, []string{"mgrpo", "view", "--listen", "127.0.0.1:0", dir}, pw, io.Discard, nil, nil)
 		pw.Close()
 		done <- code
 	}()

@@ -14,7 +14,7 @@ import (
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
-	"github.com/mgrpo/mgrpo/rollout/stack"
+	"github.com/mgrpo/mgrpo/run"
 	"github.com/mgrpo/mgrpo/store"
 )
 
@@ -28,7 +28,7 @@ func workerCommand() *cli.Command {
 			"in-flight rollouts get the grace period). A killed worker loses nothing: its leases expire and other\n" +
 			"workers redo its rollouts with the same seeds. API keys come from this process's environment.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "store", Required: true, Usage: "the run's store `URL` (redis://[user@]HOST:PORT/DB, password from " + stack.EnvStorePassword + "; or sqlite://PATH on the coordinator's machine)"},
+			&cli.StringFlag{Name: "store", Required: true, Usage: "the run's store `URL` (redis://[user@]HOST:PORT/DB, password from " + run.EnvStorePassword + "; or sqlite://PATH on the coordinator's machine)"},
 			&cli.StringFlag{Name: "run", Usage: "run `NAME` to serve (default: the store's only run)"},
 			&cli.IntFlag{Name: "concurrency", Value: 64, Usage: "rollouts this worker runs at once"},
 			&cli.StringFlag{Name: "name", Usage: "worker `NAME` in leases and logs (default: host-pid)"},
@@ -50,12 +50,12 @@ func runWorker(c *cli.Context) error {
 		return usageError{fmt.Errorf("--lease %v: must be at least 1s (it is extended every third of it)", c.Duration("lease"))}
 	}
 	ctx := c.Context
-	cfg := stack.DefaultConfig()
+	cfg := run.DefaultConfig()
 	cfg.Store = c.String("store")
-	if err := stack.CheckStoreURL(cfg.Store); err != nil || cfg.Store == "" || cfg.Store == stack.StoreNone {
+	if err := run.CheckStoreURL(cfg.Store); err != nil || cfg.Store == "" || cfg.Store == run.StoreNone {
 		return usageError{fmt.Errorf("--store %q: want redis://HOST:PORT/DB, rediss://… or sqlite://PATH", redact.URL(cfg.Store))}
 	}
-	st, err := stack.OpenStore(ctx, cfg, os.Getenv)
+	st, err := run.OpenStore(ctx, cfg, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -68,11 +68,11 @@ func runWorker(c *cli.Context) error {
 	if err != nil {
 		return usageError{fmt.Errorf("--store %s: %w", redact.URL(cfg.Store), err)}
 	}
-	runCfg, err := stack.ConfigFromRunRecord(spec.Config)
+	runCfg, err := run.ConfigFromRunRecord(spec.Config)
 	if err != nil {
 		return usageError{fmt.Errorf("--store %s: run %q: %w", redact.URL(cfg.Store), rec.ID, err)}
 	}
-	runCfg.Concurrency, runCfg.Grace, runCfg.Store = c.Int("concurrency"), stack.Duration{Duration: c.Duration("grace")}, cfg.Store
+	runCfg.Concurrency, runCfg.Grace, runCfg.Store = c.Int("concurrency"), run.Duration{Duration: c.Duration("grace")}, cfg.Store
 	fc, err := runCfg.FarmConfig()
 	if err != nil {
 		return err
@@ -84,8 +84,8 @@ func runWorker(c *cli.Context) error {
 	defer metrics.stop()
 	// A run on the simulated world reaches the coordinator's sim through
 	// the URLs its record holds, with the key the sim's search accepts.
-	stk, err := stack.Build(ctx, runCfg, stack.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
-		Getenv: stack.SimGetenv(runCfg.Sim), Logger: logger, Registerer: reg, SharedCache: st})
+	stk, err := run.Build(ctx, runCfg, run.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
+		Getenv: run.SimGetenv(runCfg.Sim), Logger: logger, Registerer: reg, SharedCache: st})
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // its own environment.
 type RunSpec struct {
 	// Config is the run's configuration as its command wrote it (for
-	// mgrpo: rollout/stack.Config as JSON), opaque to the farm.
+	// mgrpo: run.Config as JSON), opaque to the farm.
 	Config json.RawMessage `json:"config"`
 	// Tasks are the run's questions with their gold answers.
 	Tasks []Task `json:"tasks"`

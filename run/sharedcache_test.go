@@ -1,4 +1,4 @@
-package stack
+package run
 
 import (
 	"context"
@@ -154,7 +154,7 @@ func TestSharedToolCacheRedis(t *testing.T) {
 	raw := os.Getenv("MGRPO_TEST_REDIS")
 	if raw == "" {
 		t.Skip("MGRPO_TEST_REDIS is not set: start a Redis (redis-server --port 6390 --save '' --appendonly no) and run " +
-			"MGRPO_TEST_REDIS=redis://127.0.0.1:6390/0 go test ./rollout/stack (.ci/run does both)")
+			"MGRPO_TEST_REDIS=redis://127.0.0.1:6390/0 go test ./run (.ci/run does both)")
 	}
 	var b [6]byte
 	rand.Read(b[:])
