@@ -215,11 +215,11 @@ func cacheScope(c Config) string {
 	return ""
 }
 
-// Configure adds the stack's runner and scorers to a farm configuration:
+// configure adds the stack's runner and scorers to a farm configuration:
 // r_correct is GAIA's exact match, then the judge when there is one; r_expert
 // is the judge's rating of each report, or the configuration's fallback. It
 // returns a description of r_correct for the start-of-run log.
-func (s *Stack) Configure(fc *farm.Config) (correctness string) {
+func (s *Stack) configure(fc *farm.Config) (correctness string) {
 	fc.Runner = &farm.AgentRunner{Planner: s.Planner, Single: s.Single}
 	var scorer score.Scorer = score.GAIAExact
 	correctness = "GAIA exact match (no judge)"

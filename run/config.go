@@ -1,7 +1,6 @@
 package run
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -11,10 +10,6 @@ import (
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
 )
-
-// ErrConfig marks a configuration error: the run did not start and nothing
-// was done. Commands exit with status 2 on it.
-var ErrConfig = errors.New("configuration error")
 
 // Config is a run's whole configuration, as a YAML file holds it (keys in
 // `yaml` tags, documented in `doc` tags, listed by Keys). The CLI reads the
@@ -26,18 +21,18 @@ var ErrConfig = errors.New("configuration error")
 // every role whose field is tagged roleflags:"true" (--dialect sets
 // planner.dialect and executor.dialect).
 type Config struct {
-	Run              string   `yaml:"run" flag:"run" doc:"run name, written into every sample (default: the out directory's name)"`
-	Tasks            string   `yaml:"tasks" flag:"tasks" doc:"JSON Lines task file (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
-	Out              string   `yaml:"out" flag:"out" doc:"output directory: step-NNNNNN/ folders, summary.jsonl"`
+	Run              string   `yaml:"run" flag:"run" scope:"farm" doc:"run {{NAME}}, written into every sample (default: the out directory's name)"`
+	Tasks            string   `yaml:"tasks" flag:"tasks" scope:"farm" doc:"JSON Lines task {{FILE}} (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
+	Out              string   `yaml:"out" flag:"out" doc:"output {{DIR}}: step-NNNNNN/ folders, summary.jsonl"`
 	Seed             uint64   `yaml:"seed" flag:"seed" doc:"run seed: rollout seeds, alignment and the sim world derive from it"`
-	Steps            int      `yaml:"steps" flag:"steps" doc:"number of steps"`
-	BatchSize        int      `yaml:"batch_size" flag:"batch-size" doc:"queries per step (B)"`
-	GroupSize        int      `yaml:"group_size" flag:"group-size" doc:"rollouts per query (K; the paper uses 8)"`
-	DBar             string   `yaml:"dbar" flag:"dbar" doc:"executor trajectories per rollout after alignment: N or auto (0.99 quantile of observed d)"`
+	Steps            int      `yaml:"steps" flag:"steps" scope:"farm" doc:"number of steps"`
+	BatchSize        int      `yaml:"batch_size" flag:"batch-size" scope:"farm" doc:"queries per step ({{B}})"`
+	GroupSize        int      `yaml:"group_size" flag:"group-size" scope:"farm" doc:"rollouts per query ({{K}}; the paper uses 8)"`
+	DBar             string   `yaml:"dbar" flag:"dbar" scope:"farm" doc:"executor trajectories per rollout after alignment: {{N}} or auto (0.99 quantile of observed d)"`
 	Mode             string   `yaml:"mode" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
-	DropZeroVariance bool     `yaml:"drop_zero_variance" flag:"drop-zero-variance" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
+	DropZeroVariance bool     `yaml:"drop_zero_variance" flag:"drop-zero-variance" scope:"farm" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
 	Concurrency      int      `yaml:"concurrency" flag:"concurrency" doc:"rollouts in flight across a step"`
-	Format           string   `yaml:"format" flag:"format" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
+	Format           string   `yaml:"format" flag:"format" scope:"farm" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
 	Grace            Duration `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
 	Sim              bool     `yaml:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
 	// SimStripReasoning makes the sim's chat template drop earlier turns'
@@ -46,8 +41,8 @@ type Config struct {
 	// SimTrainerStepTime is how long the sim trainer's optimizer step
 	// takes, as a GPU step would (train --sim).
 	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" flag:"sim-trainer-step-time" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`
-	Store              string   `yaml:"store" flag:"store" doc:"the run's store: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
-	Workers            int      `yaml:"workers" flag:"workers" doc:"rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
+	Store              string   `yaml:"store" flag:"store" scope:"farm" doc:"the run's store {{URL}}: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
+	Workers            int      `yaml:"workers" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
 
 	Planner  EndpointConfig `yaml:"planner" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
 	Executor EndpointConfig `yaml:"executor" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`
@@ -58,7 +53,7 @@ type Config struct {
 	Rewards RewardsConfig  `yaml:"rewards" doc:"reward coefficients"`
 	Budgets BudgetsConfig  `yaml:"budgets" doc:"agent budgets"`
 	Prices  rollout.Prices `yaml:"prices" doc:"the cost meter's price table (all 0 unless set)"`
-	Train   TrainConfig    `yaml:"train" flag:"-" doc:"mgrpo train: the trainers, their optimizer and the weight sync"`
+	Train   TrainConfig    `yaml:"train" scope:"train" doc:"mgrpo train: the trainers, their optimizer and the weight sync"`
 	// Prompts overrides embedded prompt templates by name.
 	Prompts map[string]string `yaml:"prompts" doc:"prompt template overrides by name (planner_system, executor_user, …)"`
 }
@@ -68,8 +63,8 @@ type Config struct {
 // --attempt-timeout, --stream and --idle-timeout set the planner's and the
 // executor's at once.
 type EndpointConfig struct {
-	URLs    []string `yaml:"urls" flag:"url" doc:"base URLs (several: a pool with stickiness and failover)"`
-	Model   string   `yaml:"model" flag:"model" doc:"served model name"`
+	URLs    []string `yaml:"urls" flag:"url,split" doc:"base {{URL}}s (several: a pool with stickiness and failover)"`
+	Model   string   `yaml:"model" flag:"model" doc:"served model {{NAME}}"`
 	Dialect string   `yaml:"dialect" roleflag:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
 	// CallTimeout and AttemptTimeout bound the role's model calls; auto
 	// (the zero value) derives them from each call's max_tokens.
@@ -94,9 +89,9 @@ type EndpointConfig struct {
 // SearchConfig configures the executors' tools.
 type SearchConfig struct {
 	Provider   string   `yaml:"provider" flag:"search-provider" doc:"{providers}"`
-	URL        string   `yaml:"url" flag:"search-url" doc:"provider base URL override"`
+	URL        string   `yaml:"url" flag:"search-url" doc:"provider base {{URL}} override"`
 	Index      string   `yaml:"index" doc:"index directory of the local provider"`
-	AllowHosts []string `yaml:"allow_hosts" flag:"allow-host" doc:"hosts (host or host:port) visit may fetch despite the SSRF guard"`
+	AllowHosts []string `yaml:"allow_hosts" flag:"allow-host,append" doc:"{{host[:port]}}s (host or host:port) visit may fetch despite the SSRF guard"`
 	MaxQueries int      `yaml:"max_queries" doc:"queries per search call"`
 	Results    int      `yaml:"results" doc:"results per query"`
 	Rate       float64  `yaml:"rate" doc:"provider requests per second (0: unlimited)"`
@@ -109,7 +104,7 @@ type RewardsConfig struct {
 	Beta1          float64 `yaml:"beta1" doc:"sub reward: weight of r_format"`
 	Beta2          float64 `yaml:"beta2" doc:"sub reward: weight of the main rollout's r_correct"`
 	Beta3          float64 `yaml:"beta3" doc:"sub reward: weight of r_expert"`
-	ExpertFallback string  `yaml:"expert_fallback" flag:"expert-fallback" doc:"r_expert without a judge: format, zero or correct-main"`
+	ExpertFallback string  `yaml:"expert_fallback" flag:"expert-fallback" scope:"farm" doc:"r_expert without a judge: format, zero or correct-main"`
 }
 
 // BudgetsConfig holds the agents' budgets.
@@ -119,36 +114,36 @@ type BudgetsConfig struct {
 	MaxTokens      int      `yaml:"max_tokens" doc:"completion tokens per call"`
 	ContextTokens  int      `yaml:"context_tokens" doc:"model context; near it the agent is told to answer now"`
 	Delegations    int      `yaml:"delegations" doc:"executors per rollout"`
-	RolloutTimeout Duration `yaml:"rollout_timeout" flag:"rollout-timeout" doc:"wall-clock limit per rollout: past it the rollout ends with what it has, recorded with the reason, and the step goes on"`
+	RolloutTimeout Duration `yaml:"rollout_timeout" flag:"rollout-timeout" doc:"wall-clock limit per rollout ({{DURATION}}): past it the rollout ends with what it has, recorded with the reason, and the step goes on"`
 }
 
 // TrainConfig configures mgrpo train: one trainer per trained role, the
 // loss and optimizer they apply, and how new weights reach the endpoints.
 type TrainConfig struct {
-	PlannerTrainer    string  `yaml:"planner_trainer" doc:"the planner's trainer URL (the single agent's in mode single): tinker+https://…, http(s)://… (docs/trainer-api.md) or file://DIR"`
-	ExecutorTrainer   string  `yaml:"executor_trainer" doc:"the executors' trainer URL (mode mgrpo)"`
-	BaseModelPlanner  string  `yaml:"base_model_planner" doc:"the planner's base model as the trainer names it (e.g. Qwen/Qwen3-8B)"`
-	BaseModelExecutor string  `yaml:"base_model_executor" doc:"the executors' base model"`
-	LoRARank          int     `yaml:"lora_rank" doc:"LoRA rank (0: the trainer's default)"`
-	Loss              string  `yaml:"loss" doc:"importance_sampling or ppo"`
-	ClipLow           float64 `yaml:"clip_low" doc:"PPO clip below 1 (0: 0.2)"`
-	ClipHigh          float64 `yaml:"clip_high" doc:"PPO clip above 1 (0: 0.2)"`
-	LearningRate      float64 `yaml:"lr" doc:"Adam learning rate (0: 1e-5)"`
-	WeightSync        string  `yaml:"weight_sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
-	WeightsPath       string  `yaml:"weights_path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
+	PlannerTrainer    string  `yaml:"planner_trainer" flag:"planner-trainer" doc:"the planner's trainer URL (the single agent's in mode single): tinker+https://…, http(s)://… (docs/trainer-api.md) or file://DIR"`
+	ExecutorTrainer   string  `yaml:"executor_trainer" flag:"executor-trainer" doc:"the executors' trainer URL (mode mgrpo)"`
+	BaseModelPlanner  string  `yaml:"base_model_planner" flag:"base-model-planner" doc:"the planner's base model as the trainer names it (e.g. Qwen/Qwen3-8B)"`
+	BaseModelExecutor string  `yaml:"base_model_executor" flag:"base-model-executor" doc:"the executors' base model"`
+	LoRARank          int     `yaml:"lora_rank" flag:"lora-rank" doc:"LoRA rank (0: the trainer's default)"`
+	Loss              string  `yaml:"loss" flag:"loss" doc:"importance_sampling or ppo"`
+	ClipLow           float64 `yaml:"clip_low" flag:"clip-low" doc:"PPO clip below 1 (0: 0.2)"`
+	ClipHigh          float64 `yaml:"clip_high" flag:"clip-high" doc:"PPO clip above 1 (0: 0.2)"`
+	LearningRate      float64 `yaml:"lr" flag:"lr" doc:"Adam learning rate (0: 1e-5)"`
+	WeightSync        string  `yaml:"weight_sync" flag:"weight-sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
+	WeightsPath       string  `yaml:"weights_path" flag:"weights-path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
 	APIKeyEnv         string  `yaml:"api_key_env" doc:"environment variable holding the trainers' API key (default: the backend's, e.g. TINKER_API_KEY)"`
 	// VLLMUpdate is the vLLM sync's update action: an HTTP call
 	// (path and JSON body templates) or a command, run on each endpoint.
-	VLLMUpdatePath    string   `yaml:"vllm_update_path" doc:"weight_sync vllm: the route (or URL template) each endpoint loads new weights from, between /pause and /resume"`
-	VLLMUpdateBody    string   `yaml:"vllm_update_body" doc:"weight_sync vllm: its JSON body template, e.g. {\"model_path\": \"{path}\"}"`
-	VLLMUpdateCommand []string `yaml:"vllm_update_command" doc:"weight_sync vllm: instead of the route, a command run per endpoint: [prog, {endpoint}, {path}]"`
-	VersionPath       string   `yaml:"version_path" doc:"the GET route reporting an endpoint's weight_version, to verify a sync (sglang: found by itself; vllm: e.g. /weight_info)"`
-	MaxStaleness      int      `yaml:"max_staleness" doc:"asynchronous training: the rollouts of up to N later steps run while a step trains and syncs, so a batch is at most N versions behind its trainer (0: strictly on-policy)"`
-	PartialRollouts   string   `yaml:"partial_rollouts" json:",omitempty" doc:"asynchronous training: the rollouts in flight at a weight update continue on the new weights (continue, the default; each turn keeps the version that served it) or start again at the new version (restart)"`
-	StalePolicy       string   `yaml:"stale_policy" json:",omitempty" doc:"asynchronous training: a query whose samples are more than max_staleness versions behind their trainer is dropped from that role's batch (drop, the default) or trained (keep); counted either way"`
-	StreamGroups      bool     `yaml:"stream_groups" json:",omitempty" doc:"asynchronous training: a step is the first batch_size groups whose K rollouts are in, not a fixed set of queries, so it never waits for its slowest rollout; every group still trains within max_staleness steps (off: fixed steps)"`
-	MaxExtraDraws     int      `yaml:"max_extra_draws" json:",omitempty" doc:"stream_groups with drop_zero_variance: the groups of equal rewards a step discards and replaces by further draws, at most (0: batch_size)"`
-	Role              string   `yaml:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
+	VLLMUpdatePath    string   `yaml:"vllm_update_path" flag:"weight-update-path" doc:"weight_sync vllm: the route (or URL template) each endpoint loads new weights from, between /pause and /resume"`
+	VLLMUpdateBody    string   `yaml:"vllm_update_body" flag:"weight-update-body" doc:"weight_sync vllm: its JSON body template, e.g. {\"model_path\": \"{path}\"}"`
+	VLLMUpdateCommand []string `yaml:"vllm_update_command" flag:"weight-update-command" doc:"weight_sync vllm: instead of the route, a command run per endpoint: [prog, {endpoint}, {path}]"`
+	VersionPath       string   `yaml:"version_path" flag:"weight-version-path" doc:"the GET route reporting an endpoint's weight_version, to verify a sync (sglang: found by itself; vllm: e.g. /weight_info)"`
+	MaxStaleness      int      `yaml:"max_staleness" flag:"max-staleness" doc:"asynchronous training: the rollouts of up to N later steps run while a step trains and syncs, so a batch is at most N versions behind its trainer (0: strictly on-policy)"`
+	PartialRollouts   string   `yaml:"partial_rollouts" flag:"partial-rollouts" json:",omitempty" doc:"asynchronous training: the rollouts in flight at a weight update continue on the new weights (continue, the default; each turn keeps the version that served it) or start again at the new version (restart)"`
+	StalePolicy       string   `yaml:"stale_policy" flag:"stale-policy" json:",omitempty" doc:"asynchronous training: a query whose samples are more than max_staleness versions behind their trainer is dropped from that role's batch (drop, the default) or trained (keep); counted either way"`
+	StreamGroups      bool     `yaml:"stream_groups" flag:"stream-groups" json:",omitempty" doc:"asynchronous training: a step is the first batch_size groups whose K rollouts are in, not a fixed set of queries, so it never waits for its slowest rollout; every group still trains within max_staleness steps (off: fixed steps)"`
+	MaxExtraDraws     int      `yaml:"max_extra_draws" flag:"max-extra-draws" json:",omitempty" doc:"stream_groups with drop_zero_variance: the groups of equal rewards a step discards and replaces by further draws, at most (0: batch_size)"`
+	Role              string   `yaml:"role" flag:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
 }
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -13,45 +14,93 @@ import (
 // help texts list what the code accepts.
 var docPlaceholders = strings.NewReplacer("{providers}", search.NameList())
 
+// placeholder matches a doc's placeholder of a flag's value, {{NAME}}: the
+// flag's help shows it as the value's name, the keys' list as plain text.
+var placeholder = regexp.MustCompile(`\{\{([^}]+)\}\}`)
+
 // leafTypes are the struct types that hold one value, not keys.
 var leafTypes = []reflect.Type{reflect.TypeFor[Duration](), reflect.TypeFor[Timeout]()}
 
-// Keys lists every key of the configuration with its doc and, where a flag
-// sets it, the flag: one "  key  doc (--flag)" line each, in file order, for
-// help texts.
-func Keys() []string {
-	var keys []string
-	// walk lists t's keys under prefix; flagPrefix is the parent's flag
-	// ("" at the top, "-" when the parent has no flags), roleFlags whether
-	// the parent's roleflag keys have their flags.
-	var walk func(t reflect.Type, prefix, flagPrefix string, roleFlags bool)
-	walk = func(t reflect.Type, prefix, flagPrefix string, roleFlags bool) {
+// keyField is one key of the configuration as its tags describe it.
+type keyField struct {
+	// key is the dotted YAML key, doc its help text (placeholders filled).
+	key, doc string
+	// flag is the flag that sets it ("" when none), role the endpoint
+	// role ("planner", …) when the flag is a role flag that sets the key
+	// of several roles at once.
+	flag, role string
+	// opts are the flag tag's options after its name (split, append).
+	opts []string
+	// scope says which commands have the flag (see FlagSpec.Scope).
+	scope string
+	// index is the field's index path in Config.
+	index []int
+	typ   reflect.Type
+}
+
+// configKeys lists every key of Config in file order. In a nested struct
+// a key's flag is the parent's flag, a dash and the field's ("planner" +
+// "url": --planner-url); a parent tagged flag:"-" has no flags for its
+// keys; a parent without a flag tag leaves its keys' flags as they are. A
+// `roleflag` tag names a flag that sets the key of every role whose field
+// is tagged roleflags:"true" (--dialect sets planner.dialect and
+// executor.dialect). A `scope` tag, inherited by nested keys, says which
+// commands have the flag (default ScopeAgent).
+func configKeys() []keyField {
+	var keys []keyField
+	var walk func(t reflect.Type, index []int, prefix, flagPrefix, role, scope string, roleFlags bool)
+	walk = func(t reflect.Type, index []int, prefix, flagPrefix, role, scope string, roleFlags bool) {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			key := strings.Split(f.Tag.Get("yaml"), ",")[0]
 			if key == "" {
 				continue
 			}
-			flag := f.Tag.Get("flag")
+			flagName, opts, _ := strings.Cut(f.Tag.Get("flag"), ",")
+			fieldRole := ""
 			switch {
-			case flag == "" && roleFlags && f.Tag.Get("roleflag") != "":
-				flag = f.Tag.Get("roleflag")
-			case flagPrefix == "-" || flag == "-":
-				flag = "-"
-			case flag != "" && flagPrefix != "":
-				flag = flagPrefix + "-" + flag
+			case flagName == "" && roleFlags && f.Tag.Get("roleflag") != "":
+				flagName, fieldRole = f.Tag.Get("roleflag"), role
+			case flagPrefix == "-" || flagName == "-":
+				flagName = "-"
+			case flagName != "" && flagPrefix != "":
+				flagName = flagPrefix + "-" + flagName
 			}
+			fieldScope := scope
+			if s := f.Tag.Get("scope"); s != "" {
+				fieldScope = s
+			}
+			idx := append(slices.Clone(index), i)
 			if f.Type.Kind() == reflect.Struct && !slices.Contains(leafTypes, f.Type) {
-				walk(f.Type, prefix+key+".", flag, f.Tag.Get("roleflags") == "true")
+				walk(f.Type, idx, prefix+key+".", flagName, key, fieldScope, f.Tag.Get("roleflags") == "true")
 				continue
 			}
-			line := fmt.Sprintf("  %-28s %s", prefix+key, docPlaceholders.Replace(f.Tag.Get("doc")))
-			if flag != "" && flag != "-" {
-				line += " (--" + flag + ")"
+			kf := keyField{key: prefix + key, doc: docPlaceholders.Replace(f.Tag.Get("doc")), role: fieldRole,
+				scope: fieldScope, index: idx, typ: f.Type}
+			if flagName != "-" {
+				kf.flag = flagName
 			}
-			keys = append(keys, line)
+			if opts != "" {
+				kf.opts = strings.Split(opts, ",")
+			}
+			keys = append(keys, kf)
 		}
 	}
-	walk(reflect.TypeOf(Config{}), "", "", false)
+	walk(reflect.TypeFor[Config](), nil, "", "", "", ScopeAgent, false)
 	return keys
+}
+
+// Keys lists every key of the configuration with its doc and, where a flag
+// sets it, the flag: one "  key  doc (--flag)" line each, in file order, for
+// help texts.
+func Keys() []string {
+	var lines []string
+	for _, k := range configKeys() {
+		line := fmt.Sprintf("  %-28s %s", k.key, placeholder.ReplaceAllString(k.doc, "$1"))
+		if k.flag != "" {
+			line += " (--" + k.flag + ")"
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }

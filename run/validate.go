@@ -211,27 +211,3 @@ func (c Config) weights() rollout.RewardWeights {
 	r := c.Rewards
 	return rollout.RewardWeights{Alpha1: r.Alpha1, Alpha2: r.Alpha2, Beta1: r.Beta1, Beta2: r.Beta2, Beta3: r.Beta3}
 }
-
-// FarmConfig returns the farm's configuration for c: every value c holds,
-// parsed. The caller adds what is not configuration: the runner and scorers
-// (see Stack.Configure), the sink, the logger and progress hooks. c must
-// have passed Validate; an error wraps ErrConfig.
-func (c Config) FarmConfig() (farm.Config, error) {
-	mode, err := rollout.ParseMode(c.Mode)
-	if err != nil {
-		return farm.Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name("mode", "mode"), err)
-	}
-	dbar, err := rollout.ParseDBar(c.DBar)
-	if err != nil {
-		return farm.Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name("dbar", "dbar"), err)
-	}
-	fallback, err := rollout.ParseExpertFallback(c.Rewards.ExpertFallback)
-	if err != nil {
-		return farm.Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name("rewards.expert_fallback", "expert-fallback"), err)
-	}
-	return farm.Config{
-		Run: c.Run, Seed: c.Seed, Steps: c.Steps, BatchSize: c.BatchSize, GroupSize: c.GroupSize,
-		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
-		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration, Prices: c.Prices,
-	}, nil
-}

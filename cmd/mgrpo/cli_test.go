@@ -100,8 +100,8 @@ func TestCLIHelpShowsRealDefaults(t *testing.T) {
 		not  []string
 	}{
 		{[]string{"rollout", "--help"},
-			[]string{"--group-size K", "rollouts per query (K) (default: 8)", "queries per step (B) (default: 8)", "number of steps (default: 1)",
-				"rollouts in flight (default: 64)", "run seed (default: 1)", "serper, searxng, brave, tavily, retriever or local"}, nil},
+			[]string{"--group-size K", "rollouts per query (K; the paper uses 8) (default: 8)", "queries per step (B) (default: 8)", "number of steps (default: 1)",
+				"rollouts in flight across a step (default: 64)", "run seed: rollout seeds, alignment and the sim world derive from it (default: 1)", "serper, searxng, brave, tavily, retriever or local"}, nil},
 		{[]string{"sim", "--help"}, []string{"--sites N"}, []string{"--sites mgrpo"}},
 		{[]string{"sim", "tasks", "--help"}, []string{"--sites N", "--seed SEED"}, []string{"--seed mgrpo"}},
 		{[]string{"tool", "search", "--help"}, []string{"bound on the call (default: 1m0s)"}, []string{"default 60s", "(default: 0s)"}},

@@ -1,21 +1,10 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"slices"
-	"strings"
-	"time"
-
 	"github.com/urfave/cli/v2"
 
-	"github.com/mgrpo/mgrpo/internal/redact"
-	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/run"
-	"github.com/mgrpo/mgrpo/store"
 )
 
 // workerCommand serves the rollouts of a run from its store's queue.
@@ -43,86 +32,12 @@ func workerCommand() *cli.Command {
 // runWorker is the action of `mgrpo worker`.
 func runWorker(c *cli.Context) error {
 	logger := loggerOf(c)
-	if n := c.Int("concurrency"); n < 1 {
-		return usageError{fmt.Errorf("--concurrency %d: must be at least 1", n)}
-	}
-	if c.Duration("lease") < time.Second {
-		return usageError{fmt.Errorf("--lease %v: must be at least 1s (it is extended every third of it)", c.Duration("lease"))}
-	}
-	ctx := c.Context
-	cfg := run.DefaultConfig()
-	cfg.Store = c.String("store")
-	if err := run.CheckStoreURL(cfg.Store); err != nil || cfg.Store == "" || cfg.Store == run.StoreNone {
-		return usageError{fmt.Errorf("--store %q: want redis://HOST:PORT/DB, rediss://… or sqlite://PATH", redact.URL(cfg.Store))}
-	}
-	st, err := run.OpenStore(ctx, cfg, os.Getenv)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
-	rec, err := findRun(ctx, st, c.String("run"))
-	if err != nil {
-		return err
-	}
-	spec, err := farm.ReadRunSpec(rec)
-	if err != nil {
-		return usageError{fmt.Errorf("--store %s: %w", redact.URL(cfg.Store), err)}
-	}
-	runCfg, err := run.ConfigFromRunRecord(spec.Config)
-	if err != nil {
-		return usageError{fmt.Errorf("--store %s: run %q: %w", redact.URL(cfg.Store), rec.ID, err)}
-	}
-	runCfg.Concurrency, runCfg.Grace, runCfg.Store = c.Int("concurrency"), run.Duration{Duration: c.Duration("grace")}, cfg.Store
-	fc, err := runCfg.FarmConfig()
-	if err != nil {
-		return err
-	}
 	reg, metrics, err := startMetrics(c.String("metrics-addr"), logger)
 	if err != nil {
 		return err
 	}
 	defer metrics.stop()
-	// A run on the simulated world reaches the coordinator's sim through
-	// the URLs its record holds, with the key the sim's search accepts.
-	stk, err := run.Build(ctx, runCfg, run.Options{Single: fc.Mode == rollout.ModeSingle, Capture: true,
-		Getenv: run.SimGetenv(runCfg.Sim), Logger: logger, Registerer: reg, SharedCache: st})
-	if err != nil {
-		return err
-	}
-	defer stk.Close()
-	stk.Configure(&fc)
-	fc.Store, fc.Logger, fc.Metrics = st, logger, farm.NewMetrics(reg)
-	w, err := farm.NewWorker(fc, spec.Tasks, farm.WorkerOptions{Name: c.String("name"), Lease: c.Duration("lease")})
-	if err != nil {
-		return err
-	}
-	logger.Info("worker started", "worker", w.Name(), "run", rec.ID, "store", redact.URL(cfg.Store), "concurrency", fc.Concurrency)
-	if err := w.Serve(ctx); err != nil {
-		return fmt.Errorf("worker %s: %w", w.Name(), err)
-	}
-	logger.Info("worker stopped", "worker", w.Name(), "cause", context.Cause(ctx))
-	return nil
-}
-
-// findRun returns the record of the run named, or of the store's only run.
-func findRun(ctx context.Context, st store.Store, name string) (store.RunRecord, error) {
-	if name != "" {
-		rec, err := st.Run(ctx, name)
-		if errors.Is(err, store.ErrNotFound) {
-			return rec, usageError{fmt.Errorf("--run %q: no such run in the store (start it with `mgrpo rollout --store …`)", name)}
-		}
-		return rec, err
-	}
-	ids, err := st.RunIDs(ctx)
-	if err != nil {
-		return store.RunRecord{}, err
-	}
-	switch len(ids) {
-	case 0:
-		return store.RunRecord{}, usageError{errors.New("the store holds no run yet: start the coordinator (`mgrpo rollout --store …`) first, or name the run with --run")}
-	case 1:
-		return st.Run(ctx, ids[0])
-	}
-	slices.Sort(ids)
-	return store.RunRecord{}, usageError{fmt.Errorf("the store holds %d runs (%s): choose one with --run", len(ids), strings.Join(ids, ", "))}
+	return run.Worker(c.Context, run.WorkerOptions{Store: c.String("store"), Run: c.String("run"),
+		Concurrency: c.Int("concurrency"), Name: c.String("name"), Lease: c.Duration("lease"), Grace: c.Duration("grace"),
+		Hooks: run.Hooks{Logger: logger, Registerer: reg}})
 }

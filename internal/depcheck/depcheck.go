@@ -1,10 +1,19 @@
 // Package depcheck checks the layering of the project's packages in their
 // tests: a package and its dependencies must not reach the packages above
-// it.
+// it. It reads the import graph from the source files themselves (with the
+// build constraints of this platform), so it needs neither the go tool nor
+// the module proxy, and works offline on a fresh clone.
 package depcheck
 
 import (
-	"os/exec"
+	"fmt"
+	"go/build"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,29 +21,200 @@ import (
 // Module is the project's module path.
 const Module = "github.com/mgrpo/mgrpo/"
 
-// Forbid fails t for every dependency, direct or indirect, of the packages
-// pattern names (as go list takes it, e.g. "." or "./...") that is one of
-// forbidden (module-relative paths) or below one; why says what to do
-// instead. Tests are not counted. It skips when the go tool is not on PATH.
-func Forbid(t *testing.T, pattern string, forbidden []string, why string) {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
+// Graph is the import graph of the module's own packages, by
+// module-relative path ("rollout/farm").
+type Graph struct {
+	// Root is the module's directory.
+	Root string
+	// imports and testImports are each package's direct imports of the
+	// module's packages, from its non-test and its _test.go files.
+	imports, testImports map[string][]string
+}
+
+// Load reads the import graph of the module that holds the working
+// directory.
+func Load() (*Graph, error) {
+	root, err := moduleRoot()
 	if err != nil {
-		t.Skip("the go tool is not on PATH; cannot list the packages' dependencies")
+		return nil, err
 	}
-	out, err := exec.Command(goTool, "list", "-deps", "-f", "{{.ImportPath}}", pattern).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", pattern, err, out)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		rel, ok := strings.CutPrefix(dep, Module)
-		if !ok {
-			continue
+	g := &Graph{Root: root, imports: map[string][]string{}, testImports: map[string][]string{}}
+	fset := token.NewFileSet()
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
 		}
-		for _, f := range forbidden {
-			if rel == f || strings.HasPrefix(rel, f+"/") {
-				t.Errorf("%s depends on %s, which it must not import (%s)", pattern, dep, why)
+		if d.IsDir() {
+			name := d.Name()
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		dir, name := filepath.Split(path)
+		if ok, err := build.Default.MatchFile(dir, name); err != nil || !ok {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return fmt.Errorf("depcheck: %w", err)
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		pkg := filepath.ToSlash(rel)
+		target := g.imports
+		if strings.HasSuffix(name, "_test.go") {
+			target = g.testImports
+		}
+		if _, ok := target[pkg]; !ok {
+			target[pkg] = nil
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				return err
+			}
+			if dep, ok := strings.CutPrefix(p, Module); ok && !slices.Contains(target[pkg], dep) {
+				target[pkg] = append(target[pkg], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// moduleRoot returns the directory of the go.mod above the working
+// directory.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("depcheck: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Packages returns the module's packages that pattern names: "x" alone, or
+// "x/..." for x and every package below it.
+func (g *Graph) Packages(pattern string) []string {
+	var out []string
+	for pkg := range g.imports {
+		if Matches(pattern, pkg) {
+			out = append(out, pkg)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Matches reports whether pkg is named by pattern: "x" names x alone,
+// "x/..." names x and every package below it.
+func Matches(pattern, pkg string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == base || strings.HasPrefix(pkg, base+"/")
+	}
+	return pkg == pattern
+}
+
+// Deps returns pkg's dependencies among the module's packages, direct or
+// not, each with the chain of imports that reaches it ("a → b → c"). With
+// tests, the _test.go files of pkg (not of its dependencies) count too.
+func (g *Graph) Deps(pkg string, tests bool) map[string]string {
+	chains := map[string]string{}
+	var visit func(p, chain string)
+	visit = func(p, chain string) {
+		for _, dep := range g.imports[p] {
+			if _, seen := chains[dep]; seen || dep == pkg {
+				continue
+			}
+			chains[dep] = chain + " → " + dep
+			visit(dep, chains[dep])
+		}
+	}
+	visit(pkg, pkg)
+	if tests {
+		for _, dep := range g.testImports[pkg] {
+			if _, seen := chains[dep]; !seen && dep != pkg {
+				chains[dep] = pkg + " (tests) → " + dep
+				visit(dep, chains[dep])
 			}
 		}
 	}
+	return chains
+}
+
+// Rule says what a set of packages must not depend on.
+type Rule struct {
+	// Packages names the packages the rule holds for ("x" or "x/...").
+	Packages string
+	// Forbidden are the patterns they must not reach, directly or not.
+	Forbidden []string
+	// Tests extends the rule to the packages' own tests.
+	Tests bool
+	// Why says what to do instead, for the failure message.
+	Why string
+}
+
+// Check fails t for every dependency that breaks r, naming the chain of
+// imports that reaches it.
+func (g *Graph) Check(t testing.TB, r Rule) {
+	t.Helper()
+	pkgs := g.Packages(r.Packages)
+	if len(pkgs) == 0 {
+		t.Errorf("%s: no package of the module matches", r.Packages)
+	}
+	for _, pkg := range pkgs {
+		for dep, chain := range g.Deps(pkg, r.Tests) {
+			for _, f := range r.Forbidden {
+				if Matches(f, dep) && !Matches(r.Packages, dep) {
+					t.Errorf("%s must not depend on %s (%s): %s", pkg, dep, r.Why, chain)
+				}
+			}
+		}
+	}
+}
+
+// Forbid fails t for every dependency, direct or indirect, of the packages
+// pattern names relative to the working directory ("." or "./...") that
+// is one of forbidden (module-relative patterns: "x" alone or "x/..."); why
+// says what to do instead. Tests are not counted.
+func Forbid(t *testing.T, pattern string, forbidden []string, why string) {
+	t.Helper()
+	g, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(g.Root, wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg := filepath.ToSlash(rel)
+	switch pattern {
+	case ".":
+	case "./...":
+		pkg += "/..."
+	default:
+		t.Fatalf("depcheck.Forbid: pattern %q: want . or ./...", pattern)
+	}
+	g.Check(t, Rule{Packages: pkg, Forbidden: forbidden, Why: why})
 }

@@ -1,0 +1,77 @@
+package depcheck
+
+import "testing"
+
+// above lists, for each layer, the packages above it, as
+// docs/architecture.md draws them: arrows run downward only.
+var (
+	cli      = []string{"cmd/..."}
+	root     = append([]string{"run/..."}, cli...)
+	runtime  = append([]string{"rollout/farm/..."}, root...)
+	registry = []string{"store/backends/...", "trainer_bridge/backends/..."}
+)
+
+// layers are the project's layering rules, one per top-level package (and
+// the pure layer, the farm runtime and the model client inside theirs).
+var layers = []Rule{
+	{Packages: "rollout", Why: "the pure M-GRPO layer imports nothing of the runtime, so store and trainer_bridge can use it; move the code that needs it to rollout/farm",
+		Forbidden: append([]string{"agents/...", "tools/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, runtime...)},
+	{Packages: "rollout/farm/...", Why: "the farm runtime is wired by the composition root (run), never the other way; benchmarks, the sim and the backend registries are the root's to choose",
+		Forbidden: append(append([]string{"bench/...", "sim/..."}, registry...), root...)},
+	{Packages: "agents/llm/...", Why: "the model client is the bottom of the agent side",
+		Forbidden: append([]string{"agents", "tools/...", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
+	{Packages: "agents", Why: "the agents know models and tools, not the farm, the store or the trainers",
+		Forbidden: append([]string{"rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
+	{Packages: "tools/...", Why: "tools serve the agents; they know nothing of them or of the farm",
+		Forbidden: append([]string{"agents", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
+	{Packages: "store/...", Why: "the store holds the pure layer's records only",
+		Forbidden: append([]string{"agents/...", "tools/...", "trainer_bridge/...", "bench/...", "sim/..."}, runtime...)},
+	{Packages: "trainer_bridge/...", Why: "the trainer bridge takes samples from the pure rollout package only",
+		Forbidden: append([]string{"agents/...", "tools/...", "store/...", "bench/...", "sim/..."}, runtime...)},
+	{Packages: "sim/...", Tests: true, Why: "the sim is an independent implementation of the wire formats: it shares no code with the client packages, tests included",
+		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "bench/...", "store/...", "trainer_bridge/...", "internal/jsonfast/..."}, root...)},
+	{Packages: "internal/...", Why: "internal packages are leaves every layer may import",
+		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
+	{Packages: "run/...", Why: "nothing imports the CLI", Forbidden: cli},
+}
+
+// TestLayers checks every layering rule against the module's import graph.
+func TestLayers(t *testing.T) {
+	g, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range layers {
+		t.Run(r.Packages, func(t *testing.T) { g.Check(t, r) })
+	}
+}
+
+// TestCheckFindsAViolation keeps the checker honest: a rule the module
+// breaks on purpose must fail, naming the chain of imports.
+func TestCheckFindsAViolation(t *testing.T) {
+	g, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{TB: t}
+	g.Check(rec, Rule{Packages: "cmd/mgrpo", Forbidden: []string{"rollout"}, Why: "test"})
+	if len(rec.errors) == 0 {
+		t.Fatal("cmd/mgrpo depends on rollout, but Check reported nothing")
+	}
+	rec = &recorder{TB: t}
+	g.Check(rec, Rule{Packages: "rollout", Forbidden: []string{"rollout/farm"}, Why: "test"})
+	if len(rec.errors) != 0 {
+		t.Fatalf("rollout does not depend on rollout/farm, but Check reported %v", rec.errors)
+	}
+}
+
+// recorder collects a check's failures instead of failing the test.
+type recorder struct {
+	testing.TB
+	errors []string
+}
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, format)
+}

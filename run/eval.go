@@ -1,0 +1,156 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mgrpo/mgrpo/bench"
+	"github.com/mgrpo/mgrpo/bench/datasets"
+	"github.com/mgrpo/mgrpo/bench/evalrun"
+	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/rollout"
+)
+
+// EvalOptions say what Eval evaluates beside the agents' configuration.
+type EvalOptions struct {
+	// Benchmark is gaia, webwalkerqa, xbench or jsonl.
+	Benchmark string
+	// Data is the benchmark's file or folder; with the simulated world and
+	// no Data, the sim web's questions in the benchmark's layout.
+	Data string
+	// Scorer is auto (the benchmark's protocol), exact, judge or cascade.
+	Scorer string
+	// Runs is the number of runs per question.
+	Runs int
+	// Filter selects the questions.
+	Filter bench.Filter
+	// OnProgress is called after every finished run of a question.
+	OnProgress func(evalrun.Progress)
+	Hooks
+}
+
+// Eval is `mgrpo eval`: it runs the agents on a benchmark and writes
+// results.jsonl, summary.json and report.md into the configuration's out
+// directory; running it again continues an interrupted eval.
+func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, error) {
+	if err := checkEval(cfg, opts.Benchmark, opts.Data, opts.Scorer); err != nil {
+		return evalrun.Outcome{}, err
+	}
+	logger := opts.logger()
+	world, err := StartSim(&cfg, logger)
+	if err != nil {
+		return evalrun.Outcome{}, err
+	}
+	data, simData := opts.Data, ""
+	if world != nil {
+		defer world.Close()
+		if data == "" {
+			// The questions go to a scratch folder first and reach the out
+			// directory only once everything is checked.
+			tmp, err := os.MkdirTemp("", "mgrpo-eval-sim-")
+			if err != nil {
+				return evalrun.Outcome{}, err
+			}
+			defer os.RemoveAll(tmp)
+			simData = simDataPath(opts.Benchmark)
+			data = filepath.Join(tmp, simData)
+			if err := WriteSimTasks(world, data, simDataFormat(opts.Benchmark)); err != nil {
+				return evalrun.Outcome{}, err
+			}
+		}
+	}
+	items, err := datasets.Load(opts.Benchmark, data, opts.Filter)
+	if err != nil {
+		return evalrun.Outcome{}, invalid(err)
+	}
+	mode, _ := rollout.ParseMode(cfg.Mode)
+	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer})
+	if err != nil {
+		return evalrun.Outcome{}, err
+	}
+	defer stack.Close()
+	scorer, err := score.ForBenchmark(opts.Benchmark, opts.Scorer, stack.Judge)
+	if err != nil {
+		return evalrun.Outcome{}, invalid(err)
+	}
+	ecfg := evalrun.Config{
+		Benchmark: opts.Benchmark, Items: items, Runs: opts.Runs, Out: cfg.Out, Agent: stack.Agent(), Scorer: scorer,
+		Concurrency: cfg.Concurrency, Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger, OnProgress: opts.OnProgress,
+	}
+	if err := ecfg.Validate(); err != nil {
+		return evalrun.Outcome{}, invalid(err)
+	}
+	if world != nil && simData != "" {
+		if err := WriteSimTasks(world, filepath.Join(cfg.Out, simData), simDataFormat(opts.Benchmark)); err != nil {
+			return evalrun.Outcome{}, err
+		}
+	}
+	if opts.OnStart != nil {
+		opts.OnStart()
+	}
+	return evalrun.Run(ctx, ecfg)
+}
+
+// checkEval reports every problem of an eval's configuration at once, with
+// how to fix each, before anything starts.
+func checkEval(cfg Config, benchmark, data, scorer string) error {
+	var errs []error
+	if benchmark == "" {
+		errs = append(errs, errors.New("--benchmark: required (gaia, webwalkerqa, xbench or jsonl)"))
+	}
+	if cfg.Out == "" {
+		errs = append(errs, errors.New("--out: required"))
+	}
+	switch {
+	case data == "" && !cfg.Sim:
+		errs = append(errs, errors.New("--data: required without --sim"))
+	case data == "" && benchmark == bench.XBench:
+		errs = append(errs, errors.New("--data: xbench needs its published file (it is encrypted, so --sim cannot write it): give --data PATH/DeepSearch-2505.csv"))
+	}
+	if benchmark != "" && len(cfg.Judge.URLs) == 0 {
+		if _, err := score.ForBenchmark(benchmark, scorer, nil); err != nil {
+			hint := "give --judge-url URL --judge-model NAME"
+			if cfg.Sim {
+				hint += ", or --judge-url sim to let the simulated model judge"
+			}
+			errs = append(errs, fmt.Errorf("--benchmark %s: %w: %s", benchmark, err, hint))
+		}
+	}
+	mode, err := rollout.ParseMode(cfg.Mode)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--mode: %w", err))
+	} else if mode == rollout.ModeFrozenSub {
+		errs = append(errs, errors.New("--mode frozen-sub is a training mode; evaluate with mgrpo or single"))
+	}
+	errs = append(errs, cfg.CheckTimeouts())
+	if err := errors.Join(errs...); err != nil {
+		return invalid(fmt.Errorf("eval configuration:\n%w", err))
+	}
+	return nil
+}
+
+// simDataFormat is the layout the sim web's questions are written in for
+// a benchmark; "" for benchmarks it cannot write.
+func simDataFormat(benchmark string) string {
+	switch benchmark {
+	case bench.GAIA:
+		return "gaia"
+	case bench.WebWalkerQA:
+		return "webwalkerqa"
+	case bench.JSONL:
+		return "jsonl"
+	}
+	return ""
+}
+
+// simDataPath is where, relative to the eval's folder, the sim web's
+// questions are written in a benchmark's layout.
+func simDataPath(benchmark string) string {
+	if benchmark == bench.GAIA {
+		return filepath.Join("data", "metadata.jsonl")
+	}
+	return "tasks.jsonl"
+}

@@ -1,0 +1,69 @@
+package run
+
+import (
+	"fmt"
+
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/store"
+)
+
+// farmParts are the built pieces a farm's configuration holds beside the
+// values of Config.
+type farmParts struct {
+	// stack runs the rollouts and holds the judge (nil: a coordinator
+	// whose workers run every rollout still gets one, for scoring).
+	stack *Stack
+	// store is the run's store, nil with store: none.
+	store store.Store
+	// resume continues the run found in store.
+	resume bool
+	// training trains each step (nil: rollouts only).
+	training *Training
+	// sink receives the steps' files (nil: a worker, which writes none).
+	sink  rollout.Sink
+	hooks Hooks
+}
+
+// farmConfig returns the farm's configuration for c and the parts built
+// from it — the one place a farm.Config is filled — and a description of
+// r_correct for the start-of-run log. c must have passed Validate; an
+// error wraps ErrConfig.
+func (c Config) farmConfig(p farmParts) (farm.Config, string, error) {
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		return farm.Config{}, "", fmt.Errorf("%w: %s: %w", ErrConfig, name("mode", "mode"), err)
+	}
+	dbar, err := rollout.ParseDBar(c.DBar)
+	if err != nil {
+		return farm.Config{}, "", fmt.Errorf("%w: %s: %w", ErrConfig, name("dbar", "dbar"), err)
+	}
+	fallback, err := rollout.ParseExpertFallback(c.Rewards.ExpertFallback)
+	if err != nil {
+		return farm.Config{}, "", fmt.Errorf("%w: %s: %w", ErrConfig, name("rewards.expert_fallback", "expert-fallback"), err)
+	}
+	fc := farm.Config{
+		Run: c.Run, Seed: c.Seed, Steps: c.Steps, BatchSize: c.BatchSize, GroupSize: c.GroupSize,
+		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
+		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration, Prices: c.Prices,
+		Sink: p.sink, Logger: p.hooks.Logger, OnProgress: p.hooks.OnProgress, OnStep: p.hooks.OnStep,
+		Metrics: farm.NewMetrics(p.hooks.Registerer),
+	}
+	correctness := p.stack.configure(&fc)
+	if p.store != nil {
+		fc.Store = p.store
+		if p.sink != nil {
+			// A coordinator: the run's record for its workers, and how its
+			// rollouts are handed out.
+			if fc.RunConfig, err = c.RunRecordConfig(); err != nil {
+				return farm.Config{}, "", err
+			}
+			fc.Resume = p.resume
+			fc.Queue, fc.Concurrency = c.Queue()
+		}
+	}
+	if p.training != nil {
+		fc.Training = &p.training.Training
+	}
+	return fc, correctness, nil
+}
