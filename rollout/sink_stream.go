@@ -217,7 +217,9 @@ func appendParquet[T any](pw *parquet.GenericWriter[T], rows []T) error {
 // killed mid-write left in out (see DirSink.WriteStep) and returns their
 // names. A resumed run calls it before writing.
 func RemoveTempSteps(out string) ([]string, error) {
-	matches, err := filepath.Glob(filepath.Join(out, ".step-*.tmp-*"))
+	// Step directories, and the temporary files of files replaced whole
+	// (summary.jsonl), both named ".NAME.tmp-*".
+	matches, err := filepath.Glob(filepath.Join(out, ".*.tmp-*"))
 	if err != nil {
 		return nil, err
 	}

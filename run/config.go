@@ -21,39 +21,39 @@ import (
 // every role whose field is tagged roleflags:"true" (--dialect sets
 // planner.dialect and executor.dialect).
 type Config struct {
-	Run              string   `yaml:"run" flag:"run" scope:"farm" doc:"run {{NAME}}, written into every sample (default: the out directory's name)"`
-	Tasks            string   `yaml:"tasks" flag:"tasks" scope:"farm" doc:"JSON Lines task {{FILE}} (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
-	Out              string   `yaml:"out" flag:"out" doc:"output {{DIR}}: step-NNNNNN/ folders, summary.jsonl"`
-	Seed             uint64   `yaml:"seed" flag:"seed" doc:"run seed: rollout seeds, alignment and the sim world derive from it"`
-	Steps            int      `yaml:"steps" flag:"steps" scope:"farm" doc:"number of steps"`
-	BatchSize        int      `yaml:"batch_size" flag:"batch-size" scope:"farm" doc:"queries per step ({{B}})"`
-	GroupSize        int      `yaml:"group_size" flag:"group-size" scope:"farm" doc:"rollouts per query ({{K}}; the paper uses 8)"`
-	DBar             string   `yaml:"dbar" flag:"dbar" scope:"farm" doc:"executor trajectories per rollout after alignment: {{N}} or auto (0.99 quantile of observed d)"`
-	Mode             string   `yaml:"mode" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
-	DropZeroVariance bool     `yaml:"drop_zero_variance" flag:"drop-zero-variance" scope:"farm" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
-	Concurrency      int      `yaml:"concurrency" flag:"concurrency" doc:"rollouts in flight across a step"`
-	Format           string   `yaml:"format" flag:"format" scope:"farm" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
+	Run              string   `yaml:"run" category:"shape" flag:"run" scope:"farm" doc:"run {{NAME}}, written into every sample (default: the out directory's name)"`
+	Tasks            string   `yaml:"tasks" category:"shape" flag:"tasks" scope:"farm" doc:"JSON Lines task {{FILE}} (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
+	Out              string   `yaml:"out" category:"shape" flag:"out" doc:"output {{DIR}}: step-NNNNNN/ folders, summary.jsonl"`
+	Seed             uint64   `yaml:"seed" category:"shape" flag:"seed" doc:"run seed: rollout seeds, alignment and the sim world derive from it"`
+	Steps            int      `yaml:"steps" category:"shape" flag:"steps" scope:"farm" doc:"number of steps"`
+	BatchSize        int      `yaml:"batch_size" category:"shape" flag:"batch-size" scope:"farm" doc:"queries per step ({{B}})"`
+	GroupSize        int      `yaml:"group_size" category:"shape" flag:"group-size" scope:"farm" doc:"rollouts per query ({{K}}; the paper uses 8)"`
+	DBar             string   `yaml:"dbar" category:"shape" flag:"dbar" scope:"farm" doc:"executor trajectories per rollout after alignment: {{N}} or auto (0.99 quantile of observed d)"`
+	Mode             string   `yaml:"mode" category:"shape" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
+	DropZeroVariance bool     `yaml:"drop_zero_variance" category:"training" flag:"drop-zero-variance" scope:"farm" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
+	Concurrency      int      `yaml:"concurrency" category:"shape" flag:"concurrency" doc:"rollouts in flight across a step"`
+	Format           string   `yaml:"format" category:"output" flag:"format" scope:"farm" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
 	Grace            Duration `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
-	Sim              bool     `yaml:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
+	Sim              bool     `yaml:"sim" category:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
 	// SimStripReasoning makes the sim's chat template drop earlier turns'
 	// reasoning, so multi-turn trajectories split at drift events.
-	SimStripReasoning bool `yaml:"sim_strip_reasoning" flag:"sim-strip-reasoning" doc:"the sim's chat template drops earlier turns' <think> blocks (drift splits trajectories)"`
+	SimStripReasoning bool `yaml:"sim_strip_reasoning" category:"sim" flag:"sim-strip-reasoning" doc:"the sim's chat template drops earlier turns' <think> blocks (drift splits trajectories)"`
 	// SimTrainerStepTime is how long the sim trainer's optimizer step
 	// takes, as a GPU step would (train --sim).
-	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" flag:"sim-trainer-step-time" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`
-	Store              string   `yaml:"store" flag:"store" scope:"farm" doc:"the run's store {{URL}}: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
-	Workers            int      `yaml:"workers" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
+	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" category:"sim" flag:"sim-trainer-step-time" scope:"train" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`
+	Store              string   `yaml:"store" category:"store" flag:"store" scope:"farm" doc:"the run's store {{URL}}: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
+	Workers            int      `yaml:"workers" category:"store" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
 
-	Planner  EndpointConfig `yaml:"planner" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
-	Executor EndpointConfig `yaml:"executor" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`
-	Reasoner EndpointConfig `yaml:"reasoner" flag:"-" doc:"optional reasoning model behind the planner's reason tool"`
-	Judge    EndpointConfig `yaml:"judge" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
+	Planner  EndpointConfig `yaml:"planner" category:"endpoints" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
+	Executor EndpointConfig `yaml:"executor" category:"endpoints" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`
+	Reasoner EndpointConfig `yaml:"reasoner" category:"endpoints" flag:"-" doc:"optional reasoning model behind the planner's reason tool"`
+	Judge    EndpointConfig `yaml:"judge" category:"endpoints" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
-	Search  SearchConfig   `yaml:"search" doc:"executor web tools"`
-	Rewards RewardsConfig  `yaml:"rewards" doc:"reward coefficients"`
-	Budgets BudgetsConfig  `yaml:"budgets" doc:"agent budgets"`
+	Search  SearchConfig   `yaml:"search" category:"tools" doc:"executor web tools"`
+	Rewards RewardsConfig  `yaml:"rewards" category:"training" doc:"reward coefficients"`
+	Budgets BudgetsConfig  `yaml:"budgets" category:"timeouts" doc:"agent budgets"`
 	Prices  rollout.Prices `yaml:"prices" doc:"the cost meter's price table (all 0 unless set)"`
-	Train   TrainConfig    `yaml:"train" scope:"train" doc:"mgrpo train: the trainers, their optimizer and the weight sync"`
+	Train   TrainConfig    `yaml:"train" category:"training" scope:"train" doc:"mgrpo train: the trainers, their optimizer and the weight sync"`
 	// Prompts overrides embedded prompt templates by name.
 	Prompts map[string]string `yaml:"prompts" doc:"prompt template overrides by name (planner_system, executor_user, …)"`
 }
@@ -68,12 +68,12 @@ type EndpointConfig struct {
 	Dialect string   `yaml:"dialect" roleflag:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
 	// CallTimeout and AttemptTimeout bound the role's model calls; auto
 	// (the zero value) derives them from each call's max_tokens.
-	CallTimeout    Timeout `yaml:"call_timeout" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`
-	AttemptTimeout Timeout `yaml:"attempt_timeout" roleflag:"attempt-timeout" doc:"deadline of one attempt, after which its connection is closed and the call retried on another endpoint: a duration shorter than call_timeout, or auto (60s + 100ms × the call's max_tokens; 4m24.8s at 2048)"`
+	CallTimeout    Timeout `yaml:"call_timeout" category:"timeouts" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`
+	AttemptTimeout Timeout `yaml:"attempt_timeout" category:"timeouts" roleflag:"attempt-timeout" doc:"deadline of one attempt, after which its connection is closed and the call retried on another endpoint: a duration shorter than call_timeout, or auto (60s + 100ms × the call's max_tokens; 4m24.8s at 2048)"`
 	// Stream and IdleTimeout receive the role's completions as server-sent
 	// events and take a stream silent for IdleTimeout for a stall.
 	Stream      bool     `yaml:"stream" roleflag:"stream" doc:"receive chat completions as server-sent events, token ids and logprobs included (vLLM ≥ 0.10.2 chat route; SGLang /generate); a server that streams no token ids is called unstreamed, said at start"`
-	IdleTimeout Timeout  `yaml:"idle_timeout" roleflag:"idle-timeout" doc:"with stream: silence after which a stream is a stall, closed and retried at once however long the generation may take (from the request to its first event too): a duration shorter than attempt_timeout, or auto (60s)"`
+	IdleTimeout Timeout  `yaml:"idle_timeout" category:"timeouts" roleflag:"idle-timeout" doc:"with stream: silence after which a stream is a stall, closed and retried at once however long the generation may take (from the request to its first event too): a duration shorter than attempt_timeout, or auto (60s)"`
 	Temperature *float64 `yaml:"temperature" doc:"sampling temperature (0 is greedy)"`
 	TopP        *float64 `yaml:"top_p" doc:"nucleus sampling"`
 	TopK        *int     `yaml:"top_k" doc:"top-k sampling (vLLM/SGLang)"`
@@ -124,11 +124,11 @@ type TrainConfig struct {
 	ExecutorTrainer   string  `yaml:"executor_trainer" flag:"executor-trainer" doc:"the executors' trainer URL (mode mgrpo)"`
 	BaseModelPlanner  string  `yaml:"base_model_planner" flag:"base-model-planner" doc:"the planner's base model as the trainer names it (e.g. Qwen/Qwen3-8B)"`
 	BaseModelExecutor string  `yaml:"base_model_executor" flag:"base-model-executor" doc:"the executors' base model"`
-	LoRARank          int     `yaml:"lora_rank" flag:"lora-rank" doc:"LoRA rank (0: the trainer's default)"`
-	Loss              string  `yaml:"loss" flag:"loss" doc:"importance_sampling or ppo"`
-	ClipLow           float64 `yaml:"clip_low" flag:"clip-low" doc:"PPO clip below 1 (0: 0.2)"`
-	ClipHigh          float64 `yaml:"clip_high" flag:"clip-high" doc:"PPO clip above 1 (0: 0.2)"`
-	LearningRate      float64 `yaml:"lr" flag:"lr" doc:"Adam learning rate (0: 1e-5)"`
+	LoRARank          int     `yaml:"lora_rank" flag:"lora-rank" zero:"the trainer's" doc:"LoRA rank"`
+	Loss              string  `yaml:"loss" flag:"loss" zero:"importance_sampling" doc:"importance_sampling or ppo"`
+	ClipLow           float64 `yaml:"clip_low" flag:"clip-low" zero:"0.2" doc:"PPO clip below 1"`
+	ClipHigh          float64 `yaml:"clip_high" flag:"clip-high" zero:"0.2" doc:"PPO clip above 1"`
+	LearningRate      float64 `yaml:"lr" flag:"lr" zero:"1e-5" doc:"Adam learning rate"`
 	WeightSync        string  `yaml:"weight_sync" flag:"weight-sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
 	WeightsPath       string  `yaml:"weights_path" flag:"weights-path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
 	APIKeyEnv         string  `yaml:"api_key_env" doc:"environment variable holding the trainers' API key (default: the backend's, e.g. TINKER_API_KEY)"`
@@ -139,10 +139,10 @@ type TrainConfig struct {
 	VLLMUpdateCommand []string `yaml:"vllm_update_command" flag:"weight-update-command" doc:"weight_sync vllm: instead of the route, a command run per endpoint: [prog, {endpoint}, {path}]"`
 	VersionPath       string   `yaml:"version_path" flag:"weight-version-path" doc:"the GET route reporting an endpoint's weight_version, to verify a sync (sglang: found by itself; vllm: e.g. /weight_info)"`
 	MaxStaleness      int      `yaml:"max_staleness" flag:"max-staleness" doc:"asynchronous training: the rollouts of up to N later steps run while a step trains and syncs, so a batch is at most N versions behind its trainer (0: strictly on-policy)"`
-	PartialRollouts   string   `yaml:"partial_rollouts" flag:"partial-rollouts" json:",omitempty" doc:"asynchronous training: the rollouts in flight at a weight update continue on the new weights (continue, the default; each turn keeps the version that served it) or start again at the new version (restart)"`
-	StalePolicy       string   `yaml:"stale_policy" flag:"stale-policy" json:",omitempty" doc:"asynchronous training: a query whose samples are more than max_staleness versions behind their trainer is dropped from that role's batch (drop, the default) or trained (keep); counted either way"`
+	PartialRollouts   string   `yaml:"partial_rollouts" zero:"continue" flag:"partial-rollouts" json:",omitempty" doc:"asynchronous training: the rollouts in flight at a weight update continue on the new weights (continue, the default; each turn keeps the version that served it) or start again at the new version (restart)"`
+	StalePolicy       string   `yaml:"stale_policy" zero:"drop" flag:"stale-policy" json:",omitempty" doc:"asynchronous training: a query whose samples are more than max_staleness versions behind their trainer is dropped from that role's batch (drop, the default) or trained (keep); counted either way"`
 	StreamGroups      bool     `yaml:"stream_groups" flag:"stream-groups" json:",omitempty" doc:"asynchronous training: a step is the first batch_size groups whose K rollouts are in, not a fixed set of queries, so it never waits for its slowest rollout; every group still trains within max_staleness steps (off: fixed steps)"`
-	MaxExtraDraws     int      `yaml:"max_extra_draws" flag:"max-extra-draws" json:",omitempty" doc:"stream_groups with drop_zero_variance: the groups of equal rewards a step discards and replaces by further draws, at most (0: batch_size)"`
+	MaxExtraDraws     int      `yaml:"max_extra_draws" zero:"batch_size" flag:"max-extra-draws" json:",omitempty" doc:"stream_groups with drop_zero_variance: the groups of equal rewards a step discards and replaces by further draws, at most (0: batch_size)"`
 	Role              string   `yaml:"role" flag:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
 }
 

@@ -19,6 +19,31 @@ const (
 	ScopeTrain = "train"
 )
 
+// Categories are the headings of the flags in help, in the order a user
+// needs them: the run's shape first. The configuration's `category` tags
+// name them by key (shape, endpoints, …).
+var Categories = []struct{ Key, Title string }{
+	{"shape", "1. run shape"},
+	{"endpoints", "2. endpoints"},
+	{"tools", "3. tools"},
+	{"timeouts", "4. timeouts"},
+	{"training", "5. rewards and training"},
+	{"store", "6. store and resume"},
+	{"output", "7. output"},
+	{"sim", "8. simulated world"},
+}
+
+// Category returns the title of the category key ("" for none). Help lists
+// categories by title, so the titles are numbered in order.
+func Category(key string) string {
+	for _, c := range Categories {
+		if c.Key == key {
+			return c.Title
+		}
+	}
+	return ""
+}
+
 // FlagSpec is one command-line flag that sets configuration keys, derived
 // from Config's tags, so that a key's flag name, help, default and YAML key
 // have one source: the `flag` (or `roleflag`) tag names it, the `doc` tag
@@ -32,6 +57,12 @@ type FlagSpec struct {
 	Keys []string
 	// Scope is ScopeAgent, ScopeFarm or ScopeTrain.
 	Scope string
+	// Category is the heading help lists the flag under (Categories).
+	Category string
+	// DefaultText, when set, is what help shows as the default instead of
+	// Default: what the zero value stands for ("0.2" for a clip the
+	// trainer defaults).
+	DefaultText string
 	// Default is the flag's default, of the type SetFlag takes: string,
 	// int, uint64, bool, float64, []string, time.Duration or Timeout.
 	Default any
@@ -71,6 +102,7 @@ func Flags(scopes ...string) []FlagSpec {
 		}
 		at[k.flag] = len(out)
 		out = append(out, FlagSpec{Name: k.flag, Usage: usage, Keys: []string{k.key}, Scope: k.scope,
+			Category: Category(k.category), DefaultText: k.zero,
 			Default: flagValue(def.FieldByIndex(k.index)), Split: slices.Contains(k.opts, "split"),
 			Append: slices.Contains(k.opts, "append"), index: [][]int{k.index}})
 	}

@@ -31,8 +31,12 @@ type keyField struct {
 	flag, role string
 	// opts are the flag tag's options after its name (split, append).
 	opts []string
-	// scope says which commands have the flag (see FlagSpec.Scope).
-	scope string
+	// scope says which commands have the flag (see FlagSpec.Scope),
+	// category where its help lists it (see FlagSpec.Category).
+	scope, category string
+	// zero says what the zero value stands for (a `zero` tag: "0.2" for a
+	// clip that the trainer defaults), shown as the key's default.
+	zero string
 	// index is the field's index path in Config.
 	index []int
 	typ   reflect.Type
@@ -48,8 +52,8 @@ type keyField struct {
 // commands have the flag (default ScopeAgent).
 func configKeys() []keyField {
 	var keys []keyField
-	var walk func(t reflect.Type, index []int, prefix, flagPrefix, role, scope string, roleFlags bool)
-	walk = func(t reflect.Type, index []int, prefix, flagPrefix, role, scope string, roleFlags bool) {
+	var walk func(t reflect.Type, index []int, prefix, flagPrefix, role, scope, category string, roleFlags bool)
+	walk = func(t reflect.Type, index []int, prefix, flagPrefix, role, scope, category string, roleFlags bool) {
 		for i := range t.NumField() {
 			f := t.Field(i)
 			key := strings.Split(f.Tag.Get("yaml"), ",")[0]
@@ -66,17 +70,20 @@ func configKeys() []keyField {
 			case flagName != "" && flagPrefix != "":
 				flagName = flagPrefix + "-" + flagName
 			}
-			fieldScope := scope
+			fieldScope, fieldCategory := scope, category
 			if s := f.Tag.Get("scope"); s != "" {
 				fieldScope = s
 			}
+			if c := f.Tag.Get("category"); c != "" {
+				fieldCategory = c
+			}
 			idx := append(slices.Clone(index), i)
 			if f.Type.Kind() == reflect.Struct && !slices.Contains(leafTypes, f.Type) {
-				walk(f.Type, idx, prefix+key+".", flagName, key, fieldScope, f.Tag.Get("roleflags") == "true")
+				walk(f.Type, idx, prefix+key+".", flagName, key, fieldScope, fieldCategory, f.Tag.Get("roleflags") == "true")
 				continue
 			}
 			kf := keyField{key: prefix + key, doc: docPlaceholders.Replace(f.Tag.Get("doc")), role: fieldRole,
-				scope: fieldScope, index: idx, typ: f.Type}
+				scope: fieldScope, category: fieldCategory, zero: f.Tag.Get("zero"), index: idx, typ: f.Type}
 			if flagName != "-" {
 				kf.flag = flagName
 			}
@@ -86,21 +93,43 @@ func configKeys() []keyField {
 			keys = append(keys, kf)
 		}
 	}
-	walk(reflect.TypeFor[Config](), nil, "", "", "", ScopeAgent, false)
+	walk(reflect.TypeFor[Config](), nil, "", "", "", ScopeAgent, "", false)
 	return keys
 }
 
-// Keys lists every key of the configuration with its doc and, where a flag
-// sets it, the flag: one "  key  doc (--flag)" line each, in file order, for
-// help texts.
+// Keys lists every key of the configuration with its doc, its default and,
+// where a flag sets it, the flag: one "  key  doc (default: v) (--flag)"
+// line each, in file order, for help texts.
 func Keys() []string {
 	var lines []string
+	def := reflect.ValueOf(DefaultConfig())
 	for _, k := range configKeys() {
 		line := fmt.Sprintf("  %-28s %s", k.key, placeholder.ReplaceAllString(k.doc, "$1"))
+		if d := defaultText(k, def.FieldByIndex(k.index)); d != "" {
+			line += " (default: " + d + ")"
+		}
 		if k.flag != "" {
 			line += " (--" + k.flag + ")"
 		}
 		lines = append(lines, line)
 	}
 	return lines
+}
+
+// defaultText is how a key's default reads in help: what its zero value
+// stands for, or its value when it is not the zero value ("" when there is
+// nothing to say).
+func defaultText(k keyField, v reflect.Value) string {
+	if v.IsZero() {
+		return k.zero
+	}
+	switch x := v.Interface().(type) {
+	case Duration:
+		return x.Duration.String()
+	case []string:
+		return strings.Join(x, ",")
+	case map[string]string:
+		return ""
+	}
+	return fmt.Sprint(v.Interface())
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/sim"
 )
 
 // RolloutOptions say how Rollout and Train run beside the configuration.
@@ -18,6 +19,9 @@ type RolloutOptions struct {
 	// Resume continues the run in the configuration's out directory (or
 	// store): written steps are kept, stored rollouts are not redone.
 	Resume bool
+	// Force writes the run into an out directory that holds files that are
+	// not a run's.
+	Force bool
 	Hooks
 }
 
@@ -43,7 +47,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if resume && cfg.StoreURL() == "" {
 		return nil, invalid(errors.New("--resume: a run kept in memory (--store none) cannot be resumed; runs resume from their store"))
 	}
-	if err := checkOutDir(cfg.Out, resume); err != nil {
+	if err := checkOutDir(cfg.Out, resume, opts.Force, cfg.Store == ""); err != nil {
 		return nil, invalid(err)
 	}
 	if resume {
@@ -61,6 +65,11 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	}
 	if world != nil {
 		defer world.Close()
+		if resume && world.WebHost != sim.DefaultWebAddr {
+			// The web's address is in the run's prompts and in its record:
+			// resumed elsewhere, the run would not be the same run.
+			return nil, fmt.Errorf("--sim --resume: the simulated world's usual ports (%s, %s, …) are held by another process, and a sim run resumes only on them (its web's address is in its prompts): stop that process (another mgrpo --sim or mgrpo sim) and resume again", sim.DefaultLLMAddr, sim.DefaultWebAddr)
+		}
 	}
 	tasks, source, err := loadTasks(cfg, world)
 	if err != nil {
@@ -122,30 +131,73 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	}
 	summaries, err := f.Run(ctx)
 	if err != nil {
-		return summaries, fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, err)
+		hint := ""
+		if ctx.Err() != nil && cfg.StoreURL() != "" {
+			hint = " (the steps written are complete: continue the run with the same command and --resume)"
+		}
+		return summaries, fmt.Errorf("rollout stopped after %d of %d steps%s: %w", len(summaries), cfg.Steps, hint, err)
 	}
 	return summaries, nil
 }
 
-// checkOutDir refuses an output directory that already holds steps, unless
-// resuming: steps are never overwritten.
-func checkOutDir(out string, resume bool) error {
-	if resume {
-		return nil
-	}
+// checkOutDir checks the output directory before anything is written:
+// steps are never overwritten, a run is never written among files that are
+// not a run's (unless force), and --resume needs a run to continue (when
+// the run's store is its directory's own store.db, runDirStore).
+func checkOutDir(out string, resume, force, runDirStore bool) error {
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, os.ErrNotExist) {
+		if resume && runDirStore {
+			return fmt.Errorf("--resume: --out %s does not exist, so there is no run to continue: check the path, or start the run without --resume", out)
+		}
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("--out %s: %w", out, err)
 	}
+	var steps, foreign []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), "step-") {
-			return fmt.Errorf("--out %s already holds %s: continue that run with --resume, or choose a new --out (steps are never overwritten)", out, e.Name())
+		switch name := e.Name(); {
+		case strings.HasPrefix(name, "step-"):
+			steps = append(steps, name)
+		case !isRunEntry(name):
+			foreign = append(foreign, name)
 		}
 	}
+	if resume {
+		if !runDirStore {
+			return nil
+		}
+		info, err := os.Stat(filepath.Join(out, StoreFile))
+		switch {
+		case err != nil && len(steps) == 0:
+			return fmt.Errorf("--resume: --out %s holds no run (no %s, no step directory): check the path, or start the run without --resume", out, StoreFile)
+		case err != nil:
+			return fmt.Errorf("--resume: --out %s holds %d step(s) but no %s: the run's store is gone, so its finished rollouts cannot be told apart from the rest; start a new run in a new --out", out, len(steps), StoreFile)
+		case info.Size() == 0 && len(steps) > 0:
+			return fmt.Errorf("--resume: %s is empty (0 bytes) beside %d written step(s): the run's store was lost, and resuming would redo rollouts whose steps are written; start a new run in a new --out", filepath.Join(out, StoreFile), len(steps))
+		}
+		return nil
+	}
+	if len(steps) > 0 {
+		return fmt.Errorf("--out %s already holds %s: continue that run with --resume, or choose a new --out (steps are never overwritten)", out, steps[0])
+	}
+	if len(foreign) > 0 && !force {
+		return fmt.Errorf("--out %s is not empty and holds files that are not a run's (%s): choose a new or empty directory, or pass --force to write the run beside them", out, strings.Join(foreign[:min(len(foreign), 3)], ", "))
+	}
 	return nil
+}
+
+// isRunEntry reports whether name is something a run writes into its
+// directory besides its step directories.
+func isRunEntry(name string) bool {
+	switch name {
+	case rollout.SummaryFile, StoreFile, StoreFile + "-wal", StoreFile + "-shm", StoreFile + "-journal",
+		"tasks.jsonl", SimCheckpointDir, "curves.svg":
+		return true
+	}
+	// Temporary files and directories of a step or a summary being written.
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
 }
 
 // fileExists reports whether path exists.

@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/mgrpo/mgrpo/sim"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
@@ -246,8 +248,78 @@ func TestReportCurves(t *testing.T) {
 	if data := mustRead(t, svg); !strings.Contains(data, "<svg") || !strings.Contains(data, "run") {
 		t.Errorf("report wrote no figure of the run:\n%.300s", data)
 	}
+	// Without --out the figure goes next to the run, not into the working
+	// directory.
+	if code, _, stderr := runCLI(t, "report", run); code != 0 {
+		t.Fatalf("report without --out: exit %d: %s", code, stderr)
+	}
+	if data := mustRead(t, filepath.Join(run, "curves.svg")); !strings.Contains(data, "<svg") {
+		t.Errorf("report without --out wrote no figure into the run directory:\n%.300s", data)
+	}
 	code, _, stderr := runCLI(t, "report", "--out", svg, dir)
 	if code != 2 || !strings.Contains(stderr, "not a run directory") || !strings.Contains(stderr, dir) {
 		t.Errorf("report of a directory without summary.jsonl: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// TestFirstDayMistakes runs again, as commands, what a new user got wrong
+// on their first day (issue 26), and checks each now ends the way it
+// should: at once, with exit 2 and a message naming the flag or path, and
+// nothing written.
+func TestFirstDayMistakes(t *testing.T) {
+	dir := t.TempDir()
+	foreign := filepath.Join(dir, "mine")
+	if err := os.MkdirAll(foreign, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(foreign, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	small := []string{"--sim", "--batch-size", "1", "--group-size", "2"}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantErr  string
+	}{
+		{"out holds the user's files", append([]string{"rollout", "--out", foreign}, small...), 2, "not a run's (notes.txt)"},
+		{"resume a mistyped directory", append([]string{"rollout", "--resume", "--out", filepath.Join(dir, "typo")}, small...), 2, "does not exist"},
+		{"resume a directory without a run", append([]string{"rollout", "--resume", "--out", foreign}, small...), 2, "holds no run"},
+		{"a train-only flag on rollout", append([]string{"rollout", "--out", filepath.Join(dir, "a"), "--sim-trainer-step-time", "1s"}, small...), 2, "sim-trainer-step-time"},
+		{"a global flag after the command", append([]string{"rollout", "--log-level", "warn", "--out", filepath.Join(dir, "b")}, small...), 0, ""},
+		{"out holds the user's files, forced", append([]string{"rollout", "--force", "--out", foreign}, small...), 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runCLI(t, tt.args...)
+			if code != tt.wantCode || !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tt.wantCode, tt.wantErr)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "typo")); err == nil {
+		t.Error("a refused --resume created its --out")
+	}
+	if _, err := os.Stat(filepath.Join(foreign, "step-000001")); err != nil {
+		t.Errorf("the forced run wrote no step beside the user's files: %v", err)
+	}
+}
+
+// TestSimResumeNeedsTheUsualPorts holds one of the sim's ports and checks
+// that a --sim --resume says so, instead of reporting another
+// configuration (issue 25: the cause was the ports).
+func TestSimResumeNeedsTheUsualPorts(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runCLI(t, "rollout", "--sim", "--out", out, "--batch-size", "1", "--group-size", "2"); code != 0 {
+		t.Fatalf("first run: exit %d: %s", code, stderr)
+	}
+	l, err := net.Listen("tcp", sim.DefaultLLMAddr)
+	if err != nil {
+		t.Skipf("the sim's port is in use here already: %v", err)
+	}
+	defer l.Close()
+	code, _, stderr := runCLI(t, "rollout", "--sim", "--resume", "--out", out, "--batch-size", "1", "--group-size", "2")
+	if code == 0 || !strings.Contains(stderr, "usual ports") || !strings.Contains(stderr, sim.DefaultLLMAddr) {
+		t.Errorf("exit %d, stderr %q; want a refusal naming the sim's ports", code, stderr)
 	}
 }

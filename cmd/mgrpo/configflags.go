@@ -17,21 +17,21 @@ func configFlags(scopes ...string) []cli.Flag {
 	for _, f := range run.Flags(scopes...) {
 		switch d := f.Default.(type) {
 		case string:
-			flags = append(flags, &cli.StringFlag{Name: f.Name, Usage: f.Usage, Value: d})
+			flags = append(flags, &cli.StringFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case int:
-			flags = append(flags, &cli.IntFlag{Name: f.Name, Usage: f.Usage, Value: d})
+			flags = append(flags, &cli.IntFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case uint64:
-			flags = append(flags, &cli.Uint64Flag{Name: f.Name, Usage: f.Usage, Value: d})
+			flags = append(flags, &cli.Uint64Flag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case bool:
-			flags = append(flags, &cli.BoolFlag{Name: f.Name, Usage: f.Usage, Value: d})
+			flags = append(flags, &cli.BoolFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case float64:
-			flags = append(flags, &cli.Float64Flag{Name: f.Name, Usage: f.Usage, Value: d})
+			flags = append(flags, &cli.Float64Flag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case []string:
-			flags = append(flags, &cli.StringSliceFlag{Name: f.Name, Usage: f.Usage})
+			flags = append(flags, &cli.StringSliceFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText})
 		case time.Duration:
-			flags = append(flags, &cli.DurationFlag{Name: f.Name, Usage: f.Usage, Value: d})
+			flags = append(flags, &cli.DurationFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case run.Timeout:
-			flags = append(flags, &cli.GenericFlag{Name: f.Name, Usage: f.Usage, Value: &d})
+			flags = append(flags, &cli.GenericFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: &d})
 		default:
 			// A key of a new type needs its flag kind here; TestConfigFlags fails until then.
 			panic(fmt.Sprintf("configuration flag --%s: no flag kind for %T", f.Name, f.Default))

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mattn/go-isatty"
+	"golang.org/x/term"
 )
 
 // console is the process's stderr shared by the log and the progress bar.
@@ -27,6 +28,20 @@ type console struct {
 func newConsole(w io.Writer) *console {
 	f, ok := w.(*os.File)
 	return &console{w: w, terminal: ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))}
+}
+
+// width returns the terminal's width in columns, 0 when unknown (not a
+// terminal).
+func (c *console) width() int {
+	f, ok := c.w.(*os.File)
+	if !c.terminal || !ok {
+		return 0
+	}
+	cols, _, err := term.GetSize(int(f.Fd()))
+	if err != nil {
+		return 0
+	}
+	return cols
 }
 
 // Write writes log output, clearing the bar's line first.

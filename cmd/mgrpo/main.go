@@ -61,7 +61,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signa
 		}
 		return nil
 	}
-	if err := app.RunContext(ctx, args); err != nil {
+	if err := app.RunContext(ctx, hoistGlobalFlags(args)); err != nil {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
 		if isConfigError(err) {
 			return 2
@@ -83,7 +83,7 @@ func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.S
 		// Cancelled from outside (a test, a caller's deadline): a signal
 		// now can only mean "at once".
 	case s := <-signals:
-		logger.Warn("stopping: in-flight work gets its grace period to finish; send the signal again to stop at once", "signal", s.String())
+		logger.Warn("stopping: in-flight work gets its grace period to finish; send the signal again to stop at once; continue the run later with the same command and --resume", "signal", s.String())
 		cancel(fmt.Errorf("%s signal received", s))
 	}
 	select {

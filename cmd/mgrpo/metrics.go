@@ -13,11 +13,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
+
+	"github.com/mgrpo/mgrpo/run"
 )
 
 // metricsFlag is --metrics-addr, shared by the commands that run agents.
 func metricsFlag() cli.Flag {
-	return &cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus /metrics on `ADDR` (host:port; port 0 picks one) while the command runs"}
+	return &cli.StringFlag{Name: "metrics-addr", Category: run.Category("output"), Usage: "serve Prometheus /metrics on `ADDR` (host:port; port 0 picks one) while the command runs"}
 }
 
 // metricsServer serves a registry's /metrics until stopped.

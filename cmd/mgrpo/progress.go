@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -45,8 +47,12 @@ func (p *progressReporter) report(pr farm.Progress) {
 	if !p.con.terminal {
 		if pr.Done == pr.Total || time.Since(p.last) >= logEvery {
 			p.last = time.Now()
+			if pr.Done == 0 {
+				p.logger.Info("progress", "step", pr.Step, "done", 0, "total", pr.Total)
+				return
+			}
 			p.logger.Info("progress", "step", pr.Step, "done", pr.Done, "total", pr.Total,
-				"mean_reward", fmt.Sprintf("%.3f", pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", fmt.Sprintf("%.1f", pr.Rate))
+				"mean_reward", sig3(pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", sig3(pr.Rate))
 		}
 		return
 	}
@@ -57,15 +63,57 @@ func (p *progressReporter) report(pr farm.Progress) {
 			progressbar.OptionShowCount(),
 			progressbar.OptionShowIts(),
 			progressbar.OptionSetItsString("rollouts"),
-			progressbar.OptionSetPredictTime(true),
-			progressbar.OptionSetWidth(24),
+			// The time left is in the description, labelled.
+			progressbar.OptionSetPredictTime(false),
+			progressbar.OptionSetElapsedTime(false),
+			progressbar.OptionSetWidth(p.barWidth(pr)),
 			progressbar.OptionThrottle(100*time.Millisecond),
 			progressbar.OptionClearOnFinish(),
 		)
 		p.barStep = pr.Step
 	}
-	p.bar.Describe(fmt.Sprintf("step %d · mean reward %.3f · %d errors", pr.Step, pr.MeanReward, pr.Errors))
+	p.bar.Describe(barDescription(pr))
 	p.bar.Set(pr.Done)
+}
+
+// barDescription is the text before the bar: the step, and once rollouts
+// are done the mean reward so far, the errors and the time left.
+func barDescription(pr farm.Progress) string {
+	d := fmt.Sprintf("step %d", pr.Step)
+	if pr.Done == 0 {
+		return d
+	}
+	d += " · reward " + sig3(pr.MeanReward) + fmt.Sprintf(" · %d err", pr.Errors)
+	if pr.Rate > 0 && pr.Done < pr.Total {
+		left := time.Duration(float64(pr.Total-pr.Done) / pr.Rate * float64(time.Second))
+		d += " · " + left.Round(time.Second).String() + " left"
+	}
+	return d
+}
+
+// barWidth is the width of the bar itself so that the whole line fits the
+// terminal (a line wider than the terminal wraps, and every redraw would
+// add a line): what is left of the terminal's width after the description
+// at its longest and the counters.
+func (p *progressReporter) barWidth(pr farm.Progress) int {
+	cols := p.con.width()
+	if cols <= 0 {
+		return 24
+	}
+	longest := farm.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 1e-3}
+	digits := len(fmt.Sprint(pr.Total))
+	// " 100% |" + bar + "| (" + done/total + ", 9999 rollouts/s)" and a
+	// column free, so the cursor never wraps.
+	fixed := len([]rune(barDescription(longest))) + 7 + 4 + 2*digits + len(", 9999 rollouts/s)") + 1
+	return max(cols-fixed, 5)
+}
+
+// sig3 writes x with three significant digits (whole numbers from 1000 on).
+func sig3(x float64) string {
+	if math.Abs(x) >= 1000 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
 // finishBar ends the current bar, clearing its line; p.mu is held.
@@ -94,11 +142,12 @@ type stepTable struct {
 	usage    rollout.Usage
 }
 
-// The table's columns: one format for the header and one for the rows, so
-// rows printed one at a time stay aligned.
+// The table's columns, one format for the header and one for the rows so
+// that rows printed one at a time stay aligned; a row fits 99 columns.
+// Rewards and rates have three significant digits.
 const (
-	stepHeaderFormat = "%5s %9s %7s %9s %7s %7s %5s %16s %17s %6s %12s %8s %10s %11s %8s\n"
-	stepRowFormat    = "%5d %9d %7d %9.3f %7.3f %7.3f %5d %16d %17d %6d %12d %7.1f%% %9.1f%% %11.1f %8.0f\n"
+	stepHeaderFormat = "%4s %8s %6s %5s %5s %5s %4s %13s %5s %7s %6s %6s %6s %6s\n"
+	stepRowFormat    = "%4d %8d %6d %5s %5s %5s %4d %13s %5d %7d %5.1f%% %5.1f%% %6s %6s\n"
 )
 
 // row is the farm's OnStep hook.
@@ -110,17 +159,17 @@ func (t *stepTable) row(s rollout.StepSummary) {
 		t.progress.done()
 	}
 	if !t.header {
-		fmt.Fprintf(t.w, stepHeaderFormat, "step", "rollouts", "failed", "accuracy", "R_M", "R_S", "dbar",
-			"planner samples", "executor samples", "drift", "tool errors", "trunc", "fmt errors", "rollouts/s", "tokens/s")
+		fmt.Fprintf(t.w, stepHeaderFormat, "step", "rollouts", "failed", "acc", "R_M", "R_S", "dbar",
+			"samples P/E", "drift", "toolerr", "trunc", "fmterr", "roll/s", "tok/s")
 		t.header = true
 	}
 	toolErrors := 0
 	for _, n := range s.ToolErrors {
 		toolErrors += n
 	}
-	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, s.Accuracy, s.MeanMainReward, s.MeanSubReward,
-		s.DBar, s.PlannerSamples, s.ExecutorSamples, s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
-		s.RolloutsPerSecond, s.CompletionTokensPerSecond)
+	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, sig3(s.Accuracy), sig3(s.MeanMainReward), sig3(s.MeanSubReward),
+		s.DBar, fmt.Sprintf("%d/%d", s.PlannerSamples, s.ExecutorSamples), s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
+		sig3(s.RolloutsPerSecond), sig3(s.CompletionTokensPerSecond))
 	if line := trainingLine(s); line != "" {
 		fmt.Fprintln(t.w, line)
 	}
@@ -148,14 +197,15 @@ func trainingLine(s rollout.StepSummary) string {
 		if rec.StaleSamples > 0 {
 			p += fmt.Sprintf(", %d stale in %d groups, %d dropped", rec.StaleSamples, rec.StaleGroups, rec.StaleDropped)
 		}
-		for _, m := range []string{"loss", "loss:sum", "loss:mean", "kl", "clip_fraction"} {
-			if v, ok := rec.Metrics[m]; ok {
-				p += fmt.Sprintf(", %s %.4g", m, v)
+		for _, m := range []struct{ key, label string }{{"loss", "loss"}, {"loss:mean", "loss per token"},
+			{"loss:sum", "loss summed over tokens"}, {"kl", "KL"}, {"clip_fraction", "clipped"}} {
+			if v, ok := rec.Metrics[m.key]; ok {
+				p += ", " + m.label + " " + sig3(v)
 			}
 		}
 		parts = append(parts, p+")")
 	}
-	line := fmt.Sprintf("      trained: %s; train %.2fs, sync %.2fs", strings.Join(parts, ", "), s.TrainSeconds, s.SyncSeconds)
+	line := fmt.Sprintf("     trained: %s; train %ss, sync %ss", strings.Join(parts, ", "), sig3(s.TrainSeconds), sig3(s.SyncSeconds))
 	if s.RestartedRollouts > 0 {
 		line += fmt.Sprintf("; %d rollouts restarted at an update", s.RestartedRollouts)
 	}

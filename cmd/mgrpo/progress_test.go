@@ -15,10 +15,10 @@ import (
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
-// TestProgressBarOnATerminal runs a rollout whose stderr is a
-// pseudo-terminal and checks the live display: a bar redrawn in place with
-// the step, the mean reward so far, errors, rollouts done of total, the rate
-// and the time left.
+// TestProgressBarOnATerminal runs a rollout whose stderr is an 80-column
+// pseudo-terminal and checks the live display: a bar redrawn in place,
+// never wider than the terminal, with the step, the mean reward so far,
+// errors, rollouts done of total, the rate and the time left, labelled.
 func TestProgressBarOnATerminal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a rollout against a sim server")
@@ -28,7 +28,7 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		t.Skipf("no pseudo-terminal here: %v", err)
 	}
 	defer ptmx.Close()
-	if err := pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 160}); err != nil {
+	if err := pty.Setsize(tty, &pty.Winsize{Rows: 40, Cols: 80}); err != nil {
 		t.Fatal(err)
 	}
 	var screen lockedBuffer
@@ -52,16 +52,23 @@ func TestProgressBarOnATerminal(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, screen.String())
 	}
 	out := screen.String()
-	for _, want := range []string{"step 1 · mean reward", "errors", "/8", "rollouts/s", "\r"} {
+	for _, want := range []string{"step 1 · reward", " err", "/8", "rollouts/s", "\r"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the terminal shows no %q:\n%q", want, out)
 		}
 	}
-	// The ETA: progressbar shows [elapsed:left] once it can predict.
-	if !regexp.MustCompile(`\[\d+s:\d+s\]`).MatchString(out) {
+	if !regexp.MustCompile(`\d+s left`).MatchString(out) {
 		t.Errorf("the bar shows no time left:\n%q", out)
 	}
-	if !strings.Contains(stdout.String(), "    1         8") {
+	// Each redraw of the bar, and each log line, fits the 80 columns: a
+	// wider line would wrap and leave a line behind at every redraw.
+	ansi := regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
+	for _, line := range regexp.MustCompile("[\r\n]").Split(out, -1) {
+		if n := len([]rune(ansi.ReplaceAllString(line, ""))); n > 80 && strings.Contains(line, "rollouts/s") {
+			t.Errorf("a bar line of %d columns on an 80-column terminal: %q", n, line)
+		}
+	}
+	if !strings.Contains(stdout.String(), "   1        8") {
 		t.Errorf("stdout lacks the step row:\n%s", stdout.String())
 	}
 }
@@ -79,7 +86,7 @@ func TestStepRowsAppearAsStepsEnd(t *testing.T) {
 		t.Fatalf("exit %d:\n%s", code, both.String())
 	}
 	out := both.String()
-	row, next := strings.Index(out, "\n    1         4"), strings.Index(out, `msg="step start" step=2`)
+	row, next := strings.Index(out, "\n   1        4"), strings.Index(out, `msg="step start" step=2`)
 	if row < 0 || next < 0 || row > next {
 		t.Errorf("step 1's row (at %d) does not come before step 2 starts (at %d):\n%s", row, next, out)
 	}

@@ -21,7 +21,7 @@ func reportCommand() *cli.Command {
 		Description: "Reads each run directory's summary.jsonl (as `mgrpo rollout` writes it, steps written so far) and\n" +
 			"draws one line per run in each panel. For an eval directory's chart, see mgrpo eval report.",
 		Flags: []cli.Flag{
-			&cli.PathFlag{Name: "out", Value: "curves.svg", Usage: "SVG `FILE` to write (- for standard output)"},
+			&cli.PathFlag{Name: "out", Usage: "SVG `FILE` to write (- for standard output; default: curves.svg in the first RUN_DIR)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() == 0 {
@@ -42,6 +42,9 @@ func reportCommand() *cli.Command {
 				runs = append(runs, report.RunCurve{Name: filepath.Base(filepath.Clean(dir)), Steps: steps})
 			}
 			out := c.Path("out")
+			if out == "" {
+				out = filepath.Join(c.Args().First(), "curves.svg")
+			}
 			err := writeOut(out, c.App.Writer, func(w io.Writer) error { return report.WriteCurves(w, runs) })
 			if err == nil && out != "-" {
 				loggerOf(c).Info("curves written", "file", out, "runs", len(runs))

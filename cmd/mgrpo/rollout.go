@@ -30,7 +30,8 @@ func rolloutCommand() *cli.Command {
 // --help are the configuration's defaults (a flag overrides the YAML file
 // only when set).
 func agentFlags() []cli.Flag {
-	flags := []cli.Flag{&cli.PathFlag{Name: "config", Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"}}
+	flags := []cli.Flag{&cli.PathFlag{Name: "config", Category: run.Category("output"),
+		Usage: "YAML configuration `FILE` (keys in `mgrpo rollout --help`; flags override it)"}}
 	return append(append(flags, configFlags(run.ScopeAgent)...), metricsFlag())
 }
 
@@ -38,7 +39,8 @@ func agentFlags() []cli.Flag {
 // train`).
 func farmFlags() []cli.Flag {
 	return append(configFlags(run.ScopeFarm),
-		&cli.BoolFlag{Name: "resume", Usage: "continue the run in --out (or --store): written steps are kept, stored rollouts are not redone"})
+		&cli.BoolFlag{Name: "resume", Category: run.Category("store"), Usage: "continue the run in --out (or --store): written steps are kept, stored rollouts are not redone"},
+		&cli.BoolFlag{Name: "force", Category: run.Category("store"), Usage: "write the run into an --out directory that holds files that are not a run's"})
 }
 
 // loadConfig reads --config and overlays the flags set on the command line.
@@ -58,7 +60,7 @@ func runRollout(c *cli.Context) error {
 		return err
 	}
 	return runJob(c, cfg.Out, func(h run.Hooks) ([]rollout.StepSummary, error) {
-		return run.Rollout(c.Context, cfg, run.RolloutOptions{Resume: c.Bool("resume"), Hooks: h})
+		return run.Rollout(c.Context, cfg, run.RolloutOptions{Resume: c.Bool("resume"), Force: c.Bool("force"), Hooks: h})
 	})
 }
 

@@ -1,8 +1,7 @@
-package run
+package main
 
 import (
 	"bufio"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
@@ -26,23 +25,20 @@ var updateIdentity = flag.Bool("update-identity", false, "rewrite testdata/ident
 // left out: which groups a streamed step takes, and which weights serve a
 // turn in flight across an update, depend on timing by design.
 var identityRuns = []struct {
-	name  string
-	train bool
-	mode  string
-	steps int
+	name string
+	args []string
 }{
-	{"rollout", false, "mgrpo", 2},
-	{"train-mgrpo", true, "mgrpo", 3},
-	{"train-frozen-sub", true, "frozen-sub", 3},
-	{"train-single", true, "single", 3},
+	{"rollout", []string{"rollout", "--sim", "--seed", "3", "--steps", "2", "--batch-size", "4", "--group-size", "4"}},
+	{"train-mgrpo", []string{"train", "--sim", "--mode", "mgrpo", "--seed", "3", "--steps", "3", "--batch-size", "4", "--group-size", "4"}},
+	{"train-frozen-sub", []string{"train", "--sim", "--mode", "frozen-sub", "--seed", "3", "--steps", "3", "--batch-size", "4", "--group-size", "4"}},
+	{"train-single", []string{"train", "--sim", "--mode", "single", "--seed", "3", "--steps", "3", "--batch-size", "4", "--group-size", "4"}},
 }
 
 // TestStepFilesAreByteIdentical runs identityRuns and compares the sha256
 // of every step file with testdata/identity.sha256, recorded before the
-// composition root moved here. The sim's web URL appears in prompts, so a
-// run counts only when the world got its usual ports; while another
-// process holds them (other packages' tests run beside this one), the run
-// is retried.
+// composition root moved to run/. The sim's web URL appears in prompts, so
+// a run counts only when the world got its usual ports; while another
+// process holds them, the run is retried.
 func TestStepFilesAreByteIdentical(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the farm and the sim trainer")
@@ -51,15 +47,11 @@ func TestStepFilesAreByteIdentical(t *testing.T) {
 	got := map[string]string{}
 	for _, r := range identityRuns {
 		out := runOnUsualPorts(t, root, r.name, func(out string) error {
-			cfg := DefaultConfig()
-			cfg.Sim, cfg.Seed, cfg.Steps, cfg.BatchSize, cfg.GroupSize, cfg.Mode, cfg.Out = true, 3, r.steps, 4, 4, r.mode, out
-			var err error
-			if r.train {
-				_, err = Train(context.Background(), cfg, TrainOptions{})
-			} else {
-				_, err = Rollout(context.Background(), cfg, RolloutOptions{})
+			args := append([]string{"--log-level", "error"}, r.args...)
+			if code, _, stderr := runCLI(t, append(args, "--out", out)...); code != 0 {
+				return fmt.Errorf("exit %d: %s", code, stderr)
 			}
-			return err
+			return nil
 		})
 		files, err := filepath.Glob(filepath.Join(out, "step-*", "*"))
 		if err != nil {
