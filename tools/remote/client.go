@@ -23,8 +23,8 @@ type ClientConfig struct {
 	Transport http.RoundTripper
 	// Timeout bounds one whole request including retries; 0 means 30s.
 	Timeout time.Duration
-	// Retries is how many times a connection error or 5xx is retried;
-	// 0 means none.
+	// Retries is how many times a connection error, 408 or 5xx (but 501)
+	// is retried (httpretry.DefaultCheckRetry); 0 means none.
 	Retries int
 	// RetryWaitMin and RetryWaitMax bound the back-off between retries;
 	// 0 means 100ms and 2s.
