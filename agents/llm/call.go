@@ -13,6 +13,8 @@ import (
 	"time"
 
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 // maxBody caps a response body read; token ids of a long context are large
@@ -195,7 +197,7 @@ func (c *Client) handleResponse(resp *http.Response) error {
 	// from it is copied out (errors keep string copies).
 	body := buf.Bytes()
 	if resp.StatusCode != http.StatusOK {
-		serr := &StatusError{Endpoint: e.display, Status: resp.StatusCode, Message: errorMessage(body)}
+		serr := fmt.Errorf("%s: %w", e.display, httpretry.NewStatusError(resp.StatusCode, resp.Header, errorMessage(body), c.apiKey))
 		switch {
 		case resp.StatusCode == http.StatusTooManyRequests:
 			c.met.failure(c.role, e.display, ClassStatus429)

@@ -83,6 +83,8 @@ type Client struct {
 	// ownHTTP is the HTTP client New made when Config.HTTPClient was nil;
 	// Close closes its idle connections (a caller's client is theirs).
 	ownHTTP *http.Client
+	// apiKey is redacted from the servers' error messages.
+	apiKey string
 }
 
 // dialect is one server family's way of making a call and capturing its
@@ -143,15 +145,11 @@ func New(cfg Config) (*Client, error) {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
+	c.apiKey = cfg.APIKey
 	c.http = &retryablehttp.Client{
 		HTTPClient: &http.Client{Transport: &transport{
 			pool: pool, base: rt, apiKey: cfg.APIKey, role: cfg.Role,
 		}},
-		RetryWaitMin: c.retry.WaitMin,
-		RetryWaitMax: c.retry.WaitMax,
-		RetryMax:     c.retry.MaxAttempts - 1,
-		CheckRetry:   CheckRetry,
-		Backoff:      c.retry.Backoff,
 		ErrorHandler: func(resp *http.Response, err error, _ int) (*http.Response, error) {
 			if resp != nil && resp.Body != nil {
 				resp.Body.Close()
@@ -159,6 +157,7 @@ func New(cfg Config) (*Client, error) {
 			return nil, err
 		},
 	}
+	c.retry.policy().Configure(c.http)
 	return c, nil
 }
 
@@ -234,7 +233,7 @@ func (c *Client) Role() string { return c.role }
 // Chat performs one chat call: it routes, retries within the role's
 // RetryPolicy and its timeouts for the call's completion cap (see
 // RetryPolicy.Timeouts), and returns the Turn with its tokens. A failed
-// call returns a *GiveUpError wrapping the last cause (a *StatusError, a
+// call returns a *GiveUpError wrapping the last cause (a *httpretry.StatusError, a
 // *DecodeError, a transport error or the context's error). An attempt the
 // server aborted (finish_reason "abort": a pause for a weight update, an
 // engine abort) is retried like a failed one; when no later attempt

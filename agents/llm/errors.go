@@ -5,9 +5,10 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. Every error a call returns wraps one of these or is a
-// *StatusError, *DecodeError, *GiveUpError or *FormatError, so callers can
-// branch with errors.Is and errors.As.
+// Sentinel errors. Every error a call returns wraps one of these or is (or
+// wraps) a *httpretry.StatusError (an answer other than 200, its text
+// prefixed with the endpoint), *DecodeError, *GiveUpError or *FormatError,
+// so callers can branch with errors.Is and errors.As.
 var (
 	// ErrAborted means the server reported finish_reason "abort": the
 	// generation was cut by the engine (pause, weight sync, shutdown) and is
@@ -46,29 +47,6 @@ var (
 	// slot was taken.
 	ErrPoolFull = errors.New("in-flight limit reached")
 )
-
-// StatusError is an HTTP answer with a status other than 200.
-type StatusError struct {
-	// Endpoint is the base URL of the server, credentials redacted.
-	Endpoint string
-	// Status is the HTTP status code.
-	Status int
-	// Message is the server's error message, when the body held one.
-	Message string
-}
-
-func (e *StatusError) Error() string {
-	if e.Message == "" {
-		return fmt.Sprintf("%s: http status %d", e.Endpoint, e.Status)
-	}
-	return fmt.Sprintf("%s: http status %d: %s", e.Endpoint, e.Status, e.Message)
-}
-
-// Retryable reports whether the status is worth another attempt: 429 and
-// every 5xx are, other 4xx are not.
-func (e *StatusError) Retryable() bool {
-	return e.Status == 429 || e.Status >= 500
-}
 
 // DecodeError is a 200 answer whose body could not be turned into a
 // complete, consistent sample. It wraps one of ErrMalformedResponse,

@@ -2,15 +2,12 @@ package llm
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"time"
 
-	"github.com/mgrpo/mgrpo/internal/retryafter"
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 // RetryPolicy bounds the attempts of one call.
@@ -176,37 +173,28 @@ func (p RetryPolicy) Timeouts(maxTokens int) (attempt, call time.Duration) {
 	return min(attempt, call), call
 }
 
-// Backoff returns the wait before retry number attempt (0-based): the
-// server's Retry-After on 429 and 503 when present (capped at
-// MaxRetryAfter), otherwise an exponential wait with equal jitter between
-// WaitMin and WaitMax. Its signature is go-retryablehttp's Backoff.
-func (p RetryPolicy) Backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil && (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
-		if d, ok := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); ok {
-			return min(d, p.MaxRetryAfter)
-		}
+// policy is p as the project's one retry policy: MaxAttempts−1 retries,
+// exponential waits between WaitMin and WaitMax with equal jitter (each
+// wait drawn from its upper half), a server's Retry-After honoured up to
+// MaxRetryAfter, and CheckRetry. Zero fields must be defaulted first.
+func (p RetryPolicy) policy() httpretry.Policy {
+	return httpretry.Policy{
+		Retries:       p.MaxAttempts - 1,
+		WaitMin:       p.WaitMin,
+		WaitMax:       p.WaitMax,
+		Jitter:        httpretry.Jitter{Below: 0.5},
+		MaxRetryAfter: p.MaxRetryAfter,
+		CheckRetry:    CheckRetry,
 	}
-	d := minWait
-	for i := 0; i < attempt && d < maxWait; i++ {
-		d *= 2
-	}
-	d = min(d, maxWait)
-	half := d / 2
-	if half <= 0 {
-		return d
-	}
-	return half + rand.N(half+1)
 }
 
-// retryable is implemented by errors that know whether another attempt can
-// help.
-type retryable interface{ Retryable() bool }
-
-// CheckRetry decides whether an attempt is retried. Context cancellation
-// and deadline end the call at once. Connection errors are retried except
-// certificate errors; answers are judged through the errors the response
-// handler returns (*StatusError for non-200, *DecodeError for bad bodies).
-// Its signature is go-retryablehttp's CheckRetry.
+// CheckRetry decides whether an attempt is retried: httpretry's
+// DefaultCheckRetry on the errors the response handler returns
+// (*httpretry.StatusError for non-200, retried for 408, 429 and 5xx but
+// 501; *DecodeError for bad bodies, always retried) and on transport
+// failures (retried except certificate errors). Context cancellation and
+// deadline end the call at once. Its signature is go-retryablehttp's
+// CheckRetry.
 func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctx.Err() != nil {
 		return false, ctx.Err()
@@ -216,25 +204,8 @@ func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		// it); it reports its verdict through err on the second call.
 		return false, nil
 	}
-	var r retryable
-	if errors.As(err, &r) {
-		if r.Retryable() {
-			return true, nil
-		}
-		return false, err
+	if retry, _ := httpretry.DefaultCheckRetry(ctx, nil, err); retry {
+		return true, nil
 	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		var ce *x509.UnknownAuthorityError
-		if errors.As(ue.Err, &ce) {
-			return false, err
-		}
-	}
-	var ve *x509.CertificateInvalidError
-	if errors.As(err, &ve) {
-		return false, err
-	}
-	// Anything else is a transport failure: refused, reset, timed-out
-	// attempt, dropped mid-body.
-	return true, nil
+	return false, err
 }

@@ -15,6 +15,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
@@ -90,8 +91,8 @@ func TestSimGiveUp(t *testing.T) {
 	if ge.Attempts != 3 || ge.Status != 500 || !strings.HasPrefix(ge.Endpoint, "http://127.0.0.1") {
 		t.Errorf("give-up %+v", ge)
 	}
-	var se *StatusError
-	if !errors.As(err, &se) || se.Status != 500 {
+	var se *httpretry.StatusError
+	if !errors.As(err, &se) || se.Code != 500 {
 		t.Errorf("error does not wrap a 500 StatusError: %v", err)
 	}
 }
@@ -153,8 +154,8 @@ func TestRetryScripts(t *testing.T) {
 			}
 			switch {
 			case tc.name == "400 not retried":
-				var se *StatusError
-				if !errors.As(err, &se) || se.Status != 400 || se.Message != "bad" {
+				var se *httpretry.StatusError
+				if !errors.As(err, &se) || se.Code != 400 || se.Message != "bad" {
 					t.Errorf("err %v, want StatusError 400", err)
 				}
 			case tc.wantErr != nil:

@@ -1,6 +1,6 @@
-// Package retryafter reads HTTP Retry-After headers, for every client of
-// the project that honours them (the LLM client, the tools' remote client,
-// the trainer backends).
+// Package retryafter reads HTTP Retry-After headers. It is the one parser
+// of them: internal/httpretry reads every answer's Retry-After through it,
+// for the StatusError and the Policy all the project's clients share.
 package retryafter
 
 import (

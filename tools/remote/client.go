@@ -8,12 +8,10 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mgrpo/mgrpo/internal/retryafter"
-
 	"github.com/go-resty/resty/v2"
 	"github.com/hashicorp/go-retryablehttp"
 
-	"github.com/mgrpo/mgrpo/internal/redact"
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 )
 
@@ -25,8 +23,8 @@ type ClientConfig struct {
 	Transport http.RoundTripper
 	// Timeout bounds one whole request including retries; 0 means 30s.
 	Timeout time.Duration
-	// Retries is how many times a connection error or 5xx is retried;
-	// 0 means none.
+	// Retries is how many times a connection error, 408 or 5xx (but 501)
+	// is retried (httpretry.DefaultCheckRetry); 0 means none.
 	Retries int
 	// RetryWaitMin and RetryWaitMax bound the back-off between retries;
 	// 0 means 100ms and 2s.
@@ -41,7 +39,8 @@ type ClientConfig struct {
 }
 
 // NewClient returns a resty client whose transport is a retryablehttp
-// client: connection errors and 5xx answers are retried with back-off, SSRF
+// client with httpretry's policy: connection errors, 408 and 5xx answers
+// are retried with back-off (honouring Retry-After), SSRF
 // refusals and redirect-cap hits never are, and the last answer is handed
 // back as is (no "giving up" error hides its status).
 func NewClient(cfg ClientConfig) *resty.Client {
@@ -57,16 +56,16 @@ func NewClient(cfg ClientConfig) *resty.Client {
 	rc := retryablehttp.NewClient()
 	rc.Logger = nil
 	rc.HTTPClient = &http.Client{Transport: tr, CheckRedirect: cfg.CheckRedirect}
-	rc.RetryMax = cfg.Retries
-	rc.RetryWaitMin = cfg.RetryWaitMin
-	if rc.RetryWaitMin <= 0 {
-		rc.RetryWaitMin = 100 * time.Millisecond
+	waitMax := cfg.RetryWaitMax
+	if waitMax <= 0 {
+		waitMax = 2 * time.Second
 	}
-	rc.RetryWaitMax = cfg.RetryWaitMax
-	if rc.RetryWaitMax <= 0 {
-		rc.RetryWaitMax = 2 * time.Second
-	}
-	rc.CheckRetry = retryPolicy(cfg.Retry429)
+	httpretry.Policy{
+		Retries:    max(cfg.Retries, 0),
+		WaitMin:    cfg.RetryWaitMin, // 0: httpretry.DefaultWaitMin, 100ms
+		WaitMax:    waitMax,
+		CheckRetry: retryPolicy(cfg.Retry429),
+	}.Configure(rc)
 	rc.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	timeout := cfg.Timeout
 	if timeout <= 0 {
@@ -84,7 +83,7 @@ func NewClient(cfg ClientConfig) *resty.Client {
 	return c
 }
 
-// retryPolicy is retryablehttp's default policy, minus SSRF refusals and,
+// retryPolicy is httpretry's default policy, minus SSRF refusals and,
 // unless retry429, minus 429 answers.
 func retryPolicy(retry429 bool) retryablehttp.CheckRetry {
 	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
@@ -94,7 +93,7 @@ func retryPolicy(retry429 bool) retryablehttp.CheckRetry {
 		if err == nil && resp != nil && resp.StatusCode == http.StatusTooManyRequests && !retry429 {
 			return false, nil
 		}
-		return retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+		return httpretry.DefaultCheckRetry(ctx, resp, err)
 	}
 }
 
@@ -142,23 +141,12 @@ func Execute(r *resty.Request, method, url string, maxBytes int64) (*Response, e
 	return out, nil
 }
 
-// StatusErrorFrom builds the *StatusError for a non-2xx Response, with the
-// message chosen by the caller (already extracted from the body) shortened
-// and stripped of secrets.
-func StatusErrorFrom(r *Response, message string, secrets ...string) *StatusError {
-	se := &StatusError{Code: r.Status, Message: redact.Secrets(shorten(message, 300), secrets...)}
-	if d, ok := retryafter.Parse(r.Header.Get("Retry-After"), time.Now()); ok {
-		se.RetryAfter = d
-	}
-	return se
-}
-
-func shorten(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n]) + "…"
+// StatusErrorFrom builds the *httpretry.StatusError for a non-2xx
+// Response, with the message chosen by the caller (already extracted from
+// the body) shortened and stripped of secrets, and the answer's
+// Retry-After.
+func StatusErrorFrom(r *Response, message string, secrets ...string) *httpretry.StatusError {
+	return httpretry.NewStatusError(r.Status, r.Header, message, secrets...)
 }
 
 type discardLogger struct{}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 // GateConfig limits the calls to one provider.
@@ -67,7 +69,7 @@ func NewGate(cfg GateConfig) *Gate {
 	return g
 }
 
-// Do runs fn once admitted, retrying it after 429 answers (a *StatusError
+// Do runs fn once admitted, retrying it after 429 answers (a *httpretry.StatusError
 // with Code 429) as configured. It returns fn's last error, or the context's
 // error when ctx ends while waiting.
 func (g *Gate) Do(ctx context.Context, fn func(context.Context) error) error {
@@ -77,7 +79,7 @@ func (g *Gate) Do(ctx context.Context, fn func(context.Context) error) error {
 		}
 		err := fn(ctx)
 		g.release()
-		var se *StatusError
+		var se *httpretry.StatusError
 		if !errors.As(err, &se) || se.Code != http.StatusTooManyRequests || attempt >= g.cfg.Retries429 {
 			return err
 		}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 func TestGateHonoursRetryAfter(t *testing.T) {
@@ -16,7 +18,7 @@ func TestGateHonoursRetryAfter(t *testing.T) {
 	err := g.Do(context.Background(), func(context.Context) error {
 		calls = append(calls, time.Now())
 		if len(calls) == 1 {
-			return &StatusError{Code: http.StatusTooManyRequests, RetryAfter: 300 * time.Millisecond}
+			return &httpretry.StatusError{Code: http.StatusTooManyRequests, RetryAfter: 300 * time.Millisecond}
 		}
 		return nil
 	})
@@ -42,7 +44,7 @@ func TestGatePausesEveryCallerAfter429(t *testing.T) {
 		_ = g.Do(context.Background(), func(context.Context) error {
 			if first.CompareAndSwap(false, true) {
 				limitedAt <- time.Now()
-				return &StatusError{Code: 429, RetryAfter: 200 * time.Millisecond}
+				return &httpretry.StatusError{Code: 429, RetryAfter: 200 * time.Millisecond}
 			}
 			return nil
 		})
@@ -84,8 +86,8 @@ func TestGatePausesEveryCallerAfter429(t *testing.T) {
 func TestGateGivesUpAfterRetries(t *testing.T) {
 	g := NewGate(GateConfig{Retries429: 2, Backoff429: time.Millisecond})
 	n := 0
-	err := g.Do(context.Background(), func(context.Context) error { n++; return &StatusError{Code: 429} })
-	var se *StatusError
+	err := g.Do(context.Background(), func(context.Context) error { n++; return &httpretry.StatusError{Code: 429} })
+	var se *httpretry.StatusError
 	if !errors.As(err, &se) || n != 3 {
 		t.Fatalf("err = %v after %d calls, want 429 after 3", err, n)
 	}

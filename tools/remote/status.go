@@ -1,40 +1,20 @@
 // Package remote holds what every outbound call of the tools shares: the
-// typed HTTP status error, the failure classes reported to the model and to
-// metrics, Retry-After parsing, the per-provider Gate (rate limit,
-// concurrency cap, 429 back-off) and the HTTP client built from resty over
-// a retryablehttp transport.
+// failure classes reported to the model and to metrics (status errors are
+// the project's *httpretry.StatusError), the per-provider Gate (rate
+// limit, concurrency cap, 429 back-off) and the HTTP client built from
+// resty over a retryablehttp transport with httpretry's policy.
 package remote
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"time"
 
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 )
-
-// StatusError is a non-2xx answer of a remote service.
-type StatusError struct {
-	// Code is the HTTP status code.
-	Code int
-	// Message is the service's own error text, shortened and redacted.
-	Message string
-	// RetryAfter is the wait the service asked for (0 when none).
-	RetryAfter time.Duration
-}
-
-// Error implements error.
-func (e *StatusError) Error() string {
-	s := fmt.Sprintf("http %d %s", e.Code, http.StatusText(e.Code))
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
 
 // Class is the kind of failure of a tool call, short and stable, used in
 // observation metadata and as a metric label. The empty Class means success.
@@ -69,12 +49,13 @@ var (
 	ErrConfig = errors.New("not configured")
 )
 
-// Classify maps err to its Class.
+// Classify maps err to its Class: a *httpretry.StatusError by its code
+// (429 rate_limited, 401 and 403 auth, 5xx http_5xx, other http_4xx).
 func Classify(err error) Class {
 	if err == nil {
 		return ClassOK
 	}
-	var se *StatusError
+	var se *httpretry.StatusError
 	switch {
 	case errors.Is(err, ssrf.ErrRefused), errors.Is(err, ssrf.ErrTooManyRedirects):
 		return ClassRefused

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/tools/remote"
 )
 
@@ -88,7 +89,7 @@ func runConformance(t *testing.T, fp fakeProvider) {
 			if err != nil && strings.Contains(err.Error(), testKey) {
 				t.Fatalf("error leaks the API key: %v", err)
 			}
-			var se *remote.StatusError
+			var se *httpretry.StatusError
 			switch sc {
 			case scOK:
 				if err != nil {

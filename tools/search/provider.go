@@ -30,7 +30,7 @@ type Provider interface {
 	// Name returns the provider's registry name ("serper", …).
 	Name() string
 	// Search returns at most n hits for query, best first. An empty
-	// result is not an error. Failures are *remote.StatusError for HTTP
+	// result is not an error. Failures are *httpretry.StatusError for HTTP
 	// answers, or wrap remote.ErrDecode, remote.ErrConfig or the
 	// transport's error. Safe for concurrent use.
 	Search(ctx context.Context, query string, n int) ([]Result, error)
@@ -193,7 +193,7 @@ type httpProvider struct {
 func (h httpProvider) Name() string { return h.name }
 
 // do executes r and returns the body of a 2xx answer; other answers become
-// a *remote.StatusError whose message msg extracts from the body.
+// a *httpretry.StatusError whose message msg extracts from the body.
 func (h httpProvider) do(r *resty.Request, method, path string, msg func([]byte) string) ([]byte, error) {
 	resp, err := remote.Execute(r, method, h.base+path, h.maxBytes)
 	if err != nil {

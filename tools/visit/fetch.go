@@ -138,7 +138,7 @@ func New(cfg Config) (*Fetcher, error) {
 func (f *Fetcher) Backend() string { return f.cfg.Backend }
 
 // Fetch retrieves rawURL and extracts its text. Refusals by the SSRF guard
-// match ssrf.ErrRefused; non-2xx answers are *remote.StatusError; types it
+// match ssrf.ErrRefused; non-2xx answers are *httpretry.StatusError; types it
 // cannot read wrap remote.ErrUnsupported.
 func (f *Fetcher) Fetch(ctx context.Context, rawURL string) (Page, error) {
 	u, err := url.Parse(strings.TrimSpace(rawURL))

@@ -29,6 +29,7 @@ import (
 
 	retryablehttp "github.com/hashicorp/go-retryablehttp"
 
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
@@ -74,12 +75,13 @@ type Config struct {
 	Options trainerbridge.Options
 
 	// RetryMax is the number of retries of one request (0: DefaultRetryMax;
-	// negative: none), waiting per Backoff between RetryWaitMin and
-	// RetryWaitMax; CheckRetry decides which failures are retried.
+	// negative: none), waiting per Backoff (default DefaultBackoff) between
+	// RetryWaitMin and RetryWaitMax; CheckRetry decides which failures are
+	// retried (default httpretry.DefaultCheckRetry).
 	RetryMax                   int
 	RetryWaitMin, RetryWaitMax time.Duration
-	CheckRetry                 CheckRetry
-	Backoff                    Backoff
+	CheckRetry                 retryablehttp.CheckRetry
+	Backoff                    retryablehttp.Backoff
 
 	// AttemptTimeout bounds one attempt of a start or step upload.
 	AttemptTimeout time.Duration
@@ -194,9 +196,6 @@ func New(cfg Config) (*Trainer, error) {
 	cfg.PollWait = or(cfg.PollWait, DefaultPollWait)
 	cfg.PollInterval = or(cfg.PollInterval, DefaultPollInterval)
 	cfg.StepTimeout = or(cfg.StepTimeout, DefaultStepTimeout)
-	if cfg.CheckRetry == nil {
-		cfg.CheckRetry = DefaultCheckRetry
-	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = DefaultBackoff
 	}
@@ -228,10 +227,7 @@ func (t *Trainer) client(timeout time.Duration) *retryablehttp.Client {
 	}
 	c.HTTPClient.Timeout = timeout
 	c.Logger = nil
-	c.RetryMax = t.cfg.RetryMax
-	c.RetryWaitMin, c.RetryWaitMax = t.cfg.RetryWaitMin, t.cfg.RetryWaitMax
-	c.CheckRetry = retryablehttp.CheckRetry(t.cfg.CheckRetry)
-	c.Backoff = retryablehttp.Backoff(t.cfg.Backoff)
+	t.cfg.policy().Configure(c)
 	c.ErrorHandler = retryablehttp.PassthroughErrorHandler
 	c.RequestLogHook = func(_ retryablehttp.Logger, r *http.Request, attempt int) {
 		if attempt > 0 {
@@ -438,41 +434,30 @@ func (t *Trainer) do(ctx context.Context, c *retryablehttp.Client, method, path 
 	return resp.StatusCode, answer, nil
 }
 
-// StatusError is an answer with an unexpected HTTP status.
-type StatusError struct {
-	Method, Path string
-	Status       int
-	// Code and Message are the answer's error member, or Message the start
-	// of a body of another shape.
-	Code, Message string
-}
-
-func (e *StatusError) Error() string {
-	msg := e.Message
-	if e.Code != "" {
-		msg = e.Code + ": " + msg
-	}
-	return fmt.Sprintf("%s %s: %d %s: %s", e.Method, e.Path, e.Status, http.StatusText(e.Status), msg)
-}
-
-// statusError classifies an error answer: unknown_model is
-// ErrUnknownModel, other 4xx answers ErrRejected and the rest (5xx after
-// the retries) ErrUnavailable, each with the service's message.
+// statusError classifies an error answer, an *httpretry.StatusError whose
+// message is the answer's error member ("code: message") or the start of a
+// body of another shape: unknown_model is ErrUnknownModel, other 4xx
+// answers ErrRejected and the rest (5xx after the retries) ErrUnavailable.
 func (t *Trainer) statusError(method, path string, status int, answer []byte) error {
-	se := &StatusError{Method: method, Path: path, Status: status}
+	var code, msg string
 	var eb errorBody
 	if json.Unmarshal(answer, &eb) == nil && eb.Error != nil {
-		se.Code, se.Message = eb.Error.Code, t.redact(eb.Error.Message)
+		code, msg = eb.Error.Code, eb.Error.Message
 	} else {
-		se.Message = t.redact(snippet(answer))
+		msg = snippet(answer)
 	}
+	if code != "" {
+		msg = code + ": " + msg
+	}
+	se := httpretry.NewStatusError(status, nil, msg, t.cfg.APIKey)
+	sentinel := trainerbridge.ErrUnavailable
 	switch {
-	case se.Code == "unknown_model":
-		return fmt.Errorf("%w: %w", trainerbridge.ErrUnknownModel, se)
+	case code == "unknown_model":
+		sentinel = trainerbridge.ErrUnknownModel
 	case status >= 400 && status < 500 && status != http.StatusRequestTimeout && status != http.StatusTooManyRequests:
-		return fmt.Errorf("%w: %w", trainerbridge.ErrRejected, se)
+		sentinel = trainerbridge.ErrRejected
 	}
-	return fmt.Errorf("%w: %w", trainerbridge.ErrUnavailable, se)
+	return fmt.Errorf("%w: %s %s: %w", sentinel, method, path, se)
 }
 
 func snippet(b []byte) string {

@@ -8,26 +8,26 @@ import (
 	"time"
 )
 
-func TestRetryAfter(t *testing.T) {
-	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+func TestDefaultBackoffRetryAfter(t *testing.T) {
+	now := time.Now().UTC()
 	tests := []struct {
-		v    string
-		want time.Duration
-		ok   bool
+		v      string
+		lo, hi time.Duration
 	}{
-		{"", 0, false},
-		{"3", 3 * time.Second, true},
-		{"0", 0, true},
-		{"-1", 0, false},
-		{"86400", MaxRetryAfter, true},
-		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second, true},
-		{now.Add(-time.Minute).Format(http.TimeFormat), 0, true},
-		{"soon", 0, false},
+		{"3", 3 * time.Second, 3 * time.Second},
+		{"0", 0, 0},
+		{"86400", MaxRetryAfter, MaxRetryAfter},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 88 * time.Second, 90 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0, 0},
+		// Not a Retry-After: the exponential wait of retry 0.
+		{"-1", 100 * time.Millisecond, 125 * time.Millisecond},
+		{"soon", 100 * time.Millisecond, 125 * time.Millisecond},
 	}
 	for _, tc := range tests {
-		got, ok := retryAfter(tc.v, now)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("retryAfter(%q) = %v, %v; want %v, %v", tc.v, got, ok, tc.want, tc.ok)
+		resp := &http.Response{StatusCode: http.StatusServiceUnavailable, Header: http.Header{"Retry-After": {tc.v}}}
+		got := DefaultBackoff(100*time.Millisecond, time.Second, 0, resp)
+		if got < tc.lo || got > tc.hi {
+			t.Errorf("Retry-After %q: wait %v, want in [%v, %v]", tc.v, got, tc.lo, tc.hi)
 		}
 	}
 }
@@ -59,7 +59,7 @@ func TestDefaultCheckRetry(t *testing.T) {
 		if tc.err == nil {
 			resp = &http.Response{StatusCode: tc.status}
 		}
-		got, _ := DefaultCheckRetry(tc.ctx, resp, tc.err)
+		got, _ := Config{}.policy().WithDefaults().CheckRetry(tc.ctx, resp, tc.err)
 		if got != tc.want {
 			t.Errorf("%s: retry %v, want %v", tc.name, got, tc.want)
 		}

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mgrpo/mgrpo/internal/retryafter"
-
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
@@ -21,35 +21,19 @@ import (
 // auth_headers).
 const apiKeyHeader = "X-API-Key"
 
-// Backoff returns how long to wait before retry attempt (from 0) of a
-// request; retryAfter is the server's Retry-After (0 when absent).
-type Backoff func(attempt int, retryAfter time.Duration) time.Duration
+// The backend's retry schedule: 0.5 s doubling per retry up to 30 s, or
+// the server's Retry-After up to a minute.
+const (
+	retryWaitMin  = 500 * time.Millisecond
+	retryWaitMax  = 30 * time.Second
+	maxRetryAfter = time.Minute
+)
 
 // DefaultBackoff waits the server's Retry-After when given (at most a
-// minute), else 0.5 s doubling per attempt up to 30 s.
-func DefaultBackoff(attempt int, retryAfter time.Duration) time.Duration {
-	if retryAfter > 0 {
-		return min(retryAfter, time.Minute)
-	}
-	d := 500 * time.Millisecond << min(attempt, 6)
-	return min(d, 30*time.Second)
-}
-
-// StatusError is an HTTP answer the bridge does not retry, with the
-// server's message.
-type StatusError struct {
-	Route  string
-	Status int
-	// Detail is the server's message: the body's detail (FastAPI's form,
-	// SkyRL's), error or message field, or the start of the body.
-	Detail string
-}
-
-func (e *StatusError) Error() string {
-	if e.Detail == "" {
-		return fmt.Sprintf("%s: HTTP %d", e.Route, e.Status)
-	}
-	return fmt.Sprintf("%s: HTTP %d: %s", e.Route, e.Status, e.Detail)
+// minute), else 0.5 s doubling per retry up to 30 s (the bounds the
+// client passes as min and max). It is a retryablehttp.Backoff.
+func DefaultBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+	return httpretry.Policy{MaxRetryAfter: maxRetryAfter}.Exponential(min, max, attempt, resp)
 }
 
 // client speaks HTTP to one Tinker service.
@@ -58,35 +42,63 @@ type client struct {
 	key     string
 	keyEnv  string
 	http    *http.Client
-	backoff Backoff
+	backoff retryablehttp.Backoff
 	retries int
 	poll    time.Duration
 }
 
-// errRetry marks an answer worth retrying after the backoff.
-type errRetry struct {
-	err        error
-	retryAfter time.Duration
+// errTransport marks a request that got no (whole) answer: the server may
+// or may not have it, and resending it with its seq_id is harmless.
+type errTransport struct{ err error }
+
+func (e *errTransport) Error() string { return e.err.Error() }
+func (e *errTransport) Unwrap() error { return e.err }
+
+// policy is the client's retry policy for one call: c.retries retries
+// spaced by c.backoff, judged by check.
+func (c *client) policy(check retryablehttp.CheckRetry) httpretry.Policy {
+	return httpretry.Policy{
+		Retries:       c.retries,
+		WaitMin:       retryWaitMin,
+		WaitMax:       retryWaitMax,
+		MaxRetryAfter: maxRetryAfter,
+		CheckRetry:    check,
+		Backoff:       c.backoff,
+	}
 }
 
-func (e *errRetry) Error() string { return e.err.Error() }
-func (e *errRetry) Unwrap() error { return e.err }
+// retryable reports whether a failure of do is worth another attempt:
+// no whole answer, or a status httpretry retries (408, 429, 5xx but 501).
+func retryable(err error) bool {
+	var te *errTransport
+	var se *httpretry.StatusError
+	return errors.As(err, &te) || (errors.As(err, &se) && se.Retryable())
+}
+
+// bare400 reports whether err is a 400 without a message (a load
+// balancer's, the SDK says), which is retried a few times.
+func bare400(err error) bool {
+	var se *httpretry.StatusError
+	return errors.As(err, &se) && se.Code == http.StatusBadRequest && se.Message == ""
+}
 
 // errResubmit is retrieve_future's 410: the future is gone, the request
 // must be sent again.
 var errResubmit = errors.New("future expired (HTTP 410)")
 
-// do sends one request and decodes a 200's body into out. Failures come
-// back classified: *errRetry for what the caller retries, errResubmit, or
-// a *StatusError. The key never appears in an error.
-func (c *client) do(ctx context.Context, method, route string, body []byte, out any) error {
+// do sends one request and decodes a 200's body into out; it returns the
+// answer (its body read and closed; nil when there was none). Failures come
+// back classified: *errTransport when no whole answer came, errResubmit, or
+// an *httpretry.StatusError wrapped with the route. The key never appears
+// in an error.
+func (c *client) do(ctx context.Context, method, route string, body []byte, out any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+"/api/v1/"+route, rd)
 	if err != nil {
-		return fmt.Errorf("%s: %s", route, c.redact(err.Error()))
+		return nil, fmt.Errorf("%s: %s", route, c.redact(err.Error()))
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -98,44 +110,45 @@ func (c *client) do(ctx context.Context, method, route string, body []byte, out 
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		// Connection errors and timeouts: the server may or may not have
 		// the request; resending it with its seq_id is harmless.
-		return &errRetry{err: fmt.Errorf("%s: %s", route, c.redact(err.Error()))}
+		return nil, &errTransport{err: fmt.Errorf("%s: %s", route, c.redact(err.Error()))}
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return resp, ctx.Err()
 		}
-		return &errRetry{err: fmt.Errorf("%s: read answer: %s", route, c.redact(err.Error()))}
+		return resp, &errTransport{err: fmt.Errorf("%s: read answer: %s", route, c.redact(err.Error()))}
 	}
 	switch st := resp.StatusCode; {
 	case st == http.StatusOK:
 		if out == nil {
-			return nil
+			return resp, nil
 		}
 		if err := json.Unmarshal(data, out); err != nil {
-			return &StatusError{Route: route, Status: st, Detail: "undecodable answer: " + c.redact(err.Error())}
+			return resp, fmt.Errorf("%s: %w", route, &httpretry.StatusError{Code: st, Message: "undecodable answer: " + c.redact(err.Error())})
 		}
-		return nil
+		return resp, nil
 	case st == http.StatusGone:
-		return errResubmit
-	case st == http.StatusTooManyRequests, st == http.StatusRequestTimeout, st >= 500:
-		return &errRetry{err: c.statusError(route, st, data), retryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+		return resp, errResubmit
 	default:
-		return c.statusError(route, st, data)
+		return resp, c.statusError(route, resp, data)
 	}
 }
 
-func (c *client) statusError(route string, status int, body []byte) *StatusError {
-	e := &StatusError{Route: route, Status: status, Detail: c.redact(detail(body))}
-	if (status == http.StatusUnauthorized || status == http.StatusForbidden) && c.key == "" {
-		e.Detail = strings.TrimSpace(e.Detail + " (no API key sent: $" + c.keyEnv + " is empty)")
+// statusError is the *httpretry.StatusError of an answer, wrapped with
+// the route. Its message is the server's (see detail), with a hint when a
+// 401 or 403 came to a request sent without a key.
+func (c *client) statusError(route string, resp *http.Response, body []byte) error {
+	se := httpretry.NewStatusError(resp.StatusCode, resp.Header, detail(body), c.key)
+	if (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) && c.key == "" {
+		se.Message = strings.TrimSpace(se.Message + " (no API key sent: $" + c.keyEnv + " is empty)")
 	}
-	return e
+	return fmt.Errorf("%s: %w", route, se)
 }
 
 func (c *client) redact(s string) string { return redact.Secrets(s, c.key) }
@@ -169,60 +182,39 @@ func clip(s string) string {
 	return s
 }
 
-// retryAfter is the wait a Retry-After value asks for, 0 for none.
-func retryAfter(v string) time.Duration {
-	d, _ := retryafter.Parse(v, time.Now())
-	return d
-}
-
-// sleep waits d or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // call sends a request, retrying what is worth retrying with the same
 // body. A bare 400 (no message: a load balancer's, the SDK says) is
 // retried too, three times. What cannot succeed is ErrRejected; retries
 // used up are ErrUnavailable.
 func (c *client) call(ctx context.Context, method, route string, body []byte, out any) error {
-	bare400 := 0
-	for attempt := 0; ; attempt++ {
-		err := c.do(ctx, method, route, body, out)
-		if err == nil {
-			return nil
+	bare := 0
+	check := func(ctx context.Context, _ *http.Response, err error) (bool, error) {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
 		}
-		var se *StatusError
-		if errors.As(err, &se) && se.Status == http.StatusBadRequest && se.Detail == "" && bare400 < 3 {
-			bare400++
-			err = &errRetry{err: se}
+		if bare400(err) && bare < 3 {
+			bare++
+			return true, nil
 		}
-		var re *errRetry
-		switch {
-		case errors.As(err, &re):
-			if attempt >= c.retries {
-				return fmt.Errorf("%w: %v (after %d attempts)", trainerbridge.ErrUnavailable, err, attempt+1)
-			}
-			if err := sleep(ctx, c.backoff(attempt, re.retryAfter)); err != nil {
-				return err
-			}
-		case errors.Is(err, errResubmit):
-			// Only retrieve_future answers 410; elsewhere it is final.
-			return fmt.Errorf("%w: %s: %v", trainerbridge.ErrRejected, route, err)
-		case errors.As(err, &se):
-			return fmt.Errorf("%w: %w", trainerbridge.ErrRejected, se)
-		default:
-			return err
-		}
+		return retryable(err), nil
+	}
+	err := c.policy(check).Do(ctx, func(ctx context.Context) (*http.Response, error) {
+		return c.do(ctx, method, route, body, out)
+	})
+	var ex *httpretry.ExhaustedError
+	var se *httpretry.StatusError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ex):
+		return fmt.Errorf("%w: %v (after %d attempts)", trainerbridge.ErrUnavailable, ex.Err, ex.Attempts)
+	case errors.Is(err, errResubmit):
+		// Only retrieve_future answers 410; elsewhere it is final.
+		return fmt.Errorf("%w: %s: %v", trainerbridge.ErrRejected, route, err)
+	case errors.As(err, &se):
+		return fmt.Errorf("%w: %w", trainerbridge.ErrRejected, err)
+	default:
+		return err
 	}
 }
 
@@ -294,11 +286,11 @@ func (c *client) wait(ctx context.Context, route, requestID string, out any) err
 		return err
 	}
 	failures := 0
-	bare400 := 0
+	bare := 0
 	for {
 		var raw json.RawMessage
 		pctx, cancel := context.WithTimeout(ctx, c.poll)
-		err := c.do(pctx, http.MethodPost, "retrieve_future", body, &raw)
+		resp, err := c.do(pctx, http.MethodPost, "retrieve_future", body, &raw)
 		cancel()
 		if err == nil {
 			var a pollAnswer
@@ -330,10 +322,9 @@ func (c *client) wait(ctx context.Context, route, requestID string, out any) err
 		if errors.Is(err, errResubmit) {
 			return errResubmit
 		}
-		var se *StatusError
-		var re *errRetry
+		var se *httpretry.StatusError
 		switch {
-		case errors.As(err, &re) && errors.As(re.err, &se) && se.Status == http.StatusRequestTimeout:
+		case httpretry.Code(err) == http.StatusRequestTimeout:
 			// The long poll ran out on the server's side: poll again.
 			failures = 0
 			continue
@@ -341,18 +332,18 @@ func (c *client) wait(ctx context.Context, route, requestID string, out any) err
 			// Our own poll timeout: the server holds the future longer
 			// than we wait for it. Poll again.
 			continue
-		case errors.As(err, &re):
+		case retryable(err):
 			if failures >= c.retries {
 				return fmt.Errorf("%w: %s: retrieve_future: %v (after %d attempts)", trainerbridge.ErrUnavailable, route, err, failures+1)
 			}
-			if err := sleep(ctx, c.backoff(failures, re.retryAfter)); err != nil {
+			if err := httpretry.Sleep(ctx, c.policy(nil).Wait(failures, resp)); err != nil {
 				return err
 			}
 			failures++
-		case errors.As(err, &se) && se.Status == http.StatusBadRequest && se.Detail == "" && bare400 < 3:
-			bare400++
+		case bare400(err) && bare < 3:
+			bare++
 		case errors.As(err, &se):
-			return fmt.Errorf("%w: %s: %w", trainerbridge.ErrRejected, route, se)
+			return fmt.Errorf("%w: %s: %w", trainerbridge.ErrRejected, route, err)
 		default:
 			return err
 		}

@@ -49,7 +49,7 @@
 // Every call but the first two of Start answers a future {request_id},
 // resolved by long-polling POST retrieve_future {request_id}: a 200 with
 // type "try_again" or a 408 polls again; a 410 sends the request again
-// (same body, same seq_id); 429 and 5xx back off (Config.Backoff, honouring
+// (same body, same seq_id); 429 and 5xx but 501 back off (Config.Backoff, honouring
 // Retry-After) and retry; a 200 with error (and category), or a 4xx with a
 // detail, is ErrRejected carrying the server's text; retries used up are
 // ErrUnavailable. forward_backward requests hold at most 1,024 datums and

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-retryablehttp"
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
@@ -58,7 +60,7 @@ type Config struct {
 	// Backoff spaces retries (DefaultBackoff); MaxRetries is how many
 	// retries one request gets for 429, 5xx, connection errors and
 	// expired futures before ErrUnavailable (DefaultMaxRetries).
-	Backoff    Backoff
+	Backoff    retryablehttp.Backoff
 	MaxRetries int
 	// MaxDatums and MaxBytes bound one forward_backward request
 	// (DefaultMaxDatums, DefaultMaxBytes of JSON body).
@@ -303,9 +305,8 @@ func (t *Trainer) checkModel(ctx context.Context) error {
 		} `json:"supported_models"`
 	}
 	err := t.c.call(ctx, http.MethodGet, "get_server_capabilities", nil, &caps)
-	var se *StatusError
-	if errors.As(err, &se) && (se.Status == http.StatusNotFound || se.Status == http.StatusMethodNotAllowed) {
-		t.log.Warn("tinker server has no get_server_capabilities; base model not checked before create_model", "status", se.Status)
+	if code := httpretry.Code(err); code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		t.log.Warn("tinker server has no get_server_capabilities; base model not checked before create_model", "status", code)
 		return nil
 	}
 	if err != nil {
@@ -438,7 +439,7 @@ func (t *Trainer) heartbeat(ctx context.Context, sessionID string) {
 		case <-tick.C:
 		}
 		hctx, cancel := context.WithTimeout(ctx, t.cfg.HeartbeatInterval)
-		err := t.c.do(hctx, http.MethodPost, "session_heartbeat", body, nil)
+		_, err := t.c.do(hctx, http.MethodPost, "session_heartbeat", body, nil)
 		cancel()
 		switch {
 		case err == nil:

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
 
@@ -162,8 +163,8 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 		Path string `json:"path"`
 	}
 	_, err = t.c.submit(ctx, "save_weights_for_sampler", saveBody, &saved)
-	var se *StatusError
-	if errors.As(err, &se) && se.Status == http.StatusConflict && strings.Contains(se.Detail, "already exists") {
+	var se *httpretry.StatusError
+	if errors.As(err, &se) && se.Code == http.StatusConflict && strings.Contains(se.Message, "already exists") {
 		// SkyRL records the checkpoint before it looks the seq_id up, so
 		// a replayed save is refused as a duplicate name. The name is
 		// this batch's alone: the weights are those saved the first time,

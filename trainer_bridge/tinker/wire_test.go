@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func testOptions() trainerbridge.Options {
 func fastConfig() tinker.Config {
 	return tinker.Config{
 		HeartbeatInterval: time.Hour,
-		Backoff:           func(int, time.Duration) time.Duration { return time.Millisecond },
+		Backoff:           func(time.Duration, time.Duration, int, *http.Response) time.Duration { return time.Millisecond },
 		MaxRetries:        3,
 	}
 }

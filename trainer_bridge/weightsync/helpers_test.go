@@ -76,7 +76,7 @@ func onRoute(path string, fn http.HandlerFunc) func(http.Handler) http.Handler {
 func fastOptions() Options {
 	return Options{
 		RetryFor:  2 * time.Second,
-		Backoff:   func(int) time.Duration { return 5 * time.Millisecond },
+		Backoff:   func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 5 * time.Millisecond },
 		VerifyFor: 200 * time.Millisecond,
 	}
 }

@@ -10,61 +10,16 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
-// CheckRetry decides whether a failed attempt is retried: resp is nil when
-// err is not (the body is already read and closed). A non-nil error stops
-// the retries with that error.
-type CheckRetry func(ctx context.Context, resp *http.Response, err error) (bool, error)
-
-// DefaultCheckRetry retries transport failures (connection refused or
-// reset, an attempt's timeout), 5xx, 408 and 429, and nothing once ctx
-// is done.
-func DefaultCheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
-	if ctx.Err() != nil {
-		return false, ctx.Err()
-	}
-	if err != nil {
-		return true, nil
-	}
-	switch c := resp.StatusCode; {
-	case c >= 500, c == http.StatusRequestTimeout, c == http.StatusTooManyRequests:
-		return true, nil
-	}
-	return false, nil
-}
-
-// Backoff returns the wait before retry number attempt (0 for the first
-// retry).
-type Backoff func(attempt int) time.Duration
-
-// DefaultBackoff waits 250 ms, doubling per retry up to 5 s.
-func DefaultBackoff(attempt int) time.Duration {
-	d := 250 * time.Millisecond
-	for range attempt {
-		if d *= 2; d >= 5*time.Second {
-			return 5 * time.Second
-		}
-	}
-	return d
-}
-
-// StatusError is an HTTP answer outside 2xx.
-type StatusError struct {
-	// Method and URL of the request (credentials redacted).
-	Method, URL string
-	Code        int
-	// Body is the start of the answer's body.
-	Body string
-}
-
-func (e *StatusError) Error() string {
-	msg := fmt.Sprintf("%s %s: %d %s", e.Method, e.URL, e.Code, http.StatusText(e.Code))
-	if e.Body != "" {
-		msg += ": " + e.Body
-	}
-	return msg
-}
+// The exponential waits between retries of one call (no jitter: a sync
+// is one caller per endpoint).
+const (
+	retryWaitMin = 250 * time.Millisecond
+	retryWaitMax = 5 * time.Second
+)
 
 // reply is a 2xx answer.
 type reply struct {
@@ -85,41 +40,56 @@ type caller struct {
 // call sends method route to ep with body (nil: none) and returns the 2xx
 // answer. Transient failures are retried for Options.RetryFor; the error
 // is then ErrUnavailable wrapping the last failure. Other non-2xx answers
-// are a *StatusError at once.
+// are an *httpretry.StatusError at once.
 func (c *caller) call(ctx context.Context, ep endpoint, method, route string, body []byte) (*reply, error) {
 	return c.callURL(ctx, method, ep.url(route), ep.name+route, body)
 }
 
+// policy is the retry policy of one call: Options.CheckRetry (default
+// httpretry.DefaultCheckRetry: transport failures, 408, 429 and 5xx but
+// 501) and Options.Backoff (default 250 ms doubling per retry up to 5 s, or
+// the answer's Retry-After), retrying until the next wait would pass
+// Options.RetryFor; a single attempt when c.once.
+func (c *caller) policy() httpretry.Policy {
+	p := httpretry.Policy{
+		Retries:    -1,
+		MaxElapsed: c.o.RetryFor,
+		WaitMin:    retryWaitMin,
+		WaitMax:    retryWaitMax,
+		CheckRetry: c.o.CheckRetry,
+		Backoff:    c.o.Backoff,
+	}
+	if c.once {
+		p.Retries = 0
+	}
+	return p
+}
+
 // callURL is call with a full URL; shown is the URL as errors show it.
 func (c *caller) callURL(ctx context.Context, method, target, shown string, body []byte) (*reply, error) {
-	deadline := time.Now().Add(c.o.RetryFor)
-	for attempt := 0; ; attempt++ {
-		rep, resp, err := c.attempt(ctx, method, target, shown, body)
-		if err == nil && resp.StatusCode/100 == 2 {
-			return rep, nil
+	var rep *reply
+	var last error
+	err := c.policy().Do(ctx, func(ctx context.Context) (*http.Response, error) {
+		r, resp, err := c.attempt(ctx, method, target, shown, body)
+		if err == nil && resp.StatusCode/100 != 2 {
+			err = fmt.Errorf("%s %s: %w", method, shown, httpretry.NewStatusError(resp.StatusCode, resp.Header, snippet(r.body), c.o.APIKey))
 		}
-		retry, stop := c.o.CheckRetry(ctx, resp, err)
-		if err == nil {
-			err = &StatusError{Method: method, URL: shown, Code: resp.StatusCode, Body: snippet(rep.body)}
-		}
-		if stop != nil {
-			return nil, fmt.Errorf("%s %s: %w", method, shown, stop)
-		}
-		if !retry || c.once {
-			return nil, err
-		}
-		wait := c.o.Backoff(attempt)
-		if time.Now().Add(wait).After(deadline) {
-			return nil, fmt.Errorf("%w: gave up after %d attempts in %v: %w", ErrUnavailable, attempt+1, c.o.RetryFor, err)
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, fmt.Errorf("%s %s: %w (last failure: %w)", method, shown, ctx.Err(), err)
-		case <-timer.C:
-		}
+		rep, last = r, err
+		return resp, err
+	})
+	var ex *httpretry.ExhaustedError
+	switch {
+	case err == nil:
+		return rep, nil
+	case errors.As(err, &ex) && c.once:
+		return nil, ex.Err
+	case errors.As(err, &ex):
+		return nil, fmt.Errorf("%w: gave up after %d attempts in %v: %w", ErrUnavailable, ex.Attempts, c.o.RetryFor, ex.Err)
+	case err != last:
+		// The context ended Do's wait (or its check) after a failure.
+		return nil, fmt.Errorf("%s %s: %w", method, shown, err)
 	}
+	return nil, err
 }
 
 // attempt sends one request. resp's body is read into the reply and
@@ -176,8 +146,5 @@ func redactErr(err error, key string) error {
 	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
 }
 
-// isStatus reports whether err is a *StatusError with code.
-func isStatus(err error, code int) bool {
-	var se *StatusError
-	return errors.As(err, &se) && se.Code == code
-}
+// isStatus reports whether err holds an *httpretry.StatusError with code.
+func isStatus(err error, code int) bool { return httpretry.Code(err) == code }

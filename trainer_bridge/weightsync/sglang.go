@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 // sglang syncs SGLang servers with /update_weights_from_disk.
@@ -72,9 +74,9 @@ func (s *sglang) updateAndVerify(ctx context.Context, ep endpoint, t target, p *
 	rep, err := s.hc.call(ctx, ep, "POST", "/update_weights_from_disk", body)
 	if err != nil {
 		var ans updateAnswer
-		var se *StatusError
+		var se *httpretry.StatusError
 		if errors.As(err, &se) && se.Code/100 == 4 {
-			if json.Unmarshal([]byte(se.Body), &ans) == nil && ans.Message != "" {
+			if json.Unmarshal([]byte(se.Message), &ans) == nil && ans.Message != "" {
 				return StageUpdate, fmt.Errorf("%w: %s (model_path %q; check the weights path template and that every server can read it)", ErrRejected, ans.Message, t.path)
 			}
 			return StageUpdate, fmt.Errorf("%w: %w", ErrRejected, err)

@@ -126,7 +126,7 @@ func TestSGLangUnreachableEndpoint(t *testing.T) {
 	dead := MustSim(t, simllm.DialectSGLang, nil, nil)
 	dead.ts.Close()
 	o := fastOptions()
-	o.RetryFor = 100 * o.Backoff(0)
+	o.RetryFor = 100 * o.Backoff(0, 0, 0, nil)
 	s := MustNew(t, KindSGLang, []*simEndpoint{a, dead}, o)
 	err := s.Sync(context.Background(), "planner", "/ckpt/2", 2, 2)
 	if !errors.Is(err, ErrUnavailable) {

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"os/exec"
 	"strings"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 // vllm syncs vLLM servers: /pause, the update action, /reset_prefix_cache,
@@ -173,7 +175,7 @@ func (v *vllm) runHTTP(ctx context.Context, ep endpoint, vars map[string]string)
 	if isStatus(err, 404) {
 		return fmt.Errorf("%w; check the update action's path (vLLM serves its dev routes only with VLLM_SERVER_DEV_MODE=1)", err)
 	}
-	var se *StatusError
+	var se *httpretry.StatusError
 	if errors.As(err, &se) && se.Code/100 == 4 {
 		return fmt.Errorf("%w: %w", ErrRejected, err)
 	}

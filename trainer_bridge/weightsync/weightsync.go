@@ -36,6 +36,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
 )
 
 // Kinds of weight sync.
@@ -100,10 +102,11 @@ type Options struct {
 	AttemptTimeout time.Duration
 	// RetryFor bounds the time one call keeps retrying transient failures
 	// (default 2 min); CheckRetry and Backoff decide what is retried and
-	// how long to wait (defaults DefaultCheckRetry, DefaultBackoff).
+	// how long to wait (defaults httpretry.DefaultCheckRetry and 250 ms
+	// doubling per retry up to 5 s, or the answer's Retry-After).
 	RetryFor   time.Duration
-	CheckRetry CheckRetry
-	Backoff    Backoff
+	CheckRetry retryablehttp.CheckRetry
+	Backoff    retryablehttp.Backoff
 	// VerifyFor is how long an endpoint may take to report the new
 	// version before the sync fails (default 10 s; for kind none, where
 	// the trainer pushes the weights in its own time, set it longer).
@@ -249,12 +252,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RetryFor <= 0 {
 		o.RetryFor = DefaultRetryFor
-	}
-	if o.CheckRetry == nil {
-		o.CheckRetry = DefaultCheckRetry
-	}
-	if o.Backoff == nil {
-		o.Backoff = DefaultBackoff
 	}
 	if o.VerifyFor <= 0 {
 		o.VerifyFor = DefaultVerifyFor
