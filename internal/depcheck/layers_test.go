@@ -29,7 +29,7 @@ var layers = []Rule{
 	{Packages: "trainer_bridge/...", Why: "the trainer bridge takes samples from the pure rollout package only",
 		Forbidden: append([]string{"agents/...", "tools/...", "store/...", "bench/...", "sim/..."}, runtime...)},
 	{Packages: "sim/...", Tests: true, Why: "the sim is an independent implementation of the wire formats: it shares no code with the client packages, tests included",
-		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "bench/...", "store/...", "trainer_bridge/...", "internal/jsonfast/..."}, root...)},
+		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "bench/...", "store/...", "trainer_bridge/...", "internal/jsonfast/...", "internal/httpretry/..."}, root...)},
 	{Packages: "internal/...", Why: "internal packages are leaves every layer may import",
 		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
 	{Packages: "run/...", Why: "nothing imports the CLI", Forbidden: cli},
