@@ -7,7 +7,10 @@ import "strconv"
 // the trainer hand-off formats' entry encoder and decoder (SampleEntry). A
 // new Sample field is a struct field in sample.go and a row here, in struct
 // order, with the key of its json tag; TestSampleFieldsMatchTheStruct
-// fails until both agree.
+// fails until both agree. Parquet and encoding/json (every reader) follow
+// the struct's tags, the trainer backends' entries follow this table, and
+// rollouttest's round trips check each codec. Token arrays are the
+// exception: they travel as Sequence fields, in formats of their own.
 var sampleFields = [...]sampleField{
 	{"Run", "run", partBatch, func(dst []byte, s *Sample) ([]byte, bool) { return appendJSONString(dst, s.Run), true }},
 	{"Step", "step", partBatch, func(dst []byte, s *Sample) ([]byte, bool) { return appendJSONInt(dst, s.Step), true }},

@@ -172,7 +172,7 @@ func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
 		}
 	}
 	rollouttest.CheckRoundTrip(t, "the store's sequence codec", want, got, tokens...)
-	if n := sv.NumField(); n != len(tokens) {
-		t.Errorf("rollout.Sequence has %d fields, Sample %d token arrays %v: the codec tests no longer cover it", n, len(tokens), tokens)
+	if n := sv.NumField(); n > len(tokens) {
+		t.Errorf("rollout.Sequence has %d fields, Sample only the token arrays %v: this test no longer covers the codec", n, tokens)
 	}
 }
