@@ -48,55 +48,48 @@ func appendSampleJSON(dst []byte, s *Sample) ([]byte, bool) {
 }
 
 // appendSampleJSONShared is appendSampleJSON taking the token arrays' JSON
-// from shared when s's token slices are shared with another sample.
+// from shared when s's token slices are shared with another sample. It
+// writes the members of sampleFields in order.
 func appendSampleJSONShared(dst []byte, s *Sample, shared *sharedTokens) ([]byte, bool) {
-	var ok bool
-	dst = append(dst, `{"run":`...)
-	dst = appendJSONString(dst, s.Run)
-	dst = append(dst, `,"step":`...)
-	dst = strconv.AppendInt(dst, int64(s.Step), 10)
-	dst = append(dst, `,"role":`...)
-	dst = appendJSONString(dst, string(s.Role))
-	dst = append(dst, `,"query_id":`...)
-	dst = appendJSONString(dst, s.QueryID)
-	dst = append(dst, `,"rollout":`...)
-	dst = strconv.AppendInt(dst, int64(s.Rollout), 10)
-	dst = append(dst, `,"sub_index":`...)
-	if s.SubIndex == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = strconv.AppendInt(dst, int64(*s.SubIndex), 10)
+	ok := true
+	dst = append(dst, '{')
+	for i := range sampleFields {
+		f := &sampleFields[i]
+		if f.appendValue == nil {
+			// The token arrays, all three at the first one's row.
+			if i == firstTokenField {
+				if dst, ok = shared.appendTokens(dst, s); !ok {
+					return dst, false
+				}
+			}
+			continue
+		}
+		dst = appendJSONKey(dst, f.key, i == 0)
+		if dst, ok = f.appendValue(dst, s); !ok {
+			return dst, false
+		}
 	}
-	dst = append(dst, `,"duplicate_of":`...)
-	if s.DuplicateOf == nil {
-		dst = append(dst, "null"...)
-	} else {
-		dst = append(dst, `{"rollout":`...)
-		dst = strconv.AppendInt(dst, int64(s.DuplicateOf.Rollout), 10)
-		dst = append(dst, `,"sub_index":`...)
-		dst = strconv.AppendInt(dst, int64(s.DuplicateOf.SubIndex), 10)
-		dst = append(dst, '}')
-	}
-	dst = append(dst, `,"policy_version":`...)
-	dst = strconv.AppendInt(dst, s.PolicyVersion, 10)
-	if dst, ok = shared.appendTokens(dst, s); !ok {
-		return dst, false
-	}
-	dst = append(dst, `,"reward":`...)
-	if dst, ok = appendJSONFloat(dst, s.Reward); !ok {
-		return dst, false
-	}
-	dst = append(dst, `,"advantage":`...)
-	if dst, ok = appendJSONFloat(dst, s.Advantage); !ok {
-		return dst, false
-	}
-	dst = append(dst, `,"num_turns":`...)
-	dst = strconv.AppendInt(dst, int64(s.NumTurns), 10)
-	dst = append(dst, `,"finish_reason":`...)
-	dst = appendJSONString(dst, s.FinishReason)
-	dst = append(dst, `,"format_ok":`...)
-	dst = strconv.AppendBool(dst, s.FormatOK)
 	return append(dst, '}'), true
+}
+
+// firstTokenField is the index in sampleFields of the first token array.
+var firstTokenField = func() int {
+	for i, f := range sampleFields {
+		if f.part == partTokens {
+			return i
+		}
+	}
+	panic("rollout: sampleFields has no token arrays")
+}()
+
+// appendJSONKey appends `"key":`, after a comma unless first.
+func appendJSONKey(dst []byte, key string, first bool) []byte {
+	if !first {
+		dst = append(dst, ',')
+	}
+	dst = append(dst, '"')
+	dst = append(dst, key...)
+	return append(dst, '"', ':')
 }
 
 // appendTokenArrays appends the input_ids, loss_mask and logprobs members,

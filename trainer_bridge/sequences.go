@@ -100,38 +100,3 @@ func sameTokens(a, b *rollout.Sample) bool {
 	}
 	return true
 }
-
-// SampleEntry is a Sample as the hand-off formats write it beside the
-// batch's distinct sequences: without its run, step and role (the batch's)
-// and with its token arrays replaced by Seq, the index of its sequence
-// (see DistinctSequences). The files backend and the HTTP API share it.
-type SampleEntry struct {
-	Seq           int             `json:"seq"`
-	QueryID       string          `json:"query_id"`
-	Rollout       int             `json:"rollout"`
-	SubIndex      *int            `json:"sub_index"`
-	DuplicateOf   *rollout.SubRef `json:"duplicate_of"`
-	PolicyVersion int64           `json:"policy_version"`
-	Reward        float64         `json:"reward"`
-	Advantage     float64         `json:"advantage"`
-	NumTurns      int             `json:"num_turns"`
-	FinishReason  string          `json:"finish_reason"`
-	FormatOK      bool            `json:"format_ok"`
-}
-
-// EntryOf returns s's entry, its tokens being sequence seq.
-func EntryOf(s *rollout.Sample, seq int) SampleEntry {
-	return SampleEntry{Seq: seq, QueryID: s.QueryID, Rollout: s.Rollout, SubIndex: s.SubIndex, DuplicateOf: s.DuplicateOf,
-		PolicyVersion: s.PolicyVersion, Reward: s.Reward, Advantage: s.Advantage, NumTurns: s.NumTurns,
-		FinishReason: s.FinishReason, FormatOK: s.FormatOK}
-}
-
-// Sample expands the entry back into the Sample of run, step and role
-// whose tokens are q.
-func (e SampleEntry) Sample(run string, step int, role rollout.Role, q rollout.Sequence) rollout.Sample {
-	return rollout.Sample{Run: run, Step: step, Role: role, QueryID: e.QueryID, Rollout: e.Rollout,
-		SubIndex: e.SubIndex, DuplicateOf: e.DuplicateOf, PolicyVersion: e.PolicyVersion,
-		InputIDs: q.InputIDs, LossMask: q.LossMask, Logprobs: q.Logprobs,
-		Reward: e.Reward, Advantage: e.Advantage, NumTurns: e.NumTurns,
-		FinishReason: e.FinishReason, FormatOK: e.FormatOK}
-}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/rollouttest"
 )
 
 // sequencesFrom builds sequence lists from fuzz bytes: token ids of any
@@ -128,4 +129,50 @@ func TestStoredResultHasEveryField(t *testing.T) {
 	}
 	check(reflect.TypeFor[RolloutResult](), reflect.TypeFor[storedResult](), nil)
 	check(reflect.TypeFor[TrajectoryResult](), reflect.TypeFor[storedTrajectory](), map[string]bool{"Sequences": true})
+}
+
+// TestSequenceCodecCarriesEveryTokenArray round-trips a sample whose every
+// field is filled through the store's encoding of token sequences: every
+// Sample field that is a slice (a per-token array) must be a field of
+// rollout.Sequence and come back from appendSequences and decodeSequences.
+// The sample's other fields are not stored as such: a step is assembled
+// from the stored result's tree, scores and trajectories, which
+// TestStoredResultHasEveryField checks.
+func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
+	want := rollouttest.FilledSample(t)
+	wv := reflect.ValueOf(want)
+	var seq rollout.Sequence
+	sv := reflect.ValueOf(&seq).Elem()
+	var tokens []string
+	for i := range wv.NumField() {
+		f := wv.Type().Field(i)
+		if f.Type.Kind() != reflect.Slice {
+			continue
+		}
+		tokens = append(tokens, f.Name)
+		sf, ok := sv.Type().FieldByName(f.Name)
+		if !ok || sf.Type != f.Type {
+			t.Errorf("the store's sequence codec drops Sample.%s: rollout.Sequence has no field %s %s", f.Name, f.Name, f.Type)
+			continue
+		}
+		sv.FieldByIndex(sf.Index).Set(wv.Field(i))
+	}
+	decoded, rest, err := decodeSequences(appendSequences(nil, []rollout.Sequence{seq}))
+	if err != nil || len(rest) != 0 || len(decoded) != 1 {
+		t.Fatalf("decode: %d sequences, %d bytes left, %v", len(decoded), len(rest), err)
+	}
+	got := want
+	gv := reflect.ValueOf(&got).Elem()
+	dv := reflect.ValueOf(decoded[0])
+	for _, name := range tokens {
+		if df := dv.FieldByName(name); df.IsValid() {
+			gv.FieldByName(name).Set(df)
+		} else {
+			gv.FieldByName(name).SetZero()
+		}
+	}
+	rollouttest.CheckRoundTrip(t, "the store's sequence codec", want, got, tokens...)
+	if n := sv.NumField(); n > len(tokens) {
+		t.Errorf("rollout.Sequence has %d fields, Sample only the token arrays %v: this test no longer covers the codec", n, tokens)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -125,15 +124,18 @@ func encodeBatch(b trainerbridge.Batch, seqW, indexW io.Writer) (Manifest, error
 		}
 		tokens += int64(len(b.Samples[i].InputIDs))
 	}
-	enc := json.NewEncoder(iw)
-	enc.SetEscapeHTML(false)
+	var line []byte
 	for i := range b.Samples {
 		s := &b.Samples[i]
 		expanded += int64(len(s.InputIDs))
-		// One line of IndexFile (trainerbridge.SampleEntry).
-		ent := trainerbridge.EntryOf(s, seq[i])
-		if err := enc.Encode(&ent); err != nil {
+		// One line of IndexFile (rollout.SampleEntry).
+		var err error
+		if line, err = rollout.AppendSampleEntryJSON(line[:0], seq[i], s); err != nil {
 			return Manifest{}, fmt.Errorf("sample %d: %w", i, err)
+		}
+		line = append(line, '\n')
+		if _, err := iw.Write(line); err != nil {
+			return Manifest{}, err
 		}
 	}
 	if err := sw.Flush(); err != nil {

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/rollout"
-	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
 
 // ErrCorrupt is returned (wrapped) for a step directory whose files do not
@@ -146,14 +145,14 @@ func Expand(m Manifest, seqs []rollout.Sequence, index io.Reader) ([]rollout.Sam
 		if len(bytes.TrimSpace(raw)) > 0 {
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.DisallowUnknownFields()
-			var e trainerbridge.SampleEntry
+			var e rollout.SampleEntry
 			if derr := dec.Decode(&e); derr != nil {
 				return nil, fmt.Errorf("%s:%d: %w: %v", IndexFile, line, ErrCorrupt, derr)
 			}
 			if e.Seq < 0 || e.Seq >= len(seqs) {
 				return nil, fmt.Errorf("%s:%d: %w: seq %d, the sequences file holds %d", IndexFile, line, ErrCorrupt, e.Seq, len(seqs))
 			}
-			out = append(out, e.Sample(m.Run, m.Step, m.Role, seqs[e.Seq]))
+			out = append(out, e.Expand(m.Run, m.Step, m.Role, seqs[e.Seq]))
 		}
 		if errors.Is(err, io.EOF) {
 			break

@@ -116,20 +116,13 @@ func encodeStep(w io.Writer, h stepHeader, b trainerbridge.Batch) error {
 		}
 	}
 	buf = append(buf, `],"samples":[`...)
-	var ent bytes.Buffer
-	enc := json.NewEncoder(&ent)
-	enc.SetEscapeHTML(false)
 	for i := range b.Samples {
-		s := &b.Samples[i]
-		ent.Reset()
-		e := trainerbridge.EntryOf(s, seq[i])
-		if err := enc.Encode(&e); err != nil {
-			return fmt.Errorf("encode step: sample %d: %w", i, err)
-		}
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		buf = append(buf, bytes.TrimSuffix(ent.Bytes(), []byte{'\n'})...)
+		if buf, err = rollout.AppendSampleEntryJSON(buf, seq[i], &b.Samples[i]); err != nil {
+			return fmt.Errorf("encode step: sample %d: %w", i, err)
+		}
 	}
 	buf = append(buf, "]}"...)
 	_, err = w.Write(buf)

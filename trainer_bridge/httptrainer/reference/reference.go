@@ -4,7 +4,8 @@
 // be scripted to fail (5xx, 429 with Retry-After, 4xx with a message, an
 // answer lost after the request was handled). It shares no code with the
 // client in package httptrainer, so that tests against it check the wire
-// format.
+// format; a step's samples decode as rollout.SampleEntry (encoding/json over
+// rollout.Sample's keys), the one entry format of the hand-off formats.
 package reference
 
 import (
@@ -150,7 +151,8 @@ func (s *Server) Forget(key string) {
 	delete(s.jobs, key)
 }
 
-// The wire types, written from docs/trainer-api.md.
+// The wire types, written from docs/trainer-api.md (a step's samples are
+// rollout.SampleEntry).
 type wireStart struct {
 	APIVersion int    `json:"api_version"`
 	Run        string `json:"run"`
@@ -164,32 +166,18 @@ type wireSequence struct {
 	Logprobs []float64 `json:"logprobs"`
 }
 
-type wireSample struct {
-	Seq           int             `json:"seq"`
-	QueryID       string          `json:"query_id"`
-	Rollout       int             `json:"rollout"`
-	SubIndex      *int            `json:"sub_index"`
-	DuplicateOf   *rollout.SubRef `json:"duplicate_of"`
-	PolicyVersion int64           `json:"policy_version"`
-	Reward        float64         `json:"reward"`
-	Advantage     float64         `json:"advantage"`
-	NumTurns      int             `json:"num_turns"`
-	FinishReason  string          `json:"finish_reason"`
-	FormatOK      bool            `json:"format_ok"`
-}
-
 type wireStep struct {
-	Key           string          `json:"key"`
-	Run           string          `json:"run"`
-	Role          string          `json:"role"`
-	Step          int             `json:"step"`
-	PolicyVersion int64           `json:"policy_version"`
-	Loss          string          `json:"loss"`
-	ClipLow       float64         `json:"clip_low"`
-	ClipHigh      float64         `json:"clip_high"`
-	Adam          json.RawMessage `json:"adam"`
-	Sequences     []wireSequence  `json:"sequences"`
-	Samples       []wireSample    `json:"samples"`
+	Key           string                `json:"key"`
+	Run           string                `json:"run"`
+	Role          string                `json:"role"`
+	Step          int                   `json:"step"`
+	PolicyVersion int64                 `json:"policy_version"`
+	Loss          string                `json:"loss"`
+	ClipLow       float64               `json:"clip_low"`
+	ClipHigh      float64               `json:"clip_high"`
+	Adam          json.RawMessage       `json:"adam"`
+	Sequences     []wireSequence        `json:"sequences"`
+	Samples       []rollout.SampleEntry `json:"samples"`
 }
 
 type wireResult struct {
@@ -425,10 +413,8 @@ func (s *Server) train(j *job) {
 	for _, e := range b.Samples {
 		q := b.Sequences[e.Seq]
 		tokens += len(q.InputIDs)
-		step.Samples = append(step.Samples, rollout.Sample{Run: b.Run, Step: b.Step, Role: rollout.Role(b.Role), QueryID: e.QueryID,
-			Rollout: e.Rollout, SubIndex: e.SubIndex, DuplicateOf: e.DuplicateOf, PolicyVersion: e.PolicyVersion,
-			InputIDs: q.InputIDs, LossMask: q.LossMask, Logprobs: q.Logprobs, Reward: e.Reward, Advantage: e.Advantage,
-			NumTurns: e.NumTurns, FinishReason: e.FinishReason, FormatOK: e.FormatOK})
+		step.Samples = append(step.Samples, e.Expand(b.Run, b.Step, rollout.Role(b.Role),
+			rollout.Sequence{InputIDs: q.InputIDs, LossMask: q.LossMask, Logprobs: q.Logprobs}))
 	}
 	s.steps = append(s.steps, step)
 	s.trains[j.state.Key]++

@@ -1,0 +1,50 @@
+package files
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
+	"github.com/mgrpo/mgrpo/trainer_bridge/trainertest"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// TestGoldenStepFiles pins the bytes of the hand-off format: a step of
+// trainertest.GoldenBatch writes exactly testdata/golden/* (go test -update
+// rewrites them).
+func TestGoldenStepFiles(t *testing.T) {
+	b := trainertest.GoldenBatch(t)
+	root := t.TempDir()
+	if _, err := New(root, trainerbridge.Options{}).Train(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	dir := StepDir(root, b.Role, b.Step)
+	for _, name := range []string{ManifestFile, IndexFile, SequencesFile} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", "golden", name)
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s differs from %s:\n got %q\nwant %q", name, golden, got, want)
+		}
+	}
+}

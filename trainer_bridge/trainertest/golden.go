@@ -1,0 +1,34 @@
+package trainertest
+
+import (
+	"math"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/rollout"
+	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
+)
+
+// GoldenBatch is a small executor batch for the backends' golden files:
+// aligned entries with duplicates and padding, then samples whose values
+// exercise the encoders' edge cases (strings that need escaping, signed
+// zeros, floats in exponent notation, large ids, null and set sub indices).
+// It is the same batch on every call.
+func GoldenBatch(tb testing.TB) trainerbridge.Batch {
+	tb.Helper()
+	_, b := MustBatches(tb, BatchSpec{Run: "golden", Step: 2, PolicyVersion: 1, Queries: 3, K: 2, DBar: 2, MinTokens: 3, MaxTokens: 9, Seed: 7})
+	sub := 4
+	edge := []rollout.Sample{
+		{QueryID: "<a> & \"b\"\n\u2028", Rollout: 1, SubIndex: &sub, DuplicateOf: &rollout.SubRef{Rollout: 0, SubIndex: 3},
+			PolicyVersion: math.MaxInt64, InputIDs: []int{0, math.MaxInt32, 151_000}, LossMask: []int8{0, 1, 1},
+			Logprobs: []float64{0, math.Copysign(0, -1), -1e-7}, Reward: 1e21, Advantage: math.Copysign(0, -1),
+			NumTurns: 12, FinishReason: "héllo \xff", FormatOK: true},
+		{QueryID: "", Rollout: 0, PolicyVersion: -1, InputIDs: []int{7, 8}, LossMask: []int8{0, 1},
+			Logprobs: []float64{-3, -0.123456789012345}, Reward: math.SmallestNonzeroFloat64, Advantage: -1.5e-300,
+			FinishReason: rollout.FinishReasonPadding},
+	}
+	for _, s := range edge {
+		s.Run, s.Step, s.Role = b.Run, b.Step, b.Role
+		b.Samples = append(b.Samples, s)
+	}
+	return b
+}
