@@ -38,3 +38,38 @@ func Forbid(t *testing.T, pattern string, forbidden []string, why string) {
 		}
 	}
 }
+
+// ForbidImports fails t for every package of the project that the packages
+// pattern names import directly and that is one of forbidden (module-relative
+// paths) or below one; why says what to do instead. Unlike Forbid it lets a
+// package reach a forbidden one through another package: it checks what a
+// package's own code names. Tests are not counted. It skips when the go tool
+// is not on PATH.
+func ForbidImports(t *testing.T, pattern string, forbidden []string, why string) {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("the go tool is not on PATH; cannot list the packages' imports")
+	}
+	out, err := exec.Command(goTool, "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, pattern).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list %s: %v\n%s", pattern, err, out)
+	}
+	for line := range strings.Lines(string(out)) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		for _, imp := range fields[1:] {
+			rel, ok := strings.CutPrefix(imp, Module)
+			if !ok {
+				continue
+			}
+			for _, f := range forbidden {
+				if rel == f || strings.HasPrefix(rel, f+"/") {
+					t.Errorf("%s imports %s, which it must not (%s)", fields[0], imp, why)
+				}
+			}
+		}
+	}
+}
