@@ -84,8 +84,8 @@ func TestSummaryStatistics(t *testing.T) {
 		{Name: "search", Meta: tools.Meta{Tool: "search"}},
 	}
 	results := []RolloutResult{
-		{Tree: ok, Scores: RolloutScores{FormatOK: true, Subs: []SubScore{{FormatOK: true}, {FormatOK: true}}}, ScoringSeconds: 0.25},
-		{Tree: cut, Scores: RolloutScores{FormatReason: "trajectory error: turn 1: cut", Subs: []SubScore{{FormatReason: "format errors: bad call"}}},
+		{Tree: ok, Scores: rollout.RolloutScores{FormatOK: true, Subs: []rollout.SubScore{{FormatOK: true}, {FormatOK: true}}}, ScoringSeconds: 0.25},
+		{Tree: cut, Scores: rollout.RolloutScores{FormatReason: "trajectory error: turn 1: cut", Subs: []rollout.SubScore{{FormatReason: "format errors: bad call"}}},
 			ScoringSeconds: 0.5},
 	}
 	var sum rollout.StepSummary
