@@ -11,8 +11,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools"
-	"github.com/mgrpo/mgrpo/tools/remote"
 )
 
 // Names of the planner's own tools.
@@ -139,12 +139,12 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			Task string `json:"task"`
 		}
 		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || strings.TrimSpace(args.Task) == "" {
-			return observe(rec, remote.ClassInvalidArgs, `delegate needs {"task": "<a non-empty subtask>"}; nothing was delegated.`)
+			return observe(rec, failure.ClassInvalidArgs, `delegate needs {"task": "<a non-empty subtask>"}; nothing was delegated.`)
 		}
 		limit := d.planner.cfg.Rollout.MaxDelegations
 		if len(d.rollout.Executors) >= limit {
 			d.traj.formatError(fmt.Sprintf("delegation budget of %d exceeded", limit))
-			return observe(rec, remote.ClassInvalidArgs, fmt.Sprintf("The delegation budget of %d subtasks is spent: answer with what you have.", limit))
+			return observe(rec, failure.ClassInvalidArgs, fmt.Sprintf("The delegation budget of %d subtasks is spent: answer with what you have.", limit))
 		}
 		index := len(d.rollout.Executors)
 		rec.Executor = index
@@ -156,7 +156,7 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			rec.Observation = executorObservation(sub)
 			rec.Meta = tools.Meta{Tool: ToolDelegate, Latency: time.Since(start), Bytes: len(rec.Observation)}
 			if sub.Error != "" {
-				rec.Meta.Class, rec.Meta.Error = remote.ClassServer, sub.Error
+				rec.Meta.Class, rec.Meta.Error = failure.ClassServer, sub.Error
 			}
 			return rec
 		}
@@ -168,7 +168,7 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			Question string `json:"question"`
 		}
 		if err := json.Unmarshal([]byte(call.Function.Arguments), &args); err != nil || strings.TrimSpace(args.Question) == "" {
-			return observe(rec, remote.ClassInvalidArgs, `reason needs {"question": "<a non-empty question>"}.`)
+			return observe(rec, failure.ClassInvalidArgs, `reason needs {"question": "<a non-empty question>"}.`)
 		}
 		return func(ctx context.Context) CallRecord {
 			start := time.Now()
@@ -176,7 +176,7 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			rec.Meta = tools.Meta{Tool: ToolReason, Latency: time.Since(start)}
 			if err != nil {
 				rec.Observation = "The reasoning model failed: " + err.Error()
-				rec.Meta.Class, rec.Meta.Error = remote.ClassServer, err.Error()
+				rec.Meta.Class, rec.Meta.Error = failure.ClassServer, err.Error()
 			} else {
 				rec.Observation = stripReasoning(t.Message.Content)
 			}
@@ -184,7 +184,7 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			return rec
 		}
 	}
-	return observe(rec, remote.ClassInvalidArgs, fmt.Sprintf("There is no tool %q; the tools are: %s.", call.Function.Name, strings.Join(d.toolNames(), ", ")))
+	return observe(rec, failure.ClassInvalidArgs, fmt.Sprintf("There is no tool %q; the tools are: %s.", call.Function.Name, strings.Join(d.toolNames(), ", ")))
 }
 
 func (d *delegations) toolNames() []string {
@@ -196,7 +196,7 @@ func (d *delegations) toolNames() []string {
 }
 
 // observe completes a record that needs no work.
-func observe(rec CallRecord, class remote.Class, text string) func(context.Context) CallRecord {
+func observe(rec CallRecord, class failure.Class, text string) func(context.Context) CallRecord {
 	rec.Observation = text
 	rec.Meta = tools.Meta{Tool: rec.Name, Class: class, Error: text, Bytes: len(text)}
 	return func(context.Context) CallRecord { return rec }

@@ -4,7 +4,9 @@
 // executor trajectories to a fixed count d̄, builds token-level Samples and
 // writes them, with per-query statistics and step summaries, to step
 // directories. It also defines the values that cross process boundaries: the
-// unit of work ([RolloutTask]), [Sample], [QueryStats] and [StepSummary].
+// unit of work ([RolloutTask]), [Sample], [QueryStats], [StepSummary] and
+// the inspection record of a rollout ([RolloutRecord], one line of
+// rollouts.jsonl, with its tree as [TreeRecord] and its [RolloutScores]).
 //
 // Everything here works on plain values (rewards, counts, token sequences)
 // and imports nothing of the agents, the model client or the tools, so the

@@ -18,11 +18,11 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/redis"
 	"github.com/mgrpo/mgrpo/store/sqlite"
 	"github.com/mgrpo/mgrpo/tools"
-	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
 
@@ -97,7 +97,7 @@ func testSharedToolCache(t *testing.T, open func(testing.TB) store.Store) {
 				go func() {
 					defer wg.Done()
 					o := reg.Call(ctx, c.tool, c.args)
-					if o.Meta.Class != remote.ClassOK {
+					if o.Meta.Class != failure.ClassOK {
 						t.Errorf("%s: %s call failed: %+v", name, c.tool, o.Meta)
 					}
 					mu.Lock()

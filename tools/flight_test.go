@@ -12,8 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools/cache"
-	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
 
@@ -98,7 +98,7 @@ func TestSearchTieredSingleflight(t *testing.T) {
 	}
 	upstream := 0
 	for i, o := range obs {
-		if o.Meta.Class != remote.ClassOK || o.Meta.SharedHits != 0 {
+		if o.Meta.Class != failure.ClassOK || o.Meta.SharedHits != 0 {
 			t.Fatalf("call %d: %+v", i, o.Meta)
 		}
 		upstream += o.Meta.Upstream
@@ -133,7 +133,7 @@ func TestSearchTieredStoreDown(t *testing.T) {
 	w := tieredSearch(t, srv.URL, shared)
 	for i := range 2 {
 		o := w.Call(context.Background(), json.RawMessage(`{"query":["alpha"]}`))
-		if o.Meta.Class != remote.ClassOK {
+		if o.Meta.Class != failure.ClassOK {
 			t.Fatalf("call %d with the store down: %+v", i, o.Meta)
 		}
 	}
@@ -173,7 +173,7 @@ func TestWebToolboxSharedCacheMetrics(t *testing.T) {
 		t.Errorf("shared hits counter = %v, want 1", got)
 	}
 	shared.down.Store(true)
-	if o := toolbox().Call(context.Background(), "search", json.RawMessage(`{"query":["beta"]}`)); o.Meta.Class != remote.ClassOK {
+	if o := toolbox().Call(context.Background(), "search", json.RawMessage(`{"query":["beta"]}`)); o.Meta.Class != failure.ClassOK {
 		t.Fatalf("call with the store down: %+v", o.Meta)
 	}
 	for _, op := range []string{"get", "set"} {

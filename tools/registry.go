@@ -16,7 +16,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
-	"github.com/mgrpo/mgrpo/tools/remote"
+	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
 // Registry holds the tools of an agent, validates every call's arguments
@@ -108,7 +108,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("tool panicked", "tool", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-			obs = failure(name, remote.ClassInternal, fmt.Sprintf("Tool %s failed with an internal error.", name), "panic")
+			obs = failed(name, failure.ClassInternal, fmt.Sprintf("Tool %s failed with an internal error.", name), "panic")
 		}
 		obs.Meta.Tool = name
 		if obs.Meta.Latency == 0 {
@@ -121,7 +121,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	}()
 	e, ok := r.tools[name]
 	if !ok {
-		return failure(name, remote.ClassInvalidArgs,
+		return failed(name, failure.ClassInvalidArgs,
 			fmt.Sprintf("There is no tool named %q. Available tools: %s.", name, strings.Join(r.names, ", ")), "unknown tool")
 	}
 	if len(bytes.TrimSpace(args)) == 0 {
@@ -129,17 +129,17 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
-		return failure(name, remote.ClassInvalidArgs,
+		return failed(name, failure.ClassInvalidArgs,
 			fmt.Sprintf("Invalid arguments for %s: the arguments are not valid JSON (%v). Send one JSON object matching the tool's parameters.", name, err), "arguments are not JSON")
 	}
 	if err := e.schema.Validate(v); err != nil {
 		msg := describeViolation(err)
-		return failure(name, remote.ClassInvalidArgs, fmt.Sprintf("Invalid arguments for %s: %s.", name, msg), msg)
+		return failed(name, failure.ClassInvalidArgs, fmt.Sprintf("Invalid arguments for %s: %s.", name, msg), msg)
 	}
 	return e.tool.Call(ctx, args)
 }
 
-func failure(tool string, class remote.Class, text, errText string) Observation {
+func failed(tool string, class failure.Class, text, errText string) Observation {
 	return Observation{Text: text, Meta: Meta{Tool: tool, Class: class, Error: errText}}
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/mgrpo/mgrpo/tools/remote"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
 
@@ -48,18 +48,18 @@ func TestRegistryValidatesArguments(t *testing.T) {
 	r := mustRegistry(t, m, st, panicTool{})
 	cases := []struct {
 		name, tool, args string
-		class            remote.Class
+		class            failure.Class
 		wantText         []string
 	}{
-		{"ok", "search", `{"query":["alpha","beta"]}`, remote.ClassOK, []string{`Search results for "alpha"`, `Search results for "beta"`, "1. [About alpha](https://example.org/alpha)"}},
-		{"string-not-array", "search", `{"query":"alpha"}`, remote.ClassInvalidArgs, []string{"Invalid arguments for search", "'/query'", "array"}},
-		{"missing", "search", `{}`, remote.ClassInvalidArgs, []string{"missing", "query"}},
-		{"too-many", "search", `{"query":["a","b","c","d"]}`, remote.ClassInvalidArgs, []string{"'/query'", "want 3"}},
-		{"empty-item", "search", `{"query":[""]}`, remote.ClassInvalidArgs, []string{"'/query/0'"}},
-		{"extra-prop", "search", `{"query":["a"],"num":3}`, remote.ClassInvalidArgs, []string{"num"}},
-		{"not-json", "search", `{"query": [`, remote.ClassInvalidArgs, []string{"not valid JSON"}},
-		{"unknown-tool", "browse", `{}`, remote.ClassInvalidArgs, []string{`no tool named "browse"`, "search"}},
-		{"panic", "boom", `{}`, remote.ClassInternal, []string{"internal error"}},
+		{"ok", "search", `{"query":["alpha","beta"]}`, failure.ClassOK, []string{`Search results for "alpha"`, `Search results for "beta"`, "1. [About alpha](https://example.org/alpha)"}},
+		{"string-not-array", "search", `{"query":"alpha"}`, failure.ClassInvalidArgs, []string{"Invalid arguments for search", "'/query'", "array"}},
+		{"missing", "search", `{}`, failure.ClassInvalidArgs, []string{"missing", "query"}},
+		{"too-many", "search", `{"query":["a","b","c","d"]}`, failure.ClassInvalidArgs, []string{"'/query'", "want 3"}},
+		{"empty-item", "search", `{"query":[""]}`, failure.ClassInvalidArgs, []string{"'/query/0'"}},
+		{"extra-prop", "search", `{"query":["a"],"num":3}`, failure.ClassInvalidArgs, []string{"num"}},
+		{"not-json", "search", `{"query": [`, failure.ClassInvalidArgs, []string{"not valid JSON"}},
+		{"unknown-tool", "browse", `{}`, failure.ClassInvalidArgs, []string{`no tool named "browse"`, "search"}},
+		{"panic", "boom", `{}`, failure.ClassInternal, []string{"internal error"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

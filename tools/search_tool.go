@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/search"
@@ -100,7 +101,7 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 	meta := Meta{Tool: "search", Provider: t.cfg.Provider.Name()}
 	var args searchArgs
 	if err := json.Unmarshal(raw, &args); err != nil || len(args.Query) == 0 {
-		meta.Class, meta.Error = remote.ClassInvalidArgs, "query must be a non-empty array of strings"
+		meta.Class, meta.Error = failure.ClassInvalidArgs, "query must be a non-empty array of strings"
 		return Observation{Text: "Invalid arguments for search: query must be a non-empty array of strings.", Meta: meta}
 	}
 	queries := dedupe(args.Query)
@@ -135,7 +136,7 @@ func (t *SearchTool) Call(ctx context.Context, raw json.RawMessage) Observation 
 		meta.countHit(o.src)
 		if o.err != nil {
 			failed++
-			if meta.Class == remote.ClassOK {
+			if meta.Class == failure.ClassOK {
 				meta.Class, meta.Error = remote.Classify(o.err), o.err.Error()
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/search"
@@ -87,7 +88,7 @@ func TestSearchSingleflight200Identical(t *testing.T) {
 		t.Fatalf("provider saw %d requests for %d identical searches, want 1", got, n)
 	}
 	for i, o := range obs {
-		if o.Meta.Class != remote.ClassOK || !strings.Contains(o.Text, "T Velmora Labs founder") {
+		if o.Meta.Class != failure.ClassOK || !strings.Contains(o.Text, "T Velmora Labs founder") {
 			t.Fatalf("call %d: %+v", i, o)
 		}
 	}
@@ -123,7 +124,7 @@ func TestSearchRateLimitNeverExceeded(t *testing.T) {
 				qs[i] = fmt.Sprintf("q%d-%d", c, i)
 			}
 			b, _ := json.Marshal(map[string]any{"query": qs})
-			if o := st.Call(context.Background(), b); o.Meta.Class != remote.ClassOK {
+			if o := st.Call(context.Background(), b); o.Meta.Class != failure.ClassOK {
 				t.Errorf("call %d: %+v", c, o.Meta)
 			}
 		}()
@@ -156,7 +157,7 @@ func TestSearchFailuresAreObservations(t *testing.T) {
 	defer srv.Close()
 	st, _ := NewSearch(SearchConfig{Provider: serperProvider(t, srv.URL), Cache: cache.NewLRU(10, time.Hour)})
 	o := st.Call(context.Background(), json.RawMessage(`{"query":["a","b"]}`))
-	if o.Meta.Class != remote.ClassServer || o.Meta.Partial || !o.Meta.Failed() {
+	if o.Meta.Class != failure.ClassServer || o.Meta.Partial || !o.Meta.Failed() {
 		t.Fatalf("meta = %+v", o.Meta)
 	}
 	if !strings.Contains(o.Text, `Search for "a" failed (http_5xx)`) || strings.Contains(o.Text, "k-123456") {
@@ -170,7 +171,7 @@ func TestSearchFailuresAreObservations(t *testing.T) {
 	// A cancelled caller gets a canceled observation, not a panic.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if o := st.Call(ctx, json.RawMessage(`{"query":["c"]}`)); o.Meta.Class != remote.ClassCanceled {
+	if o := st.Call(ctx, json.RawMessage(`{"query":["c"]}`)); o.Meta.Class != failure.ClassCanceled {
 		t.Errorf("cancelled call: %+v", o.Meta)
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mgrpo/mgrpo/tools/remote"
+	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
 // Spec is a tool's OpenAI function description.
@@ -57,7 +57,7 @@ type Meta struct {
 	Bytes int `json:"bytes"`
 	// Class is empty on success, else the failure class of the call (the
 	// first failing sub-request's when some succeeded: see Partial).
-	Class remote.Class `json:"class,omitempty"`
+	Class failure.Class `json:"class,omitempty"`
 	// Partial is true when some sub-requests failed and others did not.
 	Partial bool `json:"partial,omitempty"`
 	// Error is the failure's text (redacted), empty on success.
@@ -76,7 +76,7 @@ func (m *Meta) countHit(src hitSource) {
 
 // Failed reports whether the call failed as a whole (every sub-request
 // failed, or the arguments were refused).
-func (m Meta) Failed() bool { return m.Class != remote.ClassOK && !m.Partial }
+func (m Meta) Failed() bool { return m.Class != failure.ClassOK && !m.Partial }
 
 // Observation is what a tool call returns: Text goes into the model's
 // context, Meta into metrics and the trajectory.

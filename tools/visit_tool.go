@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/visit"
@@ -108,7 +109,7 @@ func (t *VisitTool) Call(ctx context.Context, raw json.RawMessage) Observation {
 	meta := Meta{Tool: "visit", Provider: t.cfg.Fetcher.Backend()}
 	var args visitArgs
 	if err := json.Unmarshal(raw, &args); err != nil || len(args.URL) == 0 {
-		meta.Class, meta.Error = remote.ClassInvalidArgs, "url must be a non-empty array of strings"
+		meta.Class, meta.Error = failure.ClassInvalidArgs, "url must be a non-empty array of strings"
 		return Observation{Text: "Invalid arguments for visit: url must be a non-empty array of strings.", Meta: meta}
 	}
 	urls := dedupeURLs(args.URL)
@@ -138,7 +139,7 @@ func (t *VisitTool) Call(ctx context.Context, raw json.RawMessage) Observation {
 		meta.countHit(o.src)
 		if o.err != nil {
 			failed++
-			if meta.Class == remote.ClassOK {
+			if meta.Class == failure.ClassOK {
 				meta.Class, meta.Error = remote.Classify(o.err), o.err.Error()
 			}
 		}

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools/cache"
-	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 	"github.com/mgrpo/mgrpo/tools/visit"
 )
@@ -64,7 +64,7 @@ func TestVisitTool(t *testing.T) {
 	t.Run("budget", func(t *testing.T) {
 		vt := visitTool(t, VisitConfig{Budget: 1000}, allow)
 		o := vt.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"url":[%q,%q],"goal":"topic"}`, srv.URL+"/a", srv.URL+"/b")))
-		if o.Meta.Class != remote.ClassOK || len([]rune(o.Text)) > 1000+len("\n=======\n")+2 {
+		if o.Meta.Class != failure.ClassOK || len([]rune(o.Text)) > 1000+len("\n=======\n")+2 {
 			t.Fatalf("meta %+v, %d runes", o.Meta, len([]rune(o.Text)))
 		}
 		if !strings.Contains(o.Text, "Evidence sentence") || !strings.Contains(o.Text, "[Page truncated") {
@@ -74,7 +74,7 @@ func TestVisitTool(t *testing.T) {
 	t.Run("refused-is-observation", func(t *testing.T) {
 		vt := visitTool(t, VisitConfig{})
 		o := vt.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"url":[%q, "http://169.254.169.254/"],"goal":"x"}`, srv.URL+"/a")))
-		if o.Meta.Class != remote.ClassRefused || !o.Meta.Failed() || !strings.Contains(o.Text, "refused by SSRF guard") {
+		if o.Meta.Class != failure.ClassRefused || !o.Meta.Failed() || !strings.Contains(o.Text, "refused by SSRF guard") {
 			t.Errorf("obs = %+v", o)
 		}
 	})
@@ -82,7 +82,7 @@ func TestVisitTool(t *testing.T) {
 		s := &failingSummarizer{}
 		vt := visitTool(t, VisitConfig{Summarizer: s, Budget: 500}, allow)
 		o := vt.Call(context.Background(), json.RawMessage(fmt.Sprintf(`{"url":[%q],"goal":"topic"}`, srv.URL+"/c")))
-		if o.Meta.Class != remote.ClassOK || s.calls.Load() != 3 || !strings.Contains(o.Text, "Content of") {
+		if o.Meta.Class != failure.ClassOK || s.calls.Load() != 3 || !strings.Contains(o.Text, "Content of") {
 			t.Errorf("calls %d, obs %+v", s.calls.Load(), o)
 		}
 	})

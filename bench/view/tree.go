@@ -7,13 +7,11 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // record is one line of rollouts.jsonl as the farm writes it.
-type record = farm.RolloutRecord
+type record = rollout.RolloutRecord
 
 // readRecord decodes line n of an indexed rollouts.jsonl.
 func readRecord(ix *fileIndex, n int) (*record, error) {
@@ -41,7 +39,7 @@ type trajView struct {
 	Error        string
 	AnswerNow    bool
 	Drifts       int
-	Sub          *farm.SubScore
+	Sub          *rollout.SubScore
 	// Samples are the trajectory's sample lines in executor.jsonl (the
 	// planner's are on the rollout row).
 	Samples []sampleMeta
@@ -85,7 +83,7 @@ type rolloutPage struct {
 }
 
 // trajectoryView converts a trajectory of the tree.
-func trajectoryView(t *agents.Trajectory, anchor, title string) trajView {
+func trajectoryView(t *rollout.TrajectoryRecord, anchor, title string) trajView {
 	v := trajView{Anchor: anchor, Title: title}
 	if t == nil {
 		v.Error = "no trajectory recorded"

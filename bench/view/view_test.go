@@ -12,9 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // fixtureQueries is the number of queries of the fixture's step 1: more
@@ -45,14 +43,14 @@ func writeFixture(t *testing.T) string {
 					Reward: qs.MainRewards[k], Advantage: adv, NumTurns: 1, FinishReason: "stop", FormatOK: true})
 			}
 			rec := record{ID: fmt.Sprintf("fix/1/%s/%d", qid, k), Task: rollout.RolloutTask{Run: "fix", Step: 1, QueryID: qid, K: k},
-				Question: "question of " + qid, GoldAnswer: "gold-" + qid, Scores: farm.RolloutScores{FormatOK: true, Correct: qs.MainRewards[k], Main: qs.MainRewards[k],
+				Question: "question of " + qid, GoldAnswer: "gold-" + qid, Scores: rollout.RolloutScores{FormatOK: true, Correct: qs.MainRewards[k], Main: qs.MainRewards[k],
 					Verdict: &rollout.Verdict{Correct: qs.MainRewards[k], Method: "llm-judge", Raw: "JUDGE SAYS " + qid}},
-				Tree: &agents.Rollout{Question: "question of " + qid, Answer: "answer-" + qid,
-					Planner: &agents.Trajectory{Role: "planner", Task: "question of " + qid, FormatOK: true,
-						Steps: []agents.Step{{Calls: []agents.CallRecord{{Name: "delegate", Arguments: json.RawMessage(`{"task":"find it"}`), Observation: "OBS-" + qid, Executor: 0}}}}}}}
+				Tree: &rollout.TreeRecord{Question: "question of " + qid, Answer: "answer-" + qid,
+					Planner: &rollout.TrajectoryRecord{Role: "planner", Task: "question of " + qid, FormatOK: true,
+						Steps: []rollout.StepRecord{{Calls: []rollout.CallRecord{{Name: "delegate", Arguments: json.RawMessage(`{"task":"find it"}`), Observation: "OBS-" + qid, Executor: 0}}}}}}}
 			if k == 0 {
-				rec.Tree.Executors = []*agents.Trajectory{{Role: "executor", Task: "find it", FormatOK: true, Final: "REPORT-" + qid}}
-				rec.Scores.Subs = []farm.SubScore{{FormatOK: true, Expert: 0.7, ExpertRaw: "EXPERT 7/10", Reward: 0.8}}
+				rec.Tree.Executors = []*rollout.TrajectoryRecord{{Role: "executor", Task: "find it", FormatOK: true, Final: "REPORT-" + qid}}
+				rec.Scores.Subs = []rollout.SubScore{{FormatOK: true, Expert: 0.7, ExpertRaw: "EXPERT 7/10", Reward: 0.8}}
 			}
 			raw, err := json.Marshal(rec)
 			if err != nil {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/trainer_bridge/httptrainer/reference"
 )
@@ -428,7 +427,7 @@ func TestTrainAsyncRolloutsSpanUpdates(t *testing.T) {
 			}
 		}
 		for _, line := range readLines(t, filepath.Join(dir, rollout.RolloutsFile)) {
-			var rec farm.RolloutRecord
+			var rec rollout.RolloutRecord
 			if err := json.Unmarshal([]byte(line), &rec); err != nil {
 				t.Fatal(err)
 			}

@@ -167,6 +167,9 @@ type Rule struct {
 	Forbidden []string
 	// Tests extends the rule to the packages' own tests.
 	Tests bool
+	// Direct checks only what the packages' own code imports, letting them
+	// reach a forbidden package through another one.
+	Direct bool
 	// Why says what to do instead, for the failure message.
 	Why string
 }
@@ -180,7 +183,18 @@ func (g *Graph) Check(t testing.TB, r Rule) {
 		t.Errorf("%s: no package of the module matches", r.Packages)
 	}
 	for _, pkg := range pkgs {
-		for dep, chain := range g.Deps(pkg, r.Tests) {
+		deps := g.Deps(pkg, r.Tests)
+		if r.Direct {
+			deps = map[string]string{}
+			imports := g.imports[pkg]
+			if r.Tests {
+				imports = append(slices.Clone(imports), g.testImports[pkg]...)
+			}
+			for _, dep := range imports {
+				deps[dep] = pkg + " imports " + dep
+			}
+		}
+		for dep, chain := range deps {
 			for _, f := range r.Forbidden {
 				if Matches(f, dep) && !Matches(r.Packages, dep) {
 					t.Errorf("%s must not depend on %s (%s): %s", pkg, dep, r.Why, chain)
@@ -190,11 +204,25 @@ func (g *Graph) Check(t testing.TB, r Rule) {
 	}
 }
 
+// ForbidImports is Forbid for the packages' own imports only: they may
+// reach a forbidden package through another package.
+func ForbidImports(t *testing.T, pattern string, forbidden []string, why string) {
+	t.Helper()
+	forbid(t, pattern, Rule{Forbidden: forbidden, Why: why, Direct: true})
+}
+
 // Forbid fails t for every dependency, direct or indirect, of the packages
 // pattern names relative to the working directory ("." or "./...") that
 // is one of forbidden (module-relative patterns: "x" alone or "x/..."); why
 // says what to do instead. Tests are not counted.
 func Forbid(t *testing.T, pattern string, forbidden []string, why string) {
+	t.Helper()
+	forbid(t, pattern, Rule{Forbidden: forbidden, Why: why})
+}
+
+// forbid checks r for the packages pattern names relative to the working
+// directory.
+func forbid(t *testing.T, pattern string, r Rule) {
 	t.Helper()
 	g, err := Load()
 	if err != nil {
@@ -216,5 +244,6 @@ func Forbid(t *testing.T, pattern string, forbidden []string, why string) {
 	default:
 		t.Fatalf("depcheck.Forbid: pattern %q: want . or ./...", pattern)
 	}
-	g.Check(t, Rule{Packages: pkg, Forbidden: forbidden, Why: why})
+	r.Packages = pkg
+	g.Check(t, r)
 }

@@ -233,11 +233,11 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 	wantErr := []string{"", "give up", "runner panicked: boom", "", "runner returned no rollout", "", "", "planner: turn 1: turn has no usable token data"}
 	for i, line := range lines {
 		var rec struct {
-			ID         string        `json:"id"`
-			Question   string        `json:"question"`
-			GoldAnswer string        `json:"gold_answer"`
-			Error      string        `json:"error"`
-			Scores     RolloutScores `json:"scores"`
+			ID         string                `json:"id"`
+			Question   string                `json:"question"`
+			GoldAnswer string                `json:"gold_answer"`
+			Error      string                `json:"error"`
+			Scores     rollout.RolloutScores `json:"scores"`
 		}
 		if err := json.Unmarshal(line, &rec); err != nil {
 			t.Fatal(err)

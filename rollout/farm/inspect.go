@@ -3,7 +3,6 @@ package farm
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -12,39 +11,23 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
-// RolloutRecord is one line of rollouts.jsonl: a rollout tree with its
-// question, gold answer, scores and errors, for inspection (the trajectory
-// viewer reads it). Readers should ignore keys they do not know, so that
-// files of older and newer farms stay readable.
-type RolloutRecord struct {
-	ID   string              `json:"id"`
-	Task rollout.RolloutTask `json:"task"`
-	// Question and GoldAnswer are the task's, so a line can be read without
-	// the task file.
-	Question   string        `json:"question"`
-	GoldAnswer string        `json:"gold_answer"`
-	Error      string        `json:"error,omitempty"`
-	Scores     RolloutScores `json:"scores"`
-	// Drifts and SequenceErrors summarise the sequence assembly of the
-	// planner (first) and each executor.
-	Drifts         []int           `json:"drifts"`
-	SequenceErrors []string        `json:"sequence_errors,omitempty"`
-	Tree           *agents.Rollout `json:"tree"`
-}
-
 // inspectionRecord returns the rollouts.jsonl line of r. Step files must be
-// a pure function of the run's inputs, so the tree is copied without what
+// a pure function of the run's inputs, so the tree is recorded without what
 // depends on timing or on the order in which concurrent rollouts ran:
-// start times, durations and latencies, the serving endpoint and its
-// attempt count, tool cache hits, and the tool call ids servers generate at
-// random (vLLM does), which are renumbered "call-T-I" for call I of turn T
-// wherever they appear. Token ids and logprobs are left out
-// too: the samples hold them, and the per-turn prompt ids would make the
-// file quadratic in the conversation length. Messages, tool calls,
+// start times, durations and latencies (written as zero), the serving
+// endpoint and its attempt count, tool cache hits, and the tool call ids
+// servers generate at random (vLLM does), which are renumbered "call-T-I"
+// for call I of turn T wherever they appear. Token ids and logprobs are
+// left out too: the samples hold them, and the per-turn prompt ids would
+// make the file quadratic in the conversation length. Messages, tool calls,
 // observations, answers, errors, finish reasons and usage stay.
 func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
-	rec := RolloutRecord{ID: r.Task.ID(), Task: r.Task, Question: t.Question, GoldAnswer: t.Answer, Error: r.Error,
-		Scores: r.Scores, Tree: inspectionTree(r.Tree)}
+	tree, err := treeRecord(r.Tree)
+	if err != nil {
+		return nil, err
+	}
+	rec := rollout.RolloutRecord{ID: r.Task.ID(), Task: r.Task, Question: t.Question, GoldAnswer: t.Answer, Error: r.Error,
+		Scores: r.Scores, Tree: tree}
 	rec.Drifts = append(rec.Drifts, r.Planner.Drifts)
 	errs := []string{r.Planner.SequenceError}
 	failed := r.Planner.SequenceError != ""
@@ -59,68 +42,130 @@ func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
 	return json.Marshal(rec)
 }
 
-// inspectionTree returns a copy of t without timing, routing and token data.
-func inspectionTree(t *agents.Rollout) *agents.Rollout {
-	c := *t
-	c.Started, c.Duration = time.Time{}, 0
-	c.Planner = inspectionTrajectory(t.Planner)
-	c.Executors = make([]*agents.Trajectory, len(t.Executors))
-	for i, e := range t.Executors {
-		c.Executors[i] = inspectionTrajectory(e)
+// treeRecord returns the record of t without timing, routing and token
+// data.
+func treeRecord(t *agents.Rollout) (*rollout.TreeRecord, error) {
+	c := &rollout.TreeRecord{Question: t.Question, Answer: t.Answer, Executors: make([]*rollout.TrajectoryRecord, len(t.Executors))}
+	var err error
+	if c.Planner, err = trajectoryRecord(t.Planner); err != nil {
+		return nil, fmt.Errorf("planner: %w", err)
 	}
-	return &c
+	for i, e := range t.Executors {
+		if c.Executors[i], err = trajectoryRecord(e); err != nil {
+			return nil, fmt.Errorf("executor %d: %w", i, err)
+		}
+	}
+	return c, nil
 }
 
-// inspectionTrajectory returns a copy of tr without timing, routing and
+// trajectoryRecord returns the record of tr without timing, routing and
 // token data; nil stays nil.
-func inspectionTrajectory(tr *agents.Trajectory) *agents.Trajectory {
+func trajectoryRecord(tr *agents.Trajectory) (*rollout.TrajectoryRecord, error) {
 	if tr == nil {
-		return nil
+		return nil, nil
 	}
-	c := *tr
-	c.Started, c.Duration = time.Time{}, 0
+	c := &rollout.TrajectoryRecord{Role: tr.Role, Index: tr.Index, Task: tr.Task, Final: tr.Final, Answer: tr.Answer,
+		FormatOK: tr.FormatOK, FormatErrors: tr.FormatErrors, Error: tr.Error, AnswerNow: tr.AnswerNow}
 	ids := map[string]string{}
-	renumber := func(calls []openai.ToolCall, turn int) []openai.ToolCall {
+	renumber := func(calls []openai.ToolCall, turn int) []rollout.ToolCallRecord {
 		if calls == nil {
 			return nil
 		}
-		out := make([]openai.ToolCall, len(calls))
+		out := make([]rollout.ToolCallRecord, len(calls))
 		for j, call := range calls {
 			id, ok := ids[call.ID]
 			if !ok {
 				id = fmt.Sprintf("call-%d-%d", turn, j)
 				ids[call.ID] = id
 			}
-			call.ID = id
-			out[j] = call
+			out[j] = rollout.ToolCallRecord{Index: call.Index, ID: id, Type: string(call.Type),
+				Function: rollout.FunctionCallRecord{Name: call.Function.Name, Arguments: call.Function.Arguments}}
 		}
 		return out
 	}
-	c.Turns = make([]*llm.Turn, len(tr.Turns))
+	c.Turns = make([]*rollout.TurnRecord, len(tr.Turns))
 	for i, turn := range tr.Turns {
 		if turn == nil {
 			continue
 		}
-		tc := *turn
-		tc.PromptIDs, tc.CompletionIDs, tc.Logprobs = nil, nil, nil
-		tc.Endpoint, tc.Latency, tc.Attempts = "", 0, 0
-		tc.Message.ToolCalls = renumber(turn.Message.ToolCalls, i)
-		tc.ToolCalls = renumber(turn.ToolCalls, i)
-		c.Turns[i] = &tc
+		msg, err := messageRecord(turn.Message)
+		if err != nil {
+			return nil, fmt.Errorf("turn %d: %w", i, err)
+		}
+		msg.ToolCalls = renumber(turn.Message.ToolCalls, i)
+		c.Turns[i] = &rollout.TurnRecord{Message: msg, ToolCalls: renumber(turn.ToolCalls, i),
+			ToolCallError: toolCallErrorRecord(turn.ToolCallError), FinishReason: turn.FinishReason,
+			Abort: abortRecord(turn.Abort), StopReason: turn.StopReason, Usage: usageRecord(turn.Usage),
+			WeightVersion: turn.WeightVersion}
 	}
-	c.Steps = make([]agents.Step, len(tr.Steps))
+	c.Steps = make([]rollout.StepRecord, len(tr.Steps))
 	for i, s := range tr.Steps {
-		sc := s
-		sc.Calls = make([]agents.CallRecord, len(s.Calls))
+		sc := rollout.StepRecord{FormatError: s.FormatError, FormatRaw: s.FormatRaw, Calls: make([]rollout.CallRecord, len(s.Calls))}
 		for j, call := range s.Calls {
-			call.Meta.Latency = 0
-			call.Meta.CacheHit, call.Meta.CacheHits, call.Meta.SharedHits, call.Meta.Upstream = false, 0, 0, 0
-			if id, ok := ids[call.ID]; ok {
-				call.ID = id
+			id := call.ID
+			if n, ok := ids[call.ID]; ok {
+				id = n
 			}
-			sc.Calls[j] = call
+			m := call.Meta
+			sc.Calls[j] = rollout.CallRecord{ID: id, Name: call.Name, Arguments: call.Arguments, Observation: call.Observation,
+				Executor: call.Executor, Meta: rollout.CallMeta{Tool: m.Tool, Provider: m.Provider, Requests: m.Requests,
+					Bytes: m.Bytes, Class: m.Class, Partial: m.Partial, Error: m.Error}}
 		}
 		c.Steps[i] = sc
 	}
-	return &c
+	return c, nil
+}
+
+// messageRecord returns the record of an assistant message, without its
+// tool calls (the caller renumbers them). It fails, as go-openai's encoding
+// of the message does, when the message has both text and multi-part
+// content.
+func messageRecord(m openai.ChatCompletionMessage) (rollout.MessageRecord, error) {
+	r := rollout.MessageRecord{Role: m.Role, Content: m.Content, Refusal: m.Refusal, Name: m.Name,
+		ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID}
+	if m.Content != "" && m.MultiContent != nil {
+		return r, fmt.Errorf("encode message: %w", rollout.ErrContentAndParts)
+	}
+	if len(m.MultiContent) > 0 {
+		parts, err := json.Marshal(m.MultiContent)
+		if err != nil {
+			return r, fmt.Errorf("encode message content: %w", err)
+		}
+		r.Parts = parts
+	}
+	if f := m.FunctionCall; f != nil {
+		r.FunctionCall = &rollout.FunctionCallRecord{Name: f.Name, Arguments: f.Arguments}
+	}
+	return r, nil
+}
+
+// toolCallErrorRecord returns the record of a turn's tool call format
+// error; nil stays nil.
+func toolCallErrorRecord(e *llm.FormatError) *rollout.ToolCallErrorRecord {
+	if e == nil {
+		return nil
+	}
+	return &rollout.ToolCallErrorRecord{Index: e.Index, Raw: e.Raw, Reason: e.Reason}
+}
+
+// abortRecord returns the record of a turn's abort; nil stays nil.
+func abortRecord(a *llm.Abort) *rollout.AbortRecord {
+	if a == nil {
+		return nil
+	}
+	return &rollout.AbortRecord{By: a.By, Reason: a.Reason}
+}
+
+// usageRecord returns the record of a call's token usage.
+func usageRecord(u openai.Usage) rollout.UsageRecord {
+	r := rollout.UsageRecord{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.TotalTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		r.PromptTokensDetails = &rollout.PromptTokensDetailsRecord{AudioTokens: d.AudioTokens, CachedTokens: d.CachedTokens}
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		r.CompletionTokensDetails = &rollout.CompletionTokensDetailsRecord{AudioTokens: d.AudioTokens,
+			ReasoningTokens: d.ReasoningTokens, AcceptedPredictionTokens: d.AcceptedPredictionTokens,
+			RejectedPredictionTokens: d.RejectedPredictionTokens}
+	}
+	return r
 }

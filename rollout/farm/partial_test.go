@@ -180,7 +180,7 @@ func spanned(t *testing.T, dir, query string) (turns map[int][]string, scheduled
 	t.Helper()
 	turns, scheduled = map[int][]string{}, map[int]int64{}
 	for _, line := range strings.Split(strings.TrimSpace(string(mustReadFile(t, filepath.Join(rollout.StepDir(dir, 3), rollout.RolloutsFile)))), "\n") {
-		var rec RolloutRecord
+		var rec rollout.RolloutRecord
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatal(err)
 		}

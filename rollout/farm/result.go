@@ -36,7 +36,7 @@ type RolloutResult struct {
 	// planner records the error).
 	Tree *agents.Rollout `json:"tree"`
 	// Scores are the rollout's rewards and the verdicts behind them.
-	Scores RolloutScores `json:"scores"`
+	Scores rollout.RolloutScores `json:"scores"`
 	// Planner holds the planner's (or single agent's) sequences, Executors
 	// those of Tree.Executors in delegation order.
 	Planner   TrajectoryResult   `json:"planner"`

@@ -112,13 +112,13 @@ func decodeResult(raw []byte) (*RolloutResult, error) {
 // storedResult is a RolloutResult as the store's CBOR holds it: the same
 // fields without the token sequences, which follow it.
 type storedResult struct {
-	Task           rollout.RolloutTask `cbor:"task"`
-	Tree           *agents.Rollout     `cbor:"tree"`
-	Scores         RolloutScores       `cbor:"scores"`
-	Planner        storedTrajectory    `cbor:"planner"`
-	Executors      []storedTrajectory  `cbor:"executors"`
-	ScoringSeconds float64             `cbor:"scoring_seconds,omitempty"`
-	Error          string              `cbor:"error,omitempty"`
+	Task           rollout.RolloutTask   `cbor:"task"`
+	Tree           *agents.Rollout       `cbor:"tree"`
+	Scores         rollout.RolloutScores `cbor:"scores"`
+	Planner        storedTrajectory      `cbor:"planner"`
+	Executors      []storedTrajectory    `cbor:"executors"`
+	ScoringSeconds float64               `cbor:"scoring_seconds,omitempty"`
+	Error          string                `cbor:"error,omitempty"`
 }
 
 type storedTrajectory struct {

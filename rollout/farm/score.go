@@ -21,55 +21,13 @@ type Scoring struct {
 	ExpertFallback rollout.ExpertFallback
 }
 
-// RolloutScores are the rewards of one rollout and the verdicts behind them.
-type RolloutScores struct {
-	// FormatOK is the planner's (single agent's) format validity as the
-	// reward sees it: the agents' verdict, and false for a failed rollout or
-	// a trajectory whose turns form no sequences.
-	FormatOK bool `json:"format_ok"`
-	// FormatReason says why FormatOK is false (the rollout's error, the
-	// trajectory's error or format errors, a sequence assembly failure);
-	// empty when it is true.
-	FormatReason string `json:"format_reason,omitempty"`
-	// Correct is r_correct: the scorer's verdict on the answer, 0 when the
-	// format is invalid (no single answer to judge) or the scorer failed.
-	Correct float64 `json:"correct"`
-	// Verdict is the scorer's full verdict (raw judge output included); nil
-	// when the scorer was not asked or failed.
-	Verdict *rollout.Verdict `json:"verdict,omitempty"`
-	// ScoreError records a scorer failure; the rollout then scores as wrong.
-	ScoreError string `json:"score_error,omitempty"`
-	// Main is R_M.
-	Main float64 `json:"main"`
-	// Subs holds one entry per executor trajectory, in delegation order.
-	Subs []SubScore `json:"subs"`
-}
-
-// SubScore is the reward of one executor trajectory.
-type SubScore struct {
-	// FormatOK is the executor's format validity as the reward sees it;
-	// FormatReason says why it is false.
-	FormatOK     bool   `json:"format_ok"`
-	FormatReason string `json:"format_reason,omitempty"`
-	// Expert is r_expert, from the judge or the run's fallback; 0 when the
-	// judge failed.
-	Expert float64 `json:"expert"`
-	// ExpertRaw is the judge's raw output, kept for inspection.
-	ExpertRaw string `json:"expert_raw,omitempty"`
-	// ExpertError records a judge failure.
-	ExpertError string `json:"expert_error,omitempty"`
-	// Reward is R_S; 0 in modes without a sub side, where executors are
-	// neither judged nor rewarded.
-	Reward float64 `json:"reward"`
-}
-
 // Score fills res.Scores from res.Tree, res.Error and the sequence results
 // (which must already be set). It never fails: a scorer or judge error is
 // recorded in the scores and counts as 0. Executors are judged
 // concurrently.
 func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 	tree := res.Tree
-	sc := RolloutScores{}
+	sc := rollout.RolloutScores{}
 	p := tree.Planner
 	sc.FormatReason = formatReason(res.Error, p, res.Planner.SequenceError)
 	sc.FormatOK = sc.FormatReason == ""
@@ -84,7 +42,7 @@ func (s Scoring) Score(ctx context.Context, t Task, res *RolloutResult) {
 	}
 	sc.Main = s.Weights.MainReward(sc.FormatOK, sc.Correct)
 
-	sc.Subs = make([]SubScore, len(tree.Executors))
+	sc.Subs = make([]rollout.SubScore, len(tree.Executors))
 	for i, e := range tree.Executors {
 		seqErr := "no sequence result for this executor"
 		if i < len(res.Executors) {

@@ -2,8 +2,8 @@ package farm
 
 import (
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/tools/remote"
 )
 
 // The names the search and visit tools record in their calls' metadata.
@@ -190,7 +190,7 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 	for _, s := range tr.Steps {
 		for _, c := range s.Calls {
 			sum.ToolCalls++
-			if c.Meta.Class != remote.ClassOK {
+			if c.Meta.Class != failure.ClassOK {
 				sum.ToolErrors[string(c.Meta.Class)]++
 			}
 			if m := c.Meta; m.Requests > 0 {
@@ -207,7 +207,7 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 			}
 			if c.Meta.Tool == visitTool {
 				sum.VisitCalls++
-				if c.Meta.Class == remote.ClassRefused {
+				if c.Meta.Class == failure.ClassRefused {
 					sum.VisitsRefused++
 				}
 			}

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/tools"
-	"github.com/mgrpo/mgrpo/tools/remote"
 )
 
 func TestWarnings(t *testing.T) {
@@ -62,9 +62,9 @@ func TestSummaryCountsRefusedVisits(t *testing.T) {
 	task := Task{ID: "q", Question: "Q?", Answer: "a"}
 	tree := scriptedRollout(task, rollout.RolloutTask{QueryID: "q"}, 1, "a")
 	tree.Executors[0].Steps[0].Calls = []agents.CallRecord{
-		{Name: "visit", Meta: tools.Meta{Tool: "visit", Class: remote.ClassRefused}},
+		{Name: "visit", Meta: tools.Meta{Tool: "visit", Class: failure.ClassRefused}},
 		{Name: "visit", Meta: tools.Meta{Tool: "visit"}},
-		{Name: "search", Meta: tools.Meta{Tool: "search", Class: remote.ClassRefused}},
+		{Name: "search", Meta: tools.Meta{Tool: "search", Class: failure.ClassRefused}},
 	}
 	var sum rollout.StepSummary
 	summarize(&sum, []RolloutResult{{Tree: tree}})
@@ -80,12 +80,12 @@ func TestSummaryStatistics(t *testing.T) {
 	cut := scriptedRollout(task, rt, 1, "a")
 	cut.Planner.Turns[1].FinishReason = "length"
 	cut.Executors[0].Steps[0].Calls = []agents.CallRecord{
-		{Name: "search", Meta: tools.Meta{Tool: "search", Class: remote.ClassTimeout}},
+		{Name: "search", Meta: tools.Meta{Tool: "search", Class: failure.ClassTimeout}},
 		{Name: "search", Meta: tools.Meta{Tool: "search"}},
 	}
 	results := []RolloutResult{
-		{Tree: ok, Scores: RolloutScores{FormatOK: true, Subs: []SubScore{{FormatOK: true}, {FormatOK: true}}}, ScoringSeconds: 0.25},
-		{Tree: cut, Scores: RolloutScores{FormatReason: "trajectory error: turn 1: cut", Subs: []SubScore{{FormatReason: "format errors: bad call"}}},
+		{Tree: ok, Scores: rollout.RolloutScores{FormatOK: true, Subs: []rollout.SubScore{{FormatOK: true}, {FormatOK: true}}}, ScoringSeconds: 0.25},
+		{Tree: cut, Scores: rollout.RolloutScores{FormatReason: "trajectory error: turn 1: cut", Subs: []rollout.SubScore{{FormatReason: "format errors: bad call"}}},
 			ScoringSeconds: 0.5},
 	}
 	var sum rollout.StepSummary

@@ -1,5 +1,6 @@
 // Package remote holds what every outbound call of the tools shares: the
-// failure classes reported to the model and to metrics (status errors are
+// classification of errors into the failure classes of package
+// internal/failure (reported to the model and to metrics; status errors are
 // the project's *httpretry.StatusError), the per-provider Gate (rate
 // limit, concurrency cap, 429 back-off) and the HTTP client built from
 // resty over a retryablehttp transport with httpretry's policy.
@@ -12,30 +13,9 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
-)
-
-// Class is the kind of failure of a tool call, short and stable, used in
-// observation metadata and as a metric label. The empty Class means success.
-type Class string
-
-// The failure classes.
-const (
-	ClassOK          Class = ""
-	ClassInvalidArgs Class = "invalid_args"
-	ClassRefused     Class = "refused"
-	ClassTimeout     Class = "timeout"
-	ClassCanceled    Class = "canceled"
-	ClassRateLimited Class = "rate_limited"
-	ClassAuth        Class = "auth"
-	ClassClient      Class = "http_4xx"
-	ClassServer      Class = "http_5xx"
-	ClassNetwork     Class = "network"
-	ClassDecode      Class = "decode"
-	ClassUnsupported Class = "unsupported"
-	ClassConfig      Class = "config"
-	ClassInternal    Class = "internal"
 )
 
 // Sentinel errors that map to classes.
@@ -49,46 +29,46 @@ var (
 	ErrConfig = errors.New("not configured")
 )
 
-// Classify maps err to its Class: a *httpretry.StatusError by its code
+// Classify maps err to its failure class: a *httpretry.StatusError by its code
 // (429 rate_limited, 401 and 403 auth, 5xx http_5xx, other http_4xx).
-func Classify(err error) Class {
+func Classify(err error) failure.Class {
 	if err == nil {
-		return ClassOK
+		return failure.ClassOK
 	}
 	var se *httpretry.StatusError
 	switch {
 	case errors.Is(err, ssrf.ErrRefused), errors.Is(err, ssrf.ErrTooManyRedirects):
-		return ClassRefused
+		return failure.ClassRefused
 	case errors.Is(err, context.Canceled):
-		return ClassCanceled
+		return failure.ClassCanceled
 	case errors.Is(err, context.DeadlineExceeded):
-		return ClassTimeout
+		return failure.ClassTimeout
 	case errors.Is(err, ErrUnsupported):
-		return ClassUnsupported
+		return failure.ClassUnsupported
 	case errors.Is(err, ErrDecode):
-		return ClassDecode
+		return failure.ClassDecode
 	case errors.Is(err, ErrConfig):
-		return ClassConfig
+		return failure.ClassConfig
 	case errors.As(err, &se):
 		switch {
 		case se.Code == http.StatusTooManyRequests:
-			return ClassRateLimited
+			return failure.ClassRateLimited
 		case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
-			return ClassAuth
+			return failure.ClassAuth
 		case se.Code >= 500:
-			return ClassServer
+			return failure.ClassServer
 		default:
-			return ClassClient
+			return failure.ClassClient
 		}
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return ClassTimeout
+		return failure.ClassTimeout
 	}
 	var ue *url.Error
 	var oe *net.OpError
 	if errors.As(err, &ue) || errors.As(err, &oe) {
-		return ClassNetwork
+		return failure.ClassNetwork
 	}
-	return ClassInternal
+	return failure.ClassInternal
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/tools/remote"
 )
@@ -111,7 +112,7 @@ func runConformance(t *testing.T, fp fakeProvider) {
 				if !errors.As(err, &se) || se.Code != fp.authCode {
 					t.Fatalf("err = %v, want StatusError %d", err, fp.authCode)
 				}
-				if c := remote.Classify(err); c != remote.ClassAuth && c != remote.ClassClient {
+				if c := remote.Classify(err); c != failure.ClassAuth && c != failure.ClassClient {
 					t.Errorf("class = %q, want auth", c)
 				}
 				if !strings.Contains(se.Message, fp.errorText) {
@@ -124,15 +125,15 @@ func runConformance(t *testing.T, fp fakeProvider) {
 				if se.RetryAfter != 7*time.Second {
 					t.Errorf("RetryAfter = %v, want 7s", se.RetryAfter)
 				}
-				if c := remote.Classify(err); c != remote.ClassRateLimited {
+				if c := remote.Classify(err); c != failure.ClassRateLimited {
 					t.Errorf("class = %q, want rate_limited", c)
 				}
 			case scServer:
-				if c := remote.Classify(err); c != remote.ClassServer {
+				if c := remote.Classify(err); c != failure.ClassServer {
 					t.Errorf("err = %v, class %q, want http_5xx", err, c)
 				}
 			case scGarbage:
-				if c := remote.Classify(err); c != remote.ClassDecode {
+				if c := remote.Classify(err); c != failure.ClassDecode {
 					t.Errorf("err = %v, class %q, want decode", err, c)
 				}
 			}

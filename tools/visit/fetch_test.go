@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/sim/web"
 	"github.com/mgrpo/mgrpo/tools/remote"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
@@ -113,19 +114,19 @@ func TestFetchContentTypes(t *testing.T) {
 	f := mustFetcher(t, Config{MaxBytes: 1000, MaxRedirects: 3, Retries: 2}, host(srv))
 	cases := []struct {
 		path  string
-		class remote.Class
+		class failure.Class
 		text  string
 	}{
-		{"/plain", remote.ClassOK, "just text"},
-		{"/json", remote.ClassOK, "\"a\": 1"},
-		{"/pdf", remote.ClassUnsupported, ""},
-		{"/png", remote.ClassUnsupported, ""},
-		{"/big", remote.ClassOK, strings.Repeat("x", 1000)},
-		{"/flaky", remote.ClassOK, "recovered"},
-		{"/limited", remote.ClassOK, "after the wait"},
-		{"/gone", remote.ClassClient, ""},
-		{"/loop", remote.ClassRefused, ""},
-		{"/hop", remote.ClassOK, "just text"},
+		{"/plain", failure.ClassOK, "just text"},
+		{"/json", failure.ClassOK, "\"a\": 1"},
+		{"/pdf", failure.ClassUnsupported, ""},
+		{"/png", failure.ClassUnsupported, ""},
+		{"/big", failure.ClassOK, strings.Repeat("x", 1000)},
+		{"/flaky", failure.ClassOK, "recovered"},
+		{"/limited", failure.ClassOK, "after the wait"},
+		{"/gone", failure.ClassClient, ""},
+		{"/loop", failure.ClassRefused, ""},
+		{"/hop", failure.ClassOK, "just text"},
 	}
 	for _, c := range cases {
 		t.Run(c.path, func(t *testing.T) {

@@ -1,0 +1,21 @@
+package rollout
+
+// RolloutRecord is one line of rollouts.jsonl: a rollout tree with its
+// question, gold answer, scores and errors, for inspection (the trajectory
+// viewer reads it). Readers should ignore keys they do not know, so that
+// files of older and newer farms stay readable.
+type RolloutRecord struct {
+	ID   string      `json:"id"`
+	Task RolloutTask `json:"task"`
+	// Question and GoldAnswer are the task's, so a line can be read without
+	// the task file.
+	Question   string        `json:"question"`
+	GoldAnswer string        `json:"gold_answer"`
+	Error      string        `json:"error,omitempty"`
+	Scores     RolloutScores `json:"scores"`
+	// Drifts and SequenceErrors summarise the sequence assembly of the
+	// planner (first) and each executor.
+	Drifts         []int       `json:"drifts"`
+	SequenceErrors []string    `json:"sequence_errors,omitempty"`
+	Tree           *TreeRecord `json:"tree"`
+}
