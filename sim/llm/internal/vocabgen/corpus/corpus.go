@@ -34,10 +34,13 @@ const minLowerCount = 2
 // pieces are at most 24 bytes with a leading space).
 const minWord, maxWord = 2, 23
 
-// Source trees whose string literals and templates count as the model's
-// and tools' own text, relative to the module root.
+// Source trees (or files) whose string literals and templates count as the
+// model's and tools' own text, relative to the module root. The tools'
+// status errors are written by the shared internal/httpretry/status.go, so
+// its text is the tools' text too, as are the failure classes of
+// internal/failure that the tools report.
 var (
-	literalDirs  = []string{"sim/llm/policy", "tools"}
+	literalDirs  = []string{"sim/llm/policy", "tools", "internal/httpretry/status.go", "internal/failure"}
 	templateDirs = []string{"agents/prompts"}
 )
 
