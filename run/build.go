@@ -40,6 +40,12 @@ type Options struct {
 	// Prometheus collectors (mgrpo_llm_*, mgrpo_tool_*), shared by every
 	// role.
 	Registerer prometheus.Registerer
+	// Probe checks, before any rollout, what only a call can tell: that
+	// each model endpoint serves the configured model and answers a
+	// one-token call in its dialect with token ids, and that the search
+	// provider answers a query (see preflight). The simulated world is
+	// ours and needs no probe.
+	Probe bool
 	// SharedCache, when set, is the tool cache shared by every worker of
 	// the run and by runs on the same store (the run's store.Store serves
 	// as it is): the tools look there when their in-memory cache misses
@@ -112,6 +118,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		toolMetrics = tools.NewMetrics(opts.Registerer)
 	}
 	var preflight []*llm.Client
+	probed := map[string]*llm.Client{}
 	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
 		s := llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, Stop: e.Stop, MaxTokens: e.MaxTokens,
 			ChatTemplateKwargs: e.ChatTemplateKwargs}
@@ -134,6 +141,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		if check && e.Dialect != llm.DialectOpenAI {
 			preflight = append(preflight, cl)
 		}
+		probed[role] = cl
 		return cl, nil
 	}
 	executorClient, err := client("executor", c.Executor, opts.Capture, true)
@@ -200,6 +208,11 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
+	}
+	if opts.Probe {
+		if err := probe(ctx, c, probed, toolbox); err != nil {
+			return nil, err
+		}
 	}
 	ok = true
 	return st, nil

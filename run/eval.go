@@ -67,7 +67,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		return evalrun.Outcome{}, invalid(err)
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
-	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer})
+	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Probe: !cfg.Sim, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer})
 	if err != nil {
 		return evalrun.Outcome{}, err
 	}

@@ -78,11 +78,15 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if err := cfg.CheckTasks(tasks, source); err != nil {
 		return nil, err
 	}
+	// What a run that fails before its first rollout created is removed,
+	// so that a refused run leaves nothing on disk (its store first of all).
+	started := false
+	defer removeUnlessStarted(cfg, &started)()
 	runStore, err := OpenStore(ctx, cfg, os.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true,
+	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !cfg.Sim,
 		Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	if runStore != nil {
 		// Closed after the stack, whose tools use it as their cache.
@@ -105,7 +109,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 				return nil, fmt.Errorf("--resume: the trainers' saved state: %w", err)
 			}
 		}
-		if parts.training, err = BuildTraining(ctx, cfg, states); err != nil {
+		if parts.training, err = BuildTraining(ctx, cfg, states, logger); err != nil {
 			return nil, err
 		}
 		defer parts.training.Close()
@@ -126,6 +130,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		}
 	}
 	logger.Info("scoring", "r_correct", correctness)
+	started = true
 	if opts.OnStart != nil {
 		opts.OnStart()
 	}
@@ -198,6 +203,26 @@ func isRunEntry(name string) bool {
 	}
 	// Temporary files and directories of a step or a summary being written.
 	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
+
+// removeUnlessStarted returns a function that removes what a run creates
+// before its first rollout — its out directory when the run created it,
+// else its store file — unless *started was set by then.
+func removeUnlessStarted(cfg Config, started *bool) func() {
+	outExisted := fileExists(cfg.Out)
+	store := filepath.Join(cfg.Out, StoreFile)
+	storeExisted := cfg.Store != "" || fileExists(store)
+	return func() {
+		switch {
+		case *started:
+		case !outExisted:
+			os.RemoveAll(cfg.Out)
+		case !storeExisted:
+			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
+				os.Remove(store + suffix)
+			}
+		}
+	}
 }
 
 // fileExists reports whether path exists.

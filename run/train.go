@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -127,7 +132,7 @@ func (t *Training) Close() {
 //
 // resume holds the trainers' saved states of a resumed run (see
 // farm.TrainerStatesToResume), restored before Start.
-func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte) (*Training, error) {
+func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte, logger *slog.Logger) (*Training, error) {
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
@@ -182,7 +187,10 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 				return nil, fmt.Errorf("%s trainer %s: resume: %w", s.role, redact.URL(s.url), err)
 			}
 		}
-		if err := tr.Start(ctx); err != nil {
+		if err := reachable(ctx, s.url); err != nil {
+			return nil, fmt.Errorf("%s trainer %s: before any rollout: unreachable: %w", s.role, redact.URL(s.url), err)
+		}
+		if err := startShowingProgress(ctx, tr, fmt.Sprintf("%s trainer %s", s.role, redact.URL(s.url)), logger); err != nil {
 			return nil, fmt.Errorf("%s trainer %s: before any rollout: %w", s.role, redact.URL(s.url), err)
 		}
 		t.Trainers[s.role] = tr
@@ -226,4 +234,56 @@ func syncPause(kind string, maxStaleness int) (pause bool, mode string) {
 		return true, "keep"
 	}
 	return false, ""
+}
+
+// reachTimeout bounds the connection preflight makes to a trainer before
+// starting it: a trainer that accepts no connection in it is down or
+// mistyped, and a run should say so at once, not after its client's
+// retries.
+const reachTimeout = 10 * time.Second
+
+// reachable dials the host of an http(s) or tinker+http(s) trainer URL;
+// other schemes (file://) have nothing to dial.
+func reachable(ctx context.Context, raw string) error {
+	u, err := url.Parse(strings.TrimPrefix(raw, "tinker+"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+	}
+	dctx, cancel := context.WithTimeout(ctx, reachTimeout)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
+	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) {
+			return oe.Err
+		}
+		return err
+	}
+	return conn.Close()
+}
+
+// startProgressEvery is how often a trainer's start that takes a while
+// (a model session being created) says it is still waiting.
+const startProgressEvery = 10 * time.Second
+
+// startShowingProgress starts tr, logging every startProgressEvery that
+// the run is still waiting for it, so a slow trainer is not silence.
+func startShowingProgress(ctx context.Context, tr trainerbridge.Trainer, what string, logger *slog.Logger) error {
+	done := make(chan error, 1)
+	go func() { done <- tr.Start(ctx) }()
+	began := time.Now()
+	tick := time.NewTicker(startProgressEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-tick.C:
+			logger.Info("waiting for the trainer to start", "trainer", what, "waited", time.Since(began).Round(time.Second).String())
+		}
+	}
 }

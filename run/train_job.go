@@ -85,7 +85,7 @@ func executorSide(ctx context.Context, flags Config, opts TrainOptions) error {
 	if err != nil {
 		return fmt.Errorf("the executor trainer's saved state: %w", err)
 	}
-	training, err := BuildTraining(ctx, cfg, states)
+	training, err := BuildTraining(ctx, cfg, states, opts.logger())
 	if err != nil {
 		return err
 	}

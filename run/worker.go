@@ -69,7 +69,7 @@ func Worker(ctx context.Context, opts WorkerOptions) error {
 	runCfg.Concurrency, runCfg.Grace, runCfg.Store = opts.Concurrency, Duration{Duration: opts.Grace}, cfg.Store
 	// A run on the simulated world reaches the coordinator's sim through
 	// the URLs its record holds, with the key the sim's search accepts.
-	stack, err := Build(ctx, runCfg, Options{Single: runCfg.Mode == string(rollout.ModeSingle), Capture: true,
+	stack, err := Build(ctx, runCfg, Options{Single: runCfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !runCfg.Sim,
 		Getenv: SimGetenv(runCfg.Sim), Logger: logger, Registerer: opts.Registerer, SharedCache: st})
 	if err != nil {
 		return err

@@ -51,7 +51,11 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 		t.Fatal(err)
 	}
 	var searches, pages, judgeCalls atomic.Int64
-	webHandler := counting(world.Handler(), &searches, func(r *http.Request, _ []byte) bool { return r.URL.Path == "/search" })
+	// The preflight's probes (one search, a one-token call per role) are
+	// not the run's work: they are left out of the counts.
+	webHandler := counting(world.Handler(), &searches, func(r *http.Request, _ []byte) bool {
+		return r.URL.Path == "/search" && !strings.Contains(r.URL.RawQuery, "preflight")
+	})
 	webHandler = counting(webHandler, &pages, func(r *http.Request, _ []byte) bool { return strings.HasPrefix(r.URL.Path, "/site/") })
 	webSrv := httptest.NewServer(webHandler)
 	t.Cleanup(webSrv.Close)
@@ -60,7 +64,8 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 		t.Fatal(err)
 	}
 	llmSrv := httptest.NewServer(counting(srv.Handler(), &judgeCalls, func(r *http.Request, body []byte) bool {
-		return strings.HasSuffix(r.URL.Path, "/chat/completions") && !bytes.Contains(body, []byte(`"tools"`))
+		return strings.HasSuffix(r.URL.Path, "/chat/completions") && !bytes.Contains(body, []byte(`"tools"`)) &&
+			!bytes.Contains(body, []byte(`"Say OK."`))
 	}))
 	t.Cleanup(func() { srv.Close(); llmSrv.CloseClientConnections(); llmSrv.Close() })
 	var b strings.Builder
