@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/pool"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -205,8 +206,8 @@ type Farm struct {
 	st *storeAccess
 	// train is the policies' state with Training.
 	train trainingState
-	// slots bound the rollouts in flight across all steps running at once.
-	slots chan struct{}
+	// pool bounds the rollouts in flight across all steps running at once.
+	pool *pool.Pool
 	// progressMu keeps OnProgress calls one at a time when steps overlap.
 	progressMu sync.Mutex
 	// restart holds the rollouts in flight under PartialRestart.
@@ -263,7 +264,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 	if cfg.Store != nil {
 		f.st = &storeAccess{store: cfg.Store, log: log}
 	}
-	f.slots = make(chan struct{}, max(cfg.Concurrency, 1))
+	f.pool = pool.New(cfg.Concurrency)
 	f.train = trainingState{versions: map[rollout.Role]int64{}}
 	return f, nil
 }

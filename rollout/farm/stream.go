@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/pool"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -65,11 +65,10 @@ type streamer struct {
 	prevD     []int
 	sums      []rollout.StepSummary
 
-	units    chan func()
-	done     chan unitDone
-	wg       sync.WaitGroup
-	unitCtx  context.Context
-	inFlight atomic.Int64
+	// units are the queued rollouts, run on group's slots.
+	units chan func(context.Context)
+	done  chan unitDone
+	group *pool.Group
 }
 
 // runStreamed runs the steps of a streamed run (Training.StreamGroups).
@@ -91,19 +90,24 @@ func (f *Farm) runStreamed(ctx context.Context, written map[int]store.StepRecord
 	S := fin.staleness
 	s := &streamer{f: f, fin: fin, next: 1, assigned: map[int]bool{}, active: map[int]*draw{}}
 	capacity := (S+2)*B*K + K
-	s.units = make(chan func(), capacity)
+	s.units = make(chan func(context.Context), capacity)
 	s.done = make(chan unitDone, capacity)
-	unitCtx, cancelUnits := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelUnits(nil)
-	s.unitCtx = unitCtx
+	s.group = f.pool.NewGroup(ctx, f.cfg.Grace, func(cause error) error {
+		return fmt.Errorf("streamed run over: %w", cause)
+	})
+	defer s.group.Close()
 	dispatchCtx, stopDispatch := context.WithCancel(ctx)
-	s.wg.Add(1)
-	go s.dispatch(dispatchCtx)
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		s.dispatch(dispatchCtx)
+	}()
 	stop := func(err error) ([]rollout.StepSummary, error) {
 		stopDispatch()
-		s.drain(err != nil)
-		cancelUnits(fmt.Errorf("streamed run over: %w", cmp.Or(err, context.Canceled)))
-		s.wg.Wait()
+		s.drain(err)
+		s.group.Abandon(fmt.Errorf("streamed run over: %w", cmp.Or(err, context.Canceled)))
+		<-dispatched
+		s.group.Wait()
 		sums := fin.stop(s.sums)
 		if err == nil {
 			err = fin.err()
@@ -146,49 +150,33 @@ func (f *Farm) runStreamed(ctx context.Context, written map[int]store.StepRecord
 
 // dispatch starts the queued rollouts in order as slots free up.
 func (s *streamer) dispatch(ctx context.Context) {
-	defer s.wg.Done()
 	for {
-		var run func()
+		var run func(context.Context)
 		select {
 		case <-ctx.Done():
 			return
 		case run = <-s.units:
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case s.f.slots <- struct{}{}:
-		}
-		if ctx.Err() != nil {
-			<-s.f.slots
+		if s.group.Go(func(unitCtx context.Context) {
+			s.f.cfg.Metrics.started()
+			run(unitCtx)
+		}) != nil {
 			return
 		}
-		s.inFlight.Add(1)
-		s.wg.Add(1)
-		s.f.cfg.Metrics.started()
-		go func() {
-			defer s.wg.Done()
-			run()
-		}()
 	}
 }
 
 // drain waits for the rollouts in flight (their results go to the store
 // for a resumed run), for at most the grace period when the run failed or
-// was interrupted; when it finishes, the rest are cancelled by the caller.
-func (s *streamer) drain(interrupted bool) {
-	if !interrupted {
+// was interrupted (err); when it finishes, the rest are cancelled by the
+// caller.
+func (s *streamer) drain(err error) {
+	if err == nil {
 		return
 	}
-	t := time.NewTimer(s.f.cfg.Grace)
-	defer t.Stop()
-	for s.inFlight.Load() > 0 {
-		select {
-		case <-s.done:
-		case <-t.C:
-			s.f.log.Warn("streamed run: rollouts abandoned after the grace period", "abandoned", s.inFlight.Load(), "grace", s.f.cfg.Grace)
-			return
-		}
+	s.group.Stop(err)
+	if !s.group.Drain() {
+		s.f.log.Warn("streamed run: rollouts abandoned after the grace period", "abandoned", s.group.Running(), "grace", s.f.cfg.Grace)
 	}
 }
 
@@ -248,16 +236,14 @@ func (s *streamer) launch(ctx context.Context, d *draw) error {
 			d.have++
 			continue
 		}
-		s.units <- func() {
-			r := f.executeUnit(s.unitCtx, d.plan, k)
+		s.units <- func(unitCtx context.Context) {
+			r := f.executeUnit(unitCtx, d.plan, k)
 			out := unitDone{d: d, k: k, digest: digestOf(&r), failure: firstLine(r.Error)}
 			if f.st != nil {
-				out.err = f.st.putDrawResult(s.unitCtx, d.n, &r)
+				out.err = f.st.putDrawResult(unitCtx, d.n, &r)
 			} else {
 				out.result = &r
 			}
-			<-f.slots
-			s.inFlight.Add(-1)
 			s.done <- out
 		}
 	}
