@@ -206,6 +206,9 @@ type Farm struct {
 	st *storeAccess
 	// train is the policies' state with Training.
 	train trainingState
+	// dispatcher runs each step's rollouts (in process, or through the
+	// store's queue).
+	dispatcher dispatcher
 	// pool bounds the rollouts in flight across all steps running at once.
 	pool *pool.Pool
 	// progressMu keeps OnProgress calls one at a time when steps overlap.
@@ -265,6 +268,10 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 		f.st = &storeAccess{store: cfg.Store, log: log}
 	}
 	f.pool = pool.New(cfg.Concurrency)
+	f.dispatcher = inProcess{f}
+	if cfg.Queue {
+		f.dispatcher = queued{f}
+	}
 	f.train = trainingState{versions: map[rollout.Role]int64{}}
 	return f, nil
 }
@@ -446,12 +453,7 @@ func (f *Farm) rolloutStep(ctx context.Context, step int) (stepRollouts, error) 
 			return stepRollouts{}, err
 		}
 	}
-	if f.cfg.Queue {
-		digests, err = f.runQueued(ctx, plan, finished)
-	} else {
-		digests, err = f.runUnits(ctx, plan, results, finished)
-	}
-	if err != nil {
+	if digests, err = f.dispatcher.dispatch(ctx, plan, results, finished); err != nil {
 		return stepRollouts{}, err
 	}
 	rolloutTime := time.Since(start)
