@@ -121,6 +121,12 @@ func (a *storeAccess) stepJSON(ctx context.Context, run string, step int, name s
 	return true, nil
 }
 
+// drawDigests returns the digests of draw n's results in the store, by
+// task id.
+func (a *storeAccess) drawDigests(ctx context.Context, run string, n int) (map[string]resultDigest, error) {
+	return a.digests(ctx, run, drawKey(n))
+}
+
 // putDrawResult stores a rollout result of draw n (the first stored for a
 // rollout wins).
 func (a *storeAccess) putDrawResult(ctx context.Context, n int, r *RolloutResult) error {
