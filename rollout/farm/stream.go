@@ -475,6 +475,9 @@ func (s *streamer) resume(ctx context.Context, written map[int]store.StepRecord)
 	if f.st == nil {
 		return nil
 	}
+	if err := f.st.detectLegacyDraws(ctx, f.cfg.Run); err != nil {
+		return err
+	}
 	for step := 1; step <= f.cfg.Steps; step++ {
 		m, ok, err := f.st.manifest(ctx, f.cfg.Run, step)
 		if err != nil {
