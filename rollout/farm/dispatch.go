@@ -16,6 +16,15 @@ type dispatcher interface {
 	dispatch(ctx context.Context, plan stepPlan, results stepResults, finished map[int]resultDigest) ([]resultDigest, error)
 }
 
+// dispatcherFor returns f's dispatcher for cfg: queued with Config.Queue,
+// else inProcess.
+func dispatcherFor(cfg Config, f *Farm) dispatcher {
+	if cfg.Queue {
+		return queued{f}
+	}
+	return inProcess{f}
+}
+
 // inProcess runs a step's rollouts in this process, at most
 // Config.Concurrency at once across the steps in flight (runUnits).
 type inProcess struct{ f *Farm }

@@ -270,10 +270,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 	}
 	f.pool = pool.New(cfg.Concurrency)
 	f.newPolicy = newPolicyFor(cfg)
-	f.dispatcher = inProcess{f}
-	if cfg.Queue {
-		f.dispatcher = queued{f}
-	}
+	f.dispatcher = dispatcherFor(cfg, f)
 	f.train = trainingState{versions: map[rollout.Role]int64{}}
 	return f, nil
 }
