@@ -5,7 +5,7 @@
 // cache with TTL and the current policy version per role.
 //
 // The interfaces here are split by concern (Runs, Stats, Queue, Results,
-// Cache, Versions); a Store is all of them. Backends live in sub-packages
+// Draws, Cache, Versions); a Store is all of them. Backends live in sub-packages
 // (store/sqlite for one machine, embedded; store/redis across machines) and
 // are chosen by URL scheme with store/backends.Open. Every backend runs the
 // one conformance suite of store/storetest.
@@ -55,6 +55,7 @@ type Store interface {
 	Stats
 	Queue
 	Results
+	Draws
 	Cache
 	Versions
 	Close() error
@@ -247,6 +248,32 @@ type Results interface {
 	// DeleteResults removes step's results once its files are written
 	// (idempotent).
 	DeleteResults(ctx context.Context, run string, step int) error
+}
+
+// Draws holds the draws of streamed runs, under keys of their own (a
+// draw's number never meets a step's). A draw is one query's group of
+// rollouts, numbered from 1 in the order the run started them; the step
+// that trains it names it in its manifest (a step file). Records and
+// results are the farm's JSON, opaque to the store.
+type Draws interface {
+	// PutDraw stores the record of draw n (what its start leaves for a
+	// resumed run), replacing one stored before (idempotent). The run
+	// need not exist.
+	PutDraw(ctx context.Context, run string, n int, record []byte) error
+	// Draw returns the record of draw n (ErrNotFound when none was put).
+	Draw(ctx context.Context, run string, n int) ([]byte, error)
+	// PutDrawResult stores the result of task taskID of draw n. It is
+	// idempotent by task id: the first result stored is kept.
+	PutDrawResult(ctx context.Context, run string, n int, taskID string, result json.RawMessage) error
+	// DrawResult returns the result of task taskID of draw n (ErrNotFound
+	// when none was stored).
+	DrawResult(ctx context.Context, run string, n int, taskID string) (json.RawMessage, error)
+	// ScanDrawResults calls fn with every result of draw n, in no
+	// particular order, stopping at fn's first error (returned).
+	ScanDrawResults(ctx context.Context, run string, n int, fn func(taskID string, result json.RawMessage) error) error
+	// DeleteDrawResults removes draw n's results once the step holding it
+	// is written; its record stays (idempotent).
+	DeleteDrawResults(ctx context.Context, run string, n int) error
 }
 
 // Cache is the tool-result cache shared by every worker of a run (and by

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mgrpo/mgrpo/bench"
 	"github.com/mgrpo/mgrpo/bench/report"
+	"github.com/mgrpo/mgrpo/internal/pool"
 )
 
 // Outcome is what Run did.
@@ -185,46 +185,39 @@ func ordered(cfg Config, done map[pairID]bench.Result) []bench.Result {
 // goroutine, calling record after each line written. It returns the first write error; after one,
 // nothing more is written and the pairs in flight are abandoned.
 func schedule(ctx context.Context, cfg Config, todo []pair, rl *resultsLog, out *Outcome, record func(bench.Result)) error {
-	workCtx, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelWork(nil)
+	work := pool.New(cfg.Concurrency).NewGroup(ctx, cfg.Grace, func(cause error) error {
+		return fmt.Errorf("eval pairs abandoned after the %v grace period: %w", cfg.Grace, cause)
+	})
+	defer work.Close()
 	type finished struct {
 		res       bench.Result
 		abandoned bool
 	}
-	jobs := make(chan pair)
 	results := make(chan finished)
 	started := make(chan int, 1)
+	// The feeder starts the pairs in order as slots free up, until the
+	// eval is interrupted or stops writing; the results channel closes
+	// once every pair started has returned.
 	go func() {
 		n := 0
-		defer func() { close(jobs); started <- n }()
+		defer func() {
+			work.Wait()
+			close(results)
+			started <- n
+		}()
 		for _, p := range todo {
-			if ctx.Err() != nil || workCtx.Err() != nil {
-				return
-			}
-			select {
-			case jobs <- p:
-				n++
-			case <-ctx.Done():
-				return
-			case <-workCtx.Done():
-				return
-			}
-		}
-	}()
-	var wg sync.WaitGroup
-	for range min(cfg.Concurrency, len(todo)) {
-		wg.Go(func() {
-			for p := range jobs {
+			if work.Go(func(workCtx context.Context) {
 				res, abandoned := evaluate(workCtx, cfg, p)
 				results <- finished{res, abandoned}
+			}) != nil {
+				return
 			}
-		})
-	}
-	go func() { wg.Wait(); close(results) }()
+			n++
+		}
+	}()
 
 	log := cfg.Logger
 	var writeErr error
-	var grace <-chan time.Time
 	interrupted := ctx.Done()
 	for {
 		select {
@@ -239,7 +232,7 @@ func schedule(ctx context.Context, cfg Config, todo []pair, rl *resultsLog, out 
 			}
 			if err := rl.append(f.res); err != nil {
 				writeErr = err
-				cancelWork(err)
+				work.Abandon(err)
 				out.Abandoned++
 				log.Error("eval cannot record results; stopping", "err", err)
 				continue
@@ -250,12 +243,6 @@ func schedule(ctx context.Context, cfg Config, todo []pair, rl *resultsLog, out 
 		case <-interrupted:
 			interrupted = nil
 			log.Warn("eval interrupted: no new pairs; pairs in flight get a grace period", "grace", cfg.Grace, "cause", context.Cause(ctx))
-			t := time.NewTimer(cfg.Grace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
-			grace = nil
-			cancelWork(fmt.Errorf("eval pairs abandoned after the %v grace period: %w", cfg.Grace, context.Cause(ctx)))
 		}
 	}
 }

@@ -25,6 +25,13 @@
 // scheduling (times, latencies, endpoints, cache hits, random tool call
 // ids) and without token ids, so that the same seed writes the same bytes.
 //
+// The runtime is one step pipeline ([Farm.Run], pipeline.go): open the run,
+// restore training, then for each step the step policy (policy.go: fixed
+// steps, steps overlapped by Training.MaxStaleness; stream.go: streamed
+// groups) forms the step, the dispatcher (dispatch.go: in process on the
+// farm's bounded pool, or through the store's queue by workers) runs its
+// units, and the pipeline assembles, writes and trains it.
+//
 // When the run's context is cancelled, no further rollout starts, rollouts
 // in flight get [Config.Grace] to finish and are then cancelled and
 // abandoned; a step that did not complete writes nothing.

@@ -149,9 +149,7 @@ func (f *Farm) recordStep(ctx context.Context, out stepOutcome) error {
 	}
 	if out.draws != nil {
 		for _, n := range out.draws {
-			if err := f.st.retry(ctx, fmt.Sprintf("drop the results of draw %d", n), func(ctx context.Context) error {
-				return f.st.store.DeleteResults(ctx, run, drawKey(n))
-			}); err != nil {
+			if err := f.st.dropDrawResults(ctx, run, n); err != nil {
 				return err
 			}
 		}

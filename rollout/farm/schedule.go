@@ -29,14 +29,15 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 	// the log once its result has gone to the store.
 	failures := make([]string, n)
 	done := make(chan int, n)
-	unitCtx, cancelUnits := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelUnits(nil)
+	units := f.pool.NewGroup(ctx, f.cfg.Grace, func(cause error) error {
+		return fmt.Errorf("rollout abandoned after the %v grace period: %w", f.cfg.Grace, cause)
+	})
+	defer units.Close()
 
 	// The dispatcher starts rollouts in plan order as slots free up and
-	// reports how many it started once it stops.
-	// The slots are the farm's, shared by the steps whose rollouts overlap
-	// (asynchronous training).
-	slots := f.slots
+	// reports how many it started once it stops. The slots are the
+	// farm's, shared by the steps whose rollouts overlap (asynchronous
+	// training).
 	launched := make(chan int, 1)
 	go func() {
 		started := 0
@@ -45,26 +46,17 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			if _, ok := finished[i]; ok {
 				continue
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case slots <- struct{}{}:
-			}
-			// A cancellation that raced with a free slot still stops here.
-			if ctx.Err() != nil {
-				<-slots
-				return
-			}
-			started++
-			f.cfg.Metrics.started()
-			go func() {
-				defer func() { <-slots }()
+			if units.Go(func(unitCtx context.Context) {
+				f.cfg.Metrics.started()
 				r := f.executeUnit(unitCtx, plan, i)
 				digests[i] = digestOf(&r)
 				failures[i] = firstLine(r.Error)
 				putErrs[i] = results.put(unitCtx, i, &r)
 				done <- i
-			}()
+			}) != nil {
+				return
+			}
+			started++
 		}
 	}()
 
@@ -103,7 +95,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 
 	// Until a cancellation says otherwise, every rollout is started.
 	started, ctxDone := n, ctx.Done()
-	var grace <-chan time.Time
+	var abandoned <-chan struct{}
 	for p.Done < started {
 		select {
 		case i := <-done:
@@ -113,12 +105,9 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			started = <-launched + len(finished)
 			f.log.Warn("rollout step interrupted: waiting for in-flight rollouts", "step", plan.step,
 				"in_flight", started-p.Done, "not_started", n-started, "grace", f.cfg.Grace, "cause", context.Cause(ctx))
-			t := time.NewTimer(f.cfg.Grace)
-			defer t.Stop()
-			grace = t.C
-		case <-grace:
+			abandoned = units.Abandoned()
+		case <-abandoned:
 			cause := context.Cause(ctx)
-			cancelUnits(fmt.Errorf("rollout abandoned after the %v grace period: %w", f.cfg.Grace, cause))
 			f.log.Warn("rollout step abandoned", "step", plan.step, "abandoned", started-p.Done)
 			return nil, fmt.Errorf("rollout step %d interrupted, %d rollouts abandoned after the %v grace period: %w", plan.step, started-p.Done, f.cfg.Grace, cause)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -82,6 +83,12 @@ func (st *storeAccess) storedResult(ctx context.Context, u rollout.RolloutTask, 
 	if err != nil {
 		return nil, err
 	}
+	return decodeStoredResult(u, raw)
+}
+
+// decodeStoredResult decodes the stored result raw of task u and checks it
+// is u's.
+func decodeStoredResult(u rollout.RolloutTask, raw json.RawMessage) (*RolloutResult, error) {
 	r, err := decodeResult(raw)
 	if err != nil {
 		return nil, fmt.Errorf("result of %s in the store: %w", u.ID(), err)
@@ -100,6 +107,10 @@ func (st *storeAccess) storedResult(ctx context.Context, u rollout.RolloutTask, 
 type storeAccess struct {
 	store store.Store
 	log   *slog.Logger
+	// legacyDraws says the run's draws were started by an mgrpo that kept
+	// them under negative step keys: they are read from there too (see
+	// stream_store.go).
+	legacyDraws atomic.Bool
 }
 
 // retry calls fn until it succeeds, fails for good (a missing record, a

@@ -5,10 +5,10 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/pool"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -46,8 +46,21 @@ type unitDone struct {
 	err     error
 }
 
-// streamer is the state of a streamed run, owned by runStreamed's
-// goroutine.
+// streamer is the step policy of a streamed run (Training.StreamGroups):
+// its state, owned by the pipeline's goroutine.
+//
+// Admission: draw n starts while draws started − groups discarded ≤
+// (S + trained steps + 1)·B, AReaL's rule over draws, and at most one
+// step's worth beyond the run's Steps·B. A draw started with T steps
+// trained is due by step T+S+1: steps take their B groups earliest due
+// first (ties in completion order), and a step ships only when the draws
+// left unassigned can all still make their deadlines (for every m ≥ 0, at
+// most m·B of them due by step t+m); so every group is trained at most S
+// steps after the last trained step when it started, the bound in trained
+// steps of fixed steps. The admission rule keeps that schedule feasible
+// (at most (S+1)·B draws unassigned) and bounds what is held: the results
+// of at most (S+1)·B draws, and a trainer that falls behind stops the
+// draws.
 type streamer struct {
 	f   *Farm
 	fin *finisher
@@ -62,133 +75,136 @@ type streamer struct {
 	// reached.
 	discarded []int
 	capped    bool
-	prevD     []int
-	sums      []rollout.StepSummary
+	// rebuild are the steps of a resumed run whose manifest is recorded
+	// and whose files are not written, by step; relaunched says the draws
+	// in flight when the run stopped were started again (after them), and
+	// maxAssigned is the highest draw of a recorded manifest.
+	rebuild     map[int]streamManifest
+	relaunched  bool
+	maxAssigned int
 
-	units    chan func()
-	done     chan unitDone
-	wg       sync.WaitGroup
-	unitCtx  context.Context
-	inFlight atomic.Int64
+	// units are the queued rollouts, run on group's slots by dispatch.
+	units        chan func(context.Context)
+	done         chan unitDone
+	group        *pool.Group
+	stopDispatch context.CancelFunc
+	dispatched   chan struct{}
 }
 
-// runStreamed runs the steps of a streamed run (Training.StreamGroups).
-//
-// Admission: draw n starts while draws started − groups discarded ≤
-// (S + trained steps + 1)·B, AReaL's rule over draws, and at most one
-// step's worth beyond the run's Steps·B. A draw started with T steps
-// trained is due by step T+S+1: steps take their B groups earliest due
-// first (ties in completion order), and a step ships only when the draws
-// left unassigned can all still make their deadlines (for every m ≥ 0, at
-// most m·B of them due by step t+m); so every group is trained at most S
-// steps after the last trained step when it started, the bound in trained
-// steps of fixed steps. The admission rule keeps that schedule feasible
-// (at most (S+1)·B draws unassigned) and bounds what is held: the results
-// of at most (S+1)·B draws, and a trainer that falls behind stops the
-// draws.
-func (f *Farm) runStreamed(ctx context.Context, written map[int]store.StepRecord, fin *finisher) ([]rollout.StepSummary, error) {
+// newStreamedSteps returns the streamed policy of a run and starts its
+// dispatcher.
+func newStreamedSteps(ctx context.Context, f *Farm, fin *finisher) stepPolicy {
 	B, K := f.cfg.BatchSize, f.cfg.GroupSize
 	S := fin.staleness
-	s := &streamer{f: f, fin: fin, next: 1, assigned: map[int]bool{}, active: map[int]*draw{}}
+	s := &streamer{f: f, fin: fin, next: 1, assigned: map[int]bool{}, active: map[int]*draw{}, rebuild: map[int]streamManifest{}}
 	capacity := (S+2)*B*K + K
-	s.units = make(chan func(), capacity)
+	s.units = make(chan func(context.Context), capacity)
 	s.done = make(chan unitDone, capacity)
-	unitCtx, cancelUnits := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelUnits(nil)
-	s.unitCtx = unitCtx
+	s.group = f.pool.NewGroup(ctx, f.cfg.Grace, func(cause error) error {
+		return fmt.Errorf("streamed run over: %w", cause)
+	})
 	dispatchCtx, stopDispatch := context.WithCancel(ctx)
-	s.wg.Add(1)
-	go s.dispatch(dispatchCtx)
-	stop := func(err error) ([]rollout.StepSummary, error) {
-		stopDispatch()
-		s.drain(err != nil)
-		cancelUnits(fmt.Errorf("streamed run over: %w", cmp.Or(err, context.Canceled)))
-		s.wg.Wait()
-		sums := fin.stop(s.sums)
-		if err == nil {
-			err = fin.err()
+	s.stopDispatch = stopDispatch
+	s.dispatched = make(chan struct{})
+	go func() {
+		defer close(s.dispatched)
+		s.dispatch(dispatchCtx)
+	}()
+	return s
+}
+
+// form returns step: rebuilt from its manifest (a resumed run), or else
+// once the draws have filled it.
+func (s *streamer) form(ctx context.Context, step int) ([]stepRollouts, error) {
+	if m, ok := s.rebuild[step]; ok {
+		delete(s.rebuild, step)
+		r, err := s.rebuilt(ctx, m)
+		if err != nil {
+			return nil, err
 		}
-		return sums, err
+		return []stepRollouts{r}, nil
 	}
-	if err := s.resume(ctx, written); err != nil {
-		return stop(err)
+	if err := s.relaunch(ctx); err != nil {
+		return nil, err
 	}
-	for s.shipped < f.cfg.Steps {
+	for {
 		if ctx.Err() != nil {
-			return stop(fmt.Errorf("streamed run interrupted before step %d: %w", s.shipped+1, context.Cause(ctx)))
+			return nil, fmt.Errorf("streamed run interrupted before step %d: %w", s.shipped+1, context.Cause(ctx))
 		}
-		trained, changed, failure := fin.state()
+		trained, changed, failure := s.fin.state()
 		if failure != nil {
-			return stop(failure)
+			return nil, failure
 		}
 		for s.admits(trained) {
 			if err := s.start(ctx, trained); err != nil {
-				return stop(err)
+				return nil, err
 			}
 		}
 		if chosen, ok := s.choose(trained); ok {
-			if err := s.ship(ctx, chosen); err != nil {
-				return stop(err)
+			r, err := s.ship(ctx, chosen)
+			if err != nil {
+				return nil, err
 			}
-			continue
+			return []stepRollouts{r}, nil
 		}
 		select {
 		case <-ctx.Done():
 		case <-changed:
 		case u := <-s.done:
 			if err := s.finished(u); err != nil {
-				return stop(err)
+				return nil, err
 			}
 		}
 	}
-	return stop(nil)
+}
+
+// flush starts again the draws of a resumed run in flight when it stopped
+// if no step was left to form (they are abandoned by stop, as the run is
+// over); a streamed step is returned by form as soon as it is filled.
+func (s *streamer) flush(ctx context.Context) ([]stepRollouts, error) {
+	return nil, s.relaunch(ctx)
+}
+
+// stop stops the dispatcher and ends the rollouts in flight: with err
+// after the grace period at most, without it at once.
+func (s *streamer) stop(err error) {
+	s.stopDispatch()
+	s.drain(err)
+	s.group.Abandon(fmt.Errorf("streamed run over: %w", cmp.Or(err, context.Canceled)))
+	<-s.dispatched
+	s.group.Wait()
+	s.group.Close()
 }
 
 // dispatch starts the queued rollouts in order as slots free up.
 func (s *streamer) dispatch(ctx context.Context) {
-	defer s.wg.Done()
 	for {
-		var run func()
+		var run func(context.Context)
 		select {
 		case <-ctx.Done():
 			return
 		case run = <-s.units:
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case s.f.slots <- struct{}{}:
-		}
-		if ctx.Err() != nil {
-			<-s.f.slots
+		if s.group.Go(func(unitCtx context.Context) {
+			s.f.cfg.Metrics.started()
+			run(unitCtx)
+		}) != nil {
 			return
 		}
-		s.inFlight.Add(1)
-		s.wg.Add(1)
-		s.f.cfg.Metrics.started()
-		go func() {
-			defer s.wg.Done()
-			run()
-		}()
 	}
 }
 
 // drain waits for the rollouts in flight (their results go to the store
 // for a resumed run), for at most the grace period when the run failed or
-// was interrupted; when it finishes, the rest are cancelled by the caller.
-func (s *streamer) drain(interrupted bool) {
-	if !interrupted {
+// was interrupted (err); when it finishes, the rest are cancelled by the
+// caller.
+func (s *streamer) drain(err error) {
+	if err == nil {
 		return
 	}
-	t := time.NewTimer(s.f.cfg.Grace)
-	defer t.Stop()
-	for s.inFlight.Load() > 0 {
-		select {
-		case <-s.done:
-		case <-t.C:
-			s.f.log.Warn("streamed run: rollouts abandoned after the grace period", "abandoned", s.inFlight.Load(), "grace", s.f.cfg.Grace)
-			return
-		}
+	s.group.Stop(err)
+	if !s.group.Drain() {
+		s.f.log.Warn("streamed run: rollouts abandoned after the grace period", "abandoned", s.group.Running(), "grace", s.f.cfg.Grace)
 	}
 }
 
@@ -238,7 +254,7 @@ func (s *streamer) launch(ctx context.Context, d *draw) error {
 	have := map[string]resultDigest{}
 	if f.st != nil {
 		var err error
-		if have, err = f.st.digests(ctx, f.cfg.Run, drawKey(d.n)); err != nil {
+		if have, err = f.st.drawDigests(ctx, f.cfg.Run, d.n); err != nil {
 			return err
 		}
 	}
@@ -248,16 +264,14 @@ func (s *streamer) launch(ctx context.Context, d *draw) error {
 			d.have++
 			continue
 		}
-		s.units <- func() {
-			r := f.executeUnit(s.unitCtx, d.plan, k)
+		s.units <- func(unitCtx context.Context) {
+			r := f.executeUnit(unitCtx, d.plan, k)
 			out := unitDone{d: d, k: k, digest: digestOf(&r), failure: firstLine(r.Error)}
 			if f.st != nil {
-				out.err = f.st.putDrawResult(s.unitCtx, d.n, &r)
+				out.err = f.st.putDrawResult(unitCtx, d.n, &r)
 			} else {
 				out.result = &r
 			}
-			<-f.slots
-			s.inFlight.Add(-1)
 			s.done <- out
 		}
 	}
@@ -398,9 +412,9 @@ func (s *streamer) choose(trained int) ([]*draw, bool) {
 	return chosen, true
 }
 
-// ship records the manifest of the next step, assembles and writes it and
-// hands it to training.
-func (s *streamer) ship(ctx context.Context, chosen []*draw) error {
+// ship records the manifest of the next step and returns it, for the
+// pipeline to assemble, write and train.
+func (s *streamer) ship(ctx context.Context, chosen []*draw) (stepRollouts, error) {
 	f := s.f
 	t := s.shipped + 1
 	m := streamManifest{Step: t, Discarded: s.discarded, Capped: s.capped}
@@ -415,7 +429,7 @@ func (s *streamer) ship(ctx context.Context, chosen []*draw) error {
 	}
 	if f.st != nil {
 		if err := f.st.putManifest(ctx, f.cfg.Run, m, len(chosen)*f.cfg.GroupSize); err != nil {
-			return err
+			return stepRollouts{}, err
 		}
 	}
 	for _, d := range chosen {
@@ -423,12 +437,11 @@ func (s *streamer) ship(ctx context.Context, chosen []*draw) error {
 		s.assigned[d.n] = true
 	}
 	s.discarded, s.capped = nil, false
-	return s.assemble(ctx, m, chosen)
+	return s.assemble(m, chosen), nil
 }
 
-// assemble writes the step of manifest m from its draws and hands it to
-// training.
-func (s *streamer) assemble(ctx context.Context, m streamManifest, draws []*draw) error {
+// assemble returns the step of manifest m from its draws.
+func (s *streamer) assemble(m streamManifest, draws []*draw) stepRollouts {
 	f := s.f
 	s.shipped = m.Step
 	plan := stepPlan{step: m.Step, policyVersion: m.PolicyVersion, executorVersion: m.ExecutorPolicyVersion, restarts: new(atomic.Int64)}
@@ -447,28 +460,24 @@ func (s *streamer) assemble(ctx context.Context, m streamManifest, draws []*draw
 	f.cfg.Metrics.stepStarted(m.PolicyVersion)
 	rolloutTime := time.Since(start)
 	f.cfg.Metrics.phaseDone(PhaseRollout, rolloutTime)
-	r := stepRollouts{plan: plan, results: streamResults{st: f.st, draws: draws, group: f.cfg.GroupSize}, digests: digests, start: start, rolloutTime: rolloutTime}
-	out, err := f.writeStep(ctx, r, s.prevD)
-	if err != nil {
-		return err
-	}
-	s.prevD = out.d
-	out.summary.Draws = m.Draws
-	out.summary.ExtraDraws, out.summary.DiscardedGroups, out.summary.ExtraDrawsCapped = len(m.Discarded), m.Discarded, m.Capped
-	out.draws = append(slices.Clone(m.Draws), m.Discarded...)
-	return s.fin.finish(out)
+	return stepRollouts{plan: plan, results: streamResults{st: f.st, draws: draws, group: f.cfg.GroupSize}, digests: digests,
+		start: start, rolloutTime: rolloutTime, manifest: &m}
 }
 
-// resume takes up a streamed run found in the store: written steps are
-// skipped, steps whose manifest is recorded are rebuilt from it and
-// trained, and the draws started and not in any manifest are started
-// again with the deadlines they had (their stored rollouts kept).
+// resume takes up a streamed run found in the store: the draws of the
+// recorded manifests are assigned, and the steps whose manifest is
+// recorded and whose files are not written are rebuilt from it by form.
+// The draws started and not in any manifest are started again, with the
+// deadlines they had (their stored rollouts kept), by relaunch once the
+// rebuilt steps are formed.
 func (s *streamer) resume(ctx context.Context, written map[int]store.StepRecord) error {
 	f := s.f
 	if f.st == nil {
 		return nil
 	}
-	maxAssigned := 0
+	if err := f.st.detectLegacyDraws(ctx, f.cfg.Run); err != nil {
+		return err
+	}
 	for step := 1; step <= f.cfg.Steps; step++ {
 		m, ok, err := f.st.manifest(ctx, f.cfg.Run, step)
 		if err != nil {
@@ -479,37 +488,48 @@ func (s *streamer) resume(ctx context.Context, written map[int]store.StepRecord)
 		}
 		for _, n := range append(slices.Clone(m.Draws), m.Discarded...) {
 			s.assigned[n] = true
-			maxAssigned = max(maxAssigned, n)
+			s.maxAssigned = max(s.maxAssigned, n)
 		}
-		if rec, ok := written[step]; ok {
-			f.log.Info("step already written: skipped", "step", step, "files", rec.Files)
-			s.sums = append(s.sums, *rec.Summary)
-			s.prevD = rec.ObservedD
-			s.fin.markWritten(step)
+		if _, ok := written[step]; ok {
 			s.shipped = step
 			continue
 		}
-		f.log.Info("streamed step rebuilt from its manifest", "step", step, "draws", m.Draws)
-		draws := make([]*draw, len(m.Draws))
-		for i, n := range m.Draws {
-			d := s.newDraw(n, 0)
-			have, err := f.st.digests(ctx, f.cfg.Run, drawKey(n))
-			if err != nil {
-				return err
-			}
-			for k, u := range d.plan.units {
-				dg, ok := have[u.ID()]
-				if !ok {
-					return fmt.Errorf("resume: step %d's manifest names draw %d, whose result %s is not in the store", step, n, u.ID())
-				}
-				d.digests[k] = dg
-			}
-			draws[i] = d
-		}
-		if err := s.assemble(ctx, m, draws); err != nil {
-			return err
-		}
+		s.rebuild[step] = m
 	}
+	return nil
+}
+
+// rebuilt returns the step of manifest m from its draws' stored results.
+func (s *streamer) rebuilt(ctx context.Context, m streamManifest) (stepRollouts, error) {
+	f := s.f
+	f.log.Info("streamed step rebuilt from its manifest", "step", m.Step, "draws", m.Draws)
+	draws := make([]*draw, len(m.Draws))
+	for i, n := range m.Draws {
+		d := s.newDraw(n, 0)
+		have, err := f.st.drawDigests(ctx, f.cfg.Run, n)
+		if err != nil {
+			return stepRollouts{}, err
+		}
+		for k, u := range d.plan.units {
+			dg, ok := have[u.ID()]
+			if !ok {
+				return stepRollouts{}, fmt.Errorf("resume: step %d's manifest names draw %d, whose result %s is not in the store", m.Step, n, u.ID())
+			}
+			d.digests[k] = dg
+		}
+		draws[i] = d
+	}
+	return s.assemble(m, draws), nil
+}
+
+// relaunch starts again, once, the draws of a resumed run that were
+// started and are in no manifest.
+func (s *streamer) relaunch(ctx context.Context) error {
+	f := s.f
+	if f.st == nil || s.relaunched {
+		return nil
+	}
+	s.relaunched = true
 	for n := 1; ; n++ {
 		if s.assigned[n] {
 			continue
@@ -519,7 +539,7 @@ func (s *streamer) resume(ctx context.Context, written map[int]store.StepRecord)
 			return err
 		}
 		if !ok {
-			if n > maxAssigned {
+			if n > s.maxAssigned {
 				return nil
 			}
 			continue

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/store"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
 
@@ -53,7 +55,44 @@ func (r *ranRunner) Run(ctx context.Context, task rollout.RolloutTask, t Task) *
 // trains and while draw 5 runs, and resumes it: every step is trained once,
 // no draw is in two steps, every draw started in time to be due within the
 // run is trained, and no rollout stored before the interruption runs again.
-func TestStreamedTrainingResumes(t *testing.T) {
+func TestStreamedTrainingResumes(t *testing.T) { testStreamedResume(t, false) }
+
+// TestStreamedTrainingResumesLegacyDraws resumes a streamed run whose
+// draws were stored as an mgrpo before the store's draws kept them (under
+// negative step keys), as TestStreamedTrainingResumes does.
+func TestStreamedTrainingResumesLegacyDraws(t *testing.T) { testStreamedResume(t, true) }
+
+// legacyDrawStore keeps draws as an mgrpo before store.Draws did: under
+// the step key −n, the record as the step file draw.json.
+type legacyDrawStore struct{ store.Store }
+
+func (s legacyDrawStore) PutDraw(ctx context.Context, run string, n int, rec []byte) error {
+	return s.PutStepFile(ctx, run, -n, drawFile, rec)
+}
+
+func (s legacyDrawStore) Draw(ctx context.Context, run string, n int) ([]byte, error) {
+	return s.StepFile(ctx, run, -n, drawFile)
+}
+
+func (s legacyDrawStore) PutDrawResult(ctx context.Context, run string, n int, id string, r json.RawMessage) error {
+	return s.PutResult(ctx, run, -n, id, r)
+}
+
+func (s legacyDrawStore) DrawResult(ctx context.Context, run string, n int, id string) (json.RawMessage, error) {
+	return s.Result(ctx, run, -n, id)
+}
+
+func (s legacyDrawStore) ScanDrawResults(ctx context.Context, run string, n int, fn func(string, json.RawMessage) error) error {
+	return s.ScanResults(ctx, run, -n, fn)
+}
+
+func (s legacyDrawStore) DeleteDrawResults(ctx context.Context, run string, n int) error {
+	return s.DeleteResults(ctx, run, -n)
+}
+
+// testStreamedResume interrupts and resumes a streamed run; with legacy,
+// the interrupted run stores its draws in the old layout.
+func testStreamedResume(t *testing.T, legacy bool) {
 	sr := newStoreRun(t)
 	dir := t.TempDir()
 	const steps = 4
@@ -65,6 +104,9 @@ func TestStreamedTrainingResumes(t *testing.T) {
 		}
 		cfg.Steps, cfg.BatchSize, cfg.Resume = steps, 2, resume
 		cfg.Store = openSQLite(t, filepath.Join(dir, "store.db"))
+		if legacy && !resume {
+			cfg.Store = legacyDrawStore{cfg.Store}
+		}
 		cfg.Training = &Training{StreamGroups: true, MaxStaleness: 1, Trainers: map[rollout.Role]trainerbridge.Trainer{
 			rollout.RolePlanner: &slowTrainer{tl: tl, delay: 300 * time.Millisecond},
 		}}
@@ -94,18 +136,27 @@ func TestStreamedTrainingResumes(t *testing.T) {
 		t.Fatal("the interrupted run reported no error")
 	}
 	st := openSQLite(t, filepath.Join(dir, "store.db"))
-	acc := &storeAccess{store: st}
+	acc := &storeAccess{store: st, log: slog.New(slog.DiscardHandler)}
+	if legacy {
+		if _, err := st.Draw(context.Background(), "stored", 1); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the legacy run stored draw 1 under the store's draws: %v", err)
+		}
+		acc.legacyDraws.Store(true)
+	} else if _, err := st.StepFile(context.Background(), "stored", -1, drawFile); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("draw 1 stored under the step key -1: %v, want it under the store's draws only", err)
+	}
 	stored := map[string]bool{}
 	inFlight := 0
 	for n := 1; ; n++ {
 		if _, ok, err := acc.drawRecord(context.Background(), "stored", n); err != nil || !ok {
 			break
 		}
-		if err := st.ScanResults(context.Background(), "stored", drawKey(n), func(id string, _ json.RawMessage) error {
-			stored[id] = true
-			return nil
-		}); err != nil {
+		have, err := acc.drawDigests(context.Background(), "stored", n)
+		if err != nil {
 			t.Fatal(err)
+		}
+		for id := range have {
+			stored[id] = true
 		}
 		inFlight++
 	}
@@ -177,8 +228,11 @@ func TestStreamedTrainingResumes(t *testing.T) {
 			t.Errorf("draw %d trained in step %d, due by %d", n, inStep[n], due)
 		}
 	}
-	if results, err := st.CountResults(context.Background(), "stored", drawKey(sums[0].Draws[0])); err != nil || results != 0 {
-		t.Errorf("results of a trained draw kept: %d, %v", results, err)
+	if results, err := acc.drawDigests(context.Background(), "stored", sums[0].Draws[0]); err != nil || len(results) != 0 {
+		t.Errorf("results of a trained draw kept: %d, %v", len(results), err)
+	}
+	if legacy && !strings.Contains(logs.String(), "layout of an older mgrpo") {
+		t.Errorf("the resumed run did not say it read the draws of the older layout:\n%s", logs.String())
 	}
 }
 

@@ -6,31 +6,35 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
 
 // A streamed run keeps, besides the step records, two kinds of records in
-// the store, as step files (no new table or key type):
+// the store:
 //
-//   - each draw's start (drawFile under the draw's key, drawKey(n)),
-//     written before its rollouts start: a resumed run restores every
-//     draw started and not assigned to a step with the staleness deadline
-//     it had;
+//   - each draw's start (the store's draw record, store.Draws), written
+//     before its rollouts start: a resumed run restores every draw started
+//     and not assigned to a step with the staleness deadline it had;
 //   - each step's manifest (manifestFile under the step), written before
 //     the step is assembled and trained: its draws in completion order and
 //     the groups it discarded, so a resumed run rebuilds the same batch.
 //
-// Draw results are stored under the draw's key as the fixed steps' are
-// under their step, one per rollout as it finishes.
+// Draw results are stored under the draw's key (store.Draws) as the fixed
+// steps' are under their step, one per rollout as it finishes.
+//
+// An mgrpo before the store's draws kept both under the step key −n, the
+// record as the step file drawFile: a resumed run whose draw 1 is found
+// there only (legacyDraws) reads every draw from both places, so a run
+// started by it resumes.
 const (
 	manifestFile = "manifest.json"
 	drawFile     = "draw.json"
 )
 
-// drawKey is the store's step key of draw n's results and record: draws
-// are numbered from 1 and their keys are negative, so they never meet a
-// step's.
-func drawKey(n int) int { return -n }
+// legacyDrawKey is the step key under which an older mgrpo kept draw n's
+// results and record.
+func legacyDrawKey(n int) int { return -n }
 
 // streamManifest is a streamed step's membership.
 type streamManifest struct {
@@ -89,16 +93,50 @@ func (a *storeAccess) putDrawRecord(ctx context.Context, run string, n int, r dr
 		return fmt.Errorf("record of draw %d: %w", n, err)
 	}
 	return a.retry(ctx, fmt.Sprintf("record the start of draw %d", n), func(ctx context.Context) error {
-		return a.store.PutStepFile(ctx, run, drawKey(n), drawFile, data)
+		return a.store.PutDraw(ctx, run, n, data)
 	})
 }
 
 // drawRecord returns draw n's start record, false when the draw never
 // started.
 func (a *storeAccess) drawRecord(ctx context.Context, run string, n int) (drawRecord, bool, error) {
+	var data []byte
+	err := a.retry(ctx, fmt.Sprintf("read the record of draw %d", n), func(ctx context.Context) error {
+		var err error
+		data, err = a.store.Draw(ctx, run, n)
+		return err
+	})
 	var r drawRecord
-	ok, err := a.stepJSON(ctx, run, drawKey(n), drawFile, &r)
-	return r, ok, err
+	switch {
+	case errors.Is(err, store.ErrNotFound) && a.legacyDraws.Load():
+		ok, err := a.stepJSON(ctx, run, legacyDrawKey(n), drawFile, &r)
+		return r, ok, err
+	case errors.Is(err, store.ErrNotFound):
+		return r, false, nil
+	case err != nil:
+		return r, false, err
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return r, false, fmt.Errorf("record of draw %d in the store: %w: %w", n, store.ErrCorrupt, err)
+	}
+	return r, true, nil
+}
+
+// detectLegacyDraws finds whether the run's draws were started by an mgrpo
+// that kept them under negative step keys (draw 1 is there and not in the
+// store's draws), and if so reads them from there too from now on.
+func (a *storeAccess) detectLegacyDraws(ctx context.Context, run string) error {
+	if _, ok, err := a.drawRecord(ctx, run, 1); err != nil || ok {
+		return err
+	}
+	var r drawRecord
+	ok, err := a.stepJSON(ctx, run, legacyDrawKey(1), drawFile, &r)
+	if err != nil || !ok {
+		return err
+	}
+	a.legacyDraws.Store(true)
+	a.log.Info("the store holds this run's draws in the layout of an older mgrpo (under negative steps): they are read from there")
+	return nil
 }
 
 // stepJSON decodes the step file name of step into v; false when absent.
@@ -121,13 +159,40 @@ func (a *storeAccess) stepJSON(ctx context.Context, run string, step int, name s
 	return true, nil
 }
 
+// drawDigests returns the digests of draw n's results in the store, by
+// task id.
+func (a *storeAccess) drawDigests(ctx context.Context, run string, n int) (map[string]resultDigest, error) {
+	out := map[string]resultDigest{}
+	err := a.retry(ctx, fmt.Sprintf("read the results of draw %d", n), func(ctx context.Context) error {
+		clear(out)
+		return a.store.ScanDrawResults(ctx, run, n, func(id string, raw json.RawMessage) error {
+			d, err := decodeDigest(raw)
+			if err != nil {
+				return fmt.Errorf("result of %s: %w: %w", id, store.ErrCorrupt, err)
+			}
+			out[id] = d
+			return nil
+		})
+	})
+	if err != nil || !a.legacyDraws.Load() {
+		return out, err
+	}
+	old, err := a.digests(ctx, run, legacyDrawKey(n))
+	for id, d := range old {
+		if _, ok := out[id]; !ok {
+			out[id] = d
+		}
+	}
+	return out, err
+}
+
 // putDrawResult stores a rollout result of draw n (the first stored for a
 // rollout wins).
 func (a *storeAccess) putDrawResult(ctx context.Context, n int, r *RolloutResult) error {
 	var putErr error
 	err := encodeResult(r, func(raw json.RawMessage) error {
 		putErr = a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
-			return a.store.PutResult(ctx, r.Task.Run, drawKey(n), r.Task.ID(), raw)
+			return a.store.PutDrawResult(ctx, r.Task.Run, n, r.Task.ID(), raw)
 		})
 		return putErr
 	})
@@ -135,6 +200,35 @@ func (a *storeAccess) putDrawResult(ctx context.Context, n int, r *RolloutResult
 		return fmt.Errorf("encode %s: %w", r.describe(), err)
 	}
 	return err
+}
+
+// drawResult reads the result of task u of draw n and checks it is u's.
+func (a *storeAccess) drawResult(ctx context.Context, u rollout.RolloutTask, n int) (*RolloutResult, error) {
+	var raw json.RawMessage
+	err := a.retry(ctx, "read the result of "+u.ID(), func(ctx context.Context) error {
+		var err error
+		raw, err = a.store.DrawResult(ctx, u.Run, n, u.ID())
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) && a.legacyDraws.Load() {
+		return a.storedResult(ctx, u, legacyDrawKey(n))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return decodeStoredResult(u, raw)
+}
+
+// dropDrawResults removes draw n's results once its step is recorded.
+func (a *storeAccess) dropDrawResults(ctx context.Context, run string, n int) error {
+	return a.retry(ctx, fmt.Sprintf("drop the results of draw %d", n), func(ctx context.Context) error {
+		if a.legacyDraws.Load() {
+			if err := a.store.DeleteResults(ctx, run, legacyDrawKey(n)); err != nil {
+				return err
+			}
+		}
+		return a.store.DeleteDrawResults(ctx, run, n)
+	})
 }
 
 // streamResults hands a streamed step's results to assembly: result
@@ -159,5 +253,5 @@ func (s streamResults) get(ctx context.Context, i int) (*RolloutResult, error) {
 		}
 		return r, nil
 	}
-	return s.st.storedResult(ctx, d.plan.units[k], drawKey(d.n))
+	return s.st.drawResult(ctx, d.plan.units[k], d.n)
 }

@@ -7,10 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/internal/pool"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -115,27 +115,19 @@ func (w *Worker) Name() string { return w.opts.Name }
 // stopped it (a store that answers but cannot serve the run).
 func (w *Worker) Serve(ctx context.Context) error {
 	w.log.Info("worker serving", "worker", w.opts.Name, "run", w.cfg.Run, "concurrency", w.cfg.Concurrency, "lease", w.opts.Lease)
-	runCtx, cancelRuns := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cancelRuns(nil)
-	slots := make(chan struct{}, w.cfg.Concurrency)
-	var wg sync.WaitGroup
+	runs := pool.New(w.cfg.Concurrency).NewGroup(ctx, w.cfg.Grace, func(error) error {
+		return fmt.Errorf("worker stopped: rollouts abandoned after the %v grace period", w.cfg.Grace)
+	})
+	defer runs.Close()
 	var serveErr error
 	for ctx.Err() == nil {
 		// Wait for a free slot, then claim as many tasks as slots are free.
-		select {
-		case <-ctx.Done():
+		if runs.Acquire() != nil {
 			continue
-		case slots <- struct{}{}:
 		}
 		free := 1
-		for free < cap(slots) {
-			select {
-			case slots <- struct{}{}:
-				free++
-				continue
-			default:
-			}
-			break
+		for free < w.cfg.Concurrency && runs.TryAcquire() {
+			free++
 		}
 		var leases []store.Lease
 		err := w.st.retry(ctx, "claim rollout tasks", func(ctx context.Context) error {
@@ -145,7 +137,7 @@ func (w *Worker) Serve(ctx context.Context) error {
 			return err
 		})
 		for range free - len(leases) {
-			<-slots
+			runs.Release()
 		}
 		if err != nil {
 			if ctx.Err() == nil {
@@ -154,20 +146,11 @@ func (w *Worker) Serve(ctx context.Context) error {
 			break
 		}
 		for _, l := range leases {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-slots }()
-				w.serveLease(runCtx, l)
-			}()
+			runs.Start(func(runCtx context.Context) { w.serveLease(runCtx, l) })
 		}
 	}
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(w.cfg.Grace):
-		cancelRuns(fmt.Errorf("worker stopped: rollouts abandoned after the %v grace period", w.cfg.Grace))
+	runs.Stop(serveErr)
+	if !runs.Drain() {
 		w.log.Warn("worker stopped with rollouts in flight; their leases will expire for other workers", "worker", w.opts.Name)
 	}
 	return serveErr

@@ -143,6 +143,27 @@ func TestWrongTypeIsCorrupt(t *testing.T) {
 			func(ctx context.Context, s *Store, id string, _ store.Lease) error {
 				return s.DeleteResults(ctx, id, 1)
 			}},
+		{"draws/PutDraw", func(k runKeys, _ *Store) string { return k.draws() }, nil,
+			func(ctx context.Context, s *Store, id string, _ store.Lease) error {
+				return s.PutDraw(ctx, id, 1, []byte(`{}`))
+			}},
+		{"draws/Draw", func(k runKeys, _ *Store) string { return k.draws() }, nil,
+			func(ctx context.Context, s *Store, id string, _ store.Lease) error {
+				_, err := s.Draw(ctx, id, 1)
+				return err
+			}},
+		{"drawresults/PutDrawResult", func(k runKeys, _ *Store) string { return k.drawResults(1) }, nil,
+			func(ctx context.Context, s *Store, id string, _ store.Lease) error {
+				return s.PutDrawResult(ctx, id, 1, "t", json.RawMessage(`1`))
+			}},
+		{"drawresults/ScanDrawResults", func(k runKeys, _ *Store) string { return k.drawResults(1) }, nil,
+			func(ctx context.Context, s *Store, id string, _ store.Lease) error {
+				return s.ScanDrawResults(ctx, id, 1, func(string, json.RawMessage) error { return nil })
+			}},
+		{"drawresults/DeleteDrawResults", func(k runKeys, _ *Store) string { return k.drawResults(1) }, nil,
+			func(ctx context.Context, s *Store, id string, _ store.Lease) error {
+				return s.DeleteDrawResults(ctx, id, 1)
+			}},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -36,6 +36,9 @@
 //	P{R}:done        set     ids of completed tasks
 //	P{R}:dead        stream  dead-lettered tasks in the order they died (id, task, attempts, worker)
 //	P{R}:results:N   hash    task id → result JSON, for step N
+//	P{R}:files:N     hash    file name → contents, for step N
+//	P{R}:draws       hash    draw number → draw record JSON (streamed runs)
+//	P{R}:drawresults:N hash  task id → result JSON, for draw N
 //	Pcache:K         string  the tool cache's value of key K, with its TTL
 //
 // # Leases on a stream

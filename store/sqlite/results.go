@@ -12,9 +12,41 @@ import (
 // or transaction is held while fn runs, so fn may use the store.
 const scanPage = 256
 
+// resultTable is a table of results and the column of its key: the
+// steps' results, or the draws'.
+type resultTable struct {
+	name, key string
+}
+
+var (
+	stepResults = resultTable{name: "results", key: "step"}
+	drawResults = resultTable{name: "draw_results", key: "draw"}
+)
+
 // PutResult stores the result of task taskID of step unless one is stored
 // already (the first result is kept).
 func (s *Store) PutResult(ctx context.Context, run string, step int, taskID string, result json.RawMessage) error {
+	return s.putResult(ctx, stepResults, run, step, taskID, result)
+}
+
+// Result returns the result of task taskID of step.
+func (s *Store) Result(ctx context.Context, run string, step int, taskID string) (json.RawMessage, error) {
+	return s.result(ctx, stepResults, run, step, taskID)
+}
+
+// ScanResults calls fn with every result of step, in task id order, a page
+// at a time, stopping at fn's first error. Results put or deleted while it
+// runs may or may not be seen.
+func (s *Store) ScanResults(ctx context.Context, run string, step int, fn func(taskID string, result json.RawMessage) error) error {
+	return s.scanResults(ctx, stepResults, run, step, fn)
+}
+
+// DeleteResults removes step's results.
+func (s *Store) DeleteResults(ctx context.Context, run string, step int) error {
+	return s.deleteResults(ctx, stepResults, run, step)
+}
+
+func (s *Store) putResult(ctx context.Context, t resultTable, run string, key int, taskID string, result json.RawMessage) error {
 	op := fmt.Sprintf("put the result of task %s", taskID)
 	if err := s.alive(); err != nil {
 		return s.errf(op, err)
@@ -22,24 +54,23 @@ func (s *Store) PutResult(ctx context.Context, run string, step int, taskID stri
 	if len(result) == 0 {
 		return s.errf(op, errors.New("empty result"))
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO results (run, step, task_id, result) VALUES (?, ?, ?, ?) ON CONFLICT (run, step, task_id) DO NOTHING`,
-		run, step, taskID, []byte(result))
+	_, err := s.w.ExecContext(ctx, `INSERT INTO `+t.name+` (run, `+t.key+`, task_id, result) VALUES (?, ?, ?, ?) ON CONFLICT (run, `+t.key+`, task_id) DO NOTHING`,
+		run, key, taskID, []byte(result))
 	if err != nil {
 		return s.errf(op, err)
 	}
 	return nil
 }
 
-// Result returns the result of task taskID of step.
-func (s *Store) Result(ctx context.Context, run string, step int, taskID string) (json.RawMessage, error) {
+func (s *Store) result(ctx context.Context, t resultTable, run string, key int, taskID string) (json.RawMessage, error) {
 	op := fmt.Sprintf("read the result of task %s", taskID)
 	if err := s.alive(); err != nil {
 		return nil, s.errf(op, err)
 	}
 	var res []byte
-	err := s.r.QueryRowContext(ctx, `SELECT result FROM results WHERE run = ? AND step = ? AND task_id = ?`, run, step, taskID).Scan(&res)
+	err := s.r.QueryRowContext(ctx, `SELECT result FROM `+t.name+` WHERE run = ? AND `+t.key+` = ? AND task_id = ?`, run, key, taskID).Scan(&res)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, s.errf(op, errNotFoundf("no result of step %d of run %q", step, run))
+		return nil, s.errf(op, errNotFoundf("no result of %s %d of run %q", t.key, key, run))
 	}
 	if err != nil {
 		return nil, s.errf(op, err)
@@ -47,11 +78,8 @@ func (s *Store) Result(ctx context.Context, run string, step int, taskID string)
 	return json.RawMessage(res), nil
 }
 
-// ScanResults calls fn with every result of step, in task id order, a page
-// at a time, stopping at fn's first error. Results put or deleted while it
-// runs may or may not be seen.
-func (s *Store) ScanResults(ctx context.Context, run string, step int, fn func(taskID string, result json.RawMessage) error) error {
-	op := fmt.Sprintf("scan the results of step %d of run %q", step, run)
+func (s *Store) scanResults(ctx context.Context, t resultTable, run string, key int, fn func(taskID string, result json.RawMessage) error) error {
+	op := fmt.Sprintf("scan the results of %s %d of run %q", t.key, key, run)
 	type result struct {
 		id  string
 		res []byte
@@ -67,8 +95,8 @@ func (s *Store) ScanResults(ctx context.Context, run string, step int, fn func(t
 		if first {
 			cmp = ">="
 		}
-		rows, err := s.r.QueryContext(ctx, `SELECT task_id, result FROM results WHERE run = ? AND step = ? AND task_id `+cmp+` ? ORDER BY task_id LIMIT ?`,
-			run, step, after, scanPage)
+		rows, err := s.r.QueryContext(ctx, `SELECT task_id, result FROM `+t.name+` WHERE run = ? AND `+t.key+` = ? AND task_id `+cmp+` ? ORDER BY task_id LIMIT ?`,
+			run, key, after, scanPage)
 		if err != nil {
 			return s.errf(op, err)
 		}
@@ -111,13 +139,12 @@ func (s *Store) CountResults(ctx context.Context, run string, step int) (int, er
 	return n, nil
 }
 
-// DeleteResults removes step's results.
-func (s *Store) DeleteResults(ctx context.Context, run string, step int) error {
-	op := fmt.Sprintf("delete the results of step %d of run %q", step, run)
+func (s *Store) deleteResults(ctx context.Context, t resultTable, run string, key int) error {
+	op := fmt.Sprintf("delete the results of %s %d of run %q", t.key, key, run)
 	if err := s.alive(); err != nil {
 		return s.errf(op, err)
 	}
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM results WHERE run = ? AND step = ?`, run, step); err != nil {
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM `+t.name+` WHERE run = ? AND `+t.key+` = ?`, run, key); err != nil {
 		return s.errf(op, err)
 	}
 	return nil

@@ -138,6 +138,22 @@ CREATE TABLE policy_versions (
 ) STRICT;`},
 	// 4: the executors' policy version of a queued task.
 	{4, `ALTER TABLE tasks ADD COLUMN executor_policy_version INTEGER NOT NULL DEFAULT 0;`},
+	// 5: the draws of streamed runs and their results, under keys of
+	// their own (stores of version 4 kept them under negative steps).
+	{5, `CREATE TABLE draws (
+	run    TEXT NOT NULL,
+	n      INTEGER NOT NULL,
+	record BLOB NOT NULL,
+	PRIMARY KEY (run, n)
+) STRICT;
+
+CREATE TABLE draw_results (
+	run     TEXT NOT NULL,
+	draw    INTEGER NOT NULL,
+	task_id TEXT NOT NULL,
+	result  BLOB NOT NULL,
+	PRIMARY KEY (run, draw, task_id)
+) STRICT;`},
 }
 
 // SchemaVersion is the schema version this binary writes: the number of
