@@ -8,14 +8,24 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/httpserve"
 )
 
 // Service is one HTTP service to serve: a name for messages, the address to
-// listen on (host:port; port 0 picks a free one) and its handler.
+// listen on (host:port; port 0 picks a free one), its handler and its
+// server's limits.
 type Service struct {
 	Name    string
 	Addr    string
 	Handler http.Handler
+	// Limits bound the service's connections; the zero value means
+	// httpserve.Streaming(): the inference server streams generations and
+	// holds stalled requests, the trainer long-polls its futures, so no
+	// write timeout, and each handler caps its own request bodies (the
+	// inference server's Config.MaxBodyBytes, the trainer's, the web's
+	// MaxRequestBytes).
+	Limits httpserve.Limits
 }
 
 // Servers is a set of running HTTP services, started by Listen.
@@ -57,7 +67,11 @@ func Listen(services []Service) (*Servers, error) {
 	}
 	s := &Servers{errc: make(chan error, len(services))}
 	for i, sv := range services {
-		srv := &http.Server{Handler: sv.Handler, ReadHeaderTimeout: 10 * time.Second}
+		limits := sv.Limits
+		if limits == (httpserve.Limits{}) {
+			limits = httpserve.Streaming()
+		}
+		srv := limits.Server(sv.Handler)
 		s.list = append(s.list, srv)
 		s.URLs = append(s.URLs, "http://"+listeners[i].Addr().String())
 		s.wg.Add(1)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/urfave/cli/v2"
 
+	"github.com/mgrpo/mgrpo/internal/httpserve"
 	"github.com/mgrpo/mgrpo/run"
 )
 
@@ -26,6 +27,7 @@ func metricsFlag() cli.Flag {
 type metricsServer struct {
 	srv  *http.Server
 	done chan struct{}
+	addr string // where it listens (host:port)
 }
 
 // startMetrics returns a registry holding the Go runtime's and the
@@ -33,6 +35,13 @@ type metricsServer struct {
 // /metrics, logging the URL. An address that cannot be listened on is a
 // usage error naming it, before any work starts. Stop the server with stop.
 func startMetrics(addr string, logger *slog.Logger) (*prometheus.Registry, *metricsServer, error) {
+	return startMetricsWithin(addr, logger, httpserve.Short())
+}
+
+// startMetricsWithin is startMetrics with the server's limits: a scrape's
+// answer is short, so Short's (a minute to write it, 1 MiB bodies though
+// /metrics takes none).
+func startMetricsWithin(addr string, logger *slog.Logger, limits httpserve.Limits) (*prometheus.Registry, *metricsServer, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if addr == "" {
@@ -44,7 +53,7 @@ func startMetrics(addr string, logger *slog.Logger) (*prometheus.Registry, *metr
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	m := &metricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, done: make(chan struct{})}
+	m := &metricsServer{srv: limits.Server(mux), done: make(chan struct{}), addr: l.Addr().String()}
 	go func() {
 		defer close(m.done)
 		if err := m.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

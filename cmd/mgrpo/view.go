@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mgrpo/mgrpo/bench/view"
+	"github.com/mgrpo/mgrpo/internal/httpserve"
 )
 
 // viewShutdownGrace is how long open page requests get to finish once the
@@ -43,13 +44,18 @@ func viewCommand() *cli.Command {
 			if err != nil {
 				return usagef("--listen %s: %w", addr, err)
 			}
-			srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+			srv := viewServer(h, httpserve.Short())
 			fmt.Fprintf(c.App.Writer, "view http://%s/\n", l.Addr())
 			logger.Info("serving run", "dir", dir, "url", "http://"+l.Addr().String()+"/")
 			return serveUntilDone(c.Context, srv, l)
 		},
 	}
 }
+
+// viewServer is the server of mgrpo view: its pages are short answers, so
+// Short's limits (a minute to write a page, 1 MiB bodies though no route
+// takes one) fit.
+func viewServer(h http.Handler, limits httpserve.Limits) *http.Server { return limits.Server(h) }
 
 // serveUntilDone serves on l until ctx ends, then shuts srv down, giving
 // open requests viewShutdownGrace to finish.

@@ -92,6 +92,9 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 	if err := checkSampling(&req.samplingFields, n); err != nil {
 		return nil, err
 	}
+	if err := s.checkN(n); err != nil {
+		return nil, err
+	}
 	top := 0
 	if req.TopLogprobs != nil {
 		top = *req.TopLogprobs
@@ -100,6 +103,9 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 		}
 		if top > 0 && !req.Logprobs {
 			return nil, badRequest("when using `top_logprobs`, `logprobs` must be set to true.")
+		}
+		if err := s.checkLogprobs(top); err != nil {
+			return nil, err
 		}
 	}
 	if s.cfg.Dialect == DialectSGLang && req.Stream && req.ReturnPromptTokenIDs {

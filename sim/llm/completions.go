@@ -82,9 +82,19 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	if err := s.checkN(n); err != nil {
+		s.writeError(w, err)
+		return
+	}
 	if req.Logprobs != nil && *req.Logprobs < 0 {
 		s.writeError(w, badRequest("`logprobs` must be a positive value."))
 		return
+	}
+	if req.Logprobs != nil {
+		if err := s.checkLogprobs(*req.Logprobs); err != nil {
+			s.writeError(w, err)
+			return
+		}
 	}
 	prompts, err := parsePrompts(req.Prompt, "prompt")
 	if err != nil {
@@ -193,10 +203,10 @@ func (s *Server) streamCompletions(w http.ResponseWriter, r *http.Request, req *
 		if err != nil {
 			return
 		}
-		choices, err := s.generate(g)
+		choices, err := s.generate(ctx, g)
 		if err != nil {
 			t.release()
-			if out == nil {
+			if out == nil && ctx.Err() == nil {
 				s.writeError(w, err)
 			}
 			return

@@ -23,7 +23,14 @@ const (
 	DefaultSlots         = 64
 	DefaultWeightVersion = "default"
 	DefaultMaxBodyBytes  = 32 << 20
-	DefaultCacheBytes    = 512 << 20
+	// DefaultMaxLogprobs is vLLM's --max-logprobs default: the most
+	// alternatives a request may ask for per position.
+	DefaultMaxLogprobs = 20
+	// DefaultMaxN caps a request's n. vLLM's VLLM_MAX_N_SEQUENCES defaults
+	// to 16384; the sim holds every choice of a request in memory before it
+	// answers, so it keeps a lower cap, still far above any group size.
+	DefaultMaxN       = 1024
+	DefaultCacheBytes = 512 << 20
 	// DefaultStreamStallAfter is Faults.StreamStallAfter's default.
 	DefaultStreamStallAfter = 3
 )
@@ -130,6 +137,13 @@ type Config struct {
 	Strict bool
 	// MaxBodyBytes caps request bodies (default 32 MiB); larger bodies get 413.
 	MaxBodyBytes int64
+	// MaxLogprobs caps top_logprobs (chat), logprobs (completions) and
+	// top_logprobs_num (/generate), as vLLM's --max-logprobs does (default
+	// 20); -1 allows the whole vocabulary. A request asking for more gets
+	// 400.
+	MaxLogprobs int
+	// MaxN caps a request's n (default DefaultMaxN); more gets 400.
+	MaxN int
 	// CacheBytes bounds the memory of the caches that spare the server
 	// re-reading the history every call resends (default 512 MiB): half
 	// for the token ids of chat turns, half for the policy's parsed tool
@@ -176,6 +190,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes
+	}
+	if c.MaxLogprobs == 0 {
+		c.MaxLogprobs = DefaultMaxLogprobs
+	}
+	if c.MaxN == 0 {
+		c.MaxN = DefaultMaxN
 	}
 	if c.Faults.StreamStallAfter == 0 {
 		c.Faults.StreamStallAfter = DefaultStreamStallAfter
@@ -227,6 +247,12 @@ func (c Config) Validate() error {
 	}
 	if c.CacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("CacheBytes %d: must be positive (0 means %d)", c.CacheBytes, DefaultCacheBytes))
+	}
+	if c.MaxLogprobs < -1 {
+		errs = append(errs, fmt.Errorf("MaxLogprobs %d: must be positive, or -1 for the whole vocabulary (0 means %d)", c.MaxLogprobs, DefaultMaxLogprobs))
+	}
+	if c.MaxN < 0 {
+		errs = append(errs, fmt.Errorf("MaxN %d: must be positive (0 means %d)", c.MaxN, DefaultMaxN))
 	}
 	rates := []struct {
 		name string

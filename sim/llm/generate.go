@@ -153,8 +153,10 @@ func (s *Server) rngFor(g *genRequest, sample mix, choice int) *rand.Rand {
 	return rand.New(rand.NewPCG(a, newMix("pcg").add(a).sum()))
 }
 
-// generate runs the policy for every choice of g and cuts each sequence.
-func (s *Server) generate(g *genRequest) ([]genChoice, error) {
+// generate runs the policy for every choice of g and cuts each sequence. It
+// stops with ctx's error as soon as ctx ends (the client left, the server
+// closed), between choices and within a choice's logprobs.
+func (s *Server) generate(ctx context.Context, g *genRequest) ([]genChoice, error) {
 	eos := s.tok.SpecialID(IMEnd)
 	out := make([]genChoice, 0, g.n)
 	sample, prompt := promptMixes(g.promptIDs)
@@ -163,6 +165,9 @@ func (s *Server) generate(g *genRequest) ([]genChoice, error) {
 	// does not reach it.
 	params := s.Params()
 	for i := 0; i < g.n; i++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature,
 			Rand: s.rngFor(g, sample, i), Params: params, NoReasoning: g.noThinking})
 		full := append(s.tok.Encode(RenderAssistant(act)), eos)
@@ -172,7 +177,9 @@ func (s *Server) generate(g *genRequest) ([]genChoice, error) {
 		}
 		c.index = i
 		if g.logprobs {
-			c.lps = s.logprobsFor(g, ph, c.ids, act.Logprob)
+			if c.lps, err = s.logprobsFor(ctx, g, ph, c.ids, act.Logprob); err != nil {
+				return nil, err
+			}
 		}
 		out = append(out, c)
 	}
@@ -229,9 +236,12 @@ func (s *Server) cut(full []int, g *genRequest) (genChoice, error) {
 // the decisions. Alternatives (top_logprobs) are drawn from ph, the hash
 // newMix("prompt").ints(promptIDs).sum(), the position and the token, each
 // below the sampled token's logprob, so the same sequence always gets the
-// same alternatives.
-func (s *Server) logprobsFor(g *genRequest, ph uint64, ids []int, turnLogprob float64) []tokenLogprob {
+// same alternatives. There are never more alternatives than ids that can be
+// one (s.plain), whatever the request asked, and ctx is checked at every
+// position that draws alternatives.
+func (s *Server) logprobsFor(ctx context.Context, g *genRequest, ph uint64, ids []int, turnLogprob float64) ([]tokenLogprob, error) {
 	vocab := s.tok.VocabSize()
+	want := min(g.topLogprobs, s.plain)
 	out := make([]tokenLogprob, len(ids))
 	first := math.Round(turnLogprob*1e6) / 1e6
 	if first == 0 || math.IsNaN(first) {
@@ -243,11 +253,14 @@ func (s *Server) logprobsFor(g *genRequest, ph uint64, ids []int, turnLogprob fl
 			lp = first
 		}
 		tl := tokenLogprob{id: id, logprob: lp}
-		if g.topLogprobs > 0 {
+		if want > 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
 			h := newMix("lp").add(ph).add(uint64(i)).add(uint64(id)).sum()
 			tl.top = append(tl.top, altLogprob{id: id, logprob: lp})
 			seen := map[int]bool{id: true}
-			for j := 1; len(tl.top) < g.topLogprobs; j++ {
+			for j := 1; len(tl.top) < want; j++ {
 				alt := int(newMix("alt").add(h).add(uint64(j)).sum() % uint64(vocab))
 				if seen[alt] || s.tok.IsSpecial(alt) {
 					continue
@@ -259,7 +272,7 @@ func (s *Server) logprobsFor(g *genRequest, ph uint64, ids []int, turnLogprob fl
 		}
 		out[i] = tl
 	}
-	return out
+	return out, nil
 }
 
 // latency is the modelled compute time of a sequence of n output tokens.
@@ -281,7 +294,7 @@ func (s *Server) run(ctx context.Context, g *genRequest) ([]genChoice, error) {
 		return nil, err
 	}
 	defer t.release()
-	choices, err := s.generate(g)
+	choices, err := s.generate(ctx, g)
 	if err != nil {
 		return nil, err
 	}

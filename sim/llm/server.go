@@ -25,6 +25,8 @@ type Server struct {
 	pol  *policy.Policy
 	eng  *engine
 	stat *stats
+	// plain is how many ids can be a top_logprobs alternative.
+	plain int
 
 	// counter numbers generation requests; it seeds requests without a
 	// seed and derives response ids, so a sequential run is reproducible.
@@ -62,6 +64,7 @@ func NewServer(cfg Config) (*Server, error) {
 		closed:   make(chan struct{}),
 	}
 	s.pc = newPromptCache(s.tok, cfg.CacheBytes-cfg.CacheBytes/2)
+	s.plain = plainTokens(s.tok)
 	s.base, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }

@@ -172,6 +172,14 @@ func (s *Server) prepareGenerate(r *http.Request) (*generateRequest, *genRequest
 	if err := checkSampling(&fields, n); err != nil {
 		return nil, nil, err
 	}
+	if err := s.checkN(n); err != nil {
+		return nil, nil, err
+	}
+	if req.ReturnLogprob {
+		if err := s.checkLogprobs(req.TopLogprobsNum); err != nil {
+			return nil, nil, err
+		}
+	}
 	ids, msgs, tools, err := s.promptOf(prompts[0])
 	if err != nil {
 		return nil, nil, err
@@ -265,8 +273,11 @@ func (s *Server) streamGenerate(w http.ResponseWriter, r *http.Request, req *gen
 		return
 	}
 	defer t.release()
-	choices, err := s.generate(g)
+	choices, err := s.generate(ctx, g)
 	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
 		writeNativeError(w, err)
 		return
 	}

@@ -130,8 +130,11 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, job *chatJob
 		return
 	}
 	defer t.release()
-	choices, err := s.generate(job.gen)
+	choices, err := s.generate(ctx, job.gen)
 	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
 		s.writeError(w, err)
 		return
 	}

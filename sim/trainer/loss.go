@@ -46,8 +46,11 @@ type datumResult struct {
 	logprobs    []float64 // per target: the trainer's logprob of seq[j+1]
 	elementwise []float64 // per target: its weighted loss
 	loss        float64
-	// coef[pos] is d loss / d Logprobs[pos] for the positions with one.
-	coef map[int]float64
+	// coef holds d loss / d Logprobs[pos] for the positions with one, in
+	// ascending position: the gradient is summed in this order, so the same
+	// datums always give bit-identical parameters (a map's order is random,
+	// and floating-point addition is not associative).
+	coef []posCoef
 	// weighted counts the targets in the loss; clipped those whose ratio
 	// ppo clipped; diffSum and diffMax the |trainer − sampler| over them.
 	weighted, clipped int
@@ -57,6 +60,12 @@ type datumResult struct {
 	// when none).
 	adv    float64
 	hasAdv bool
+}
+
+// posCoef is the loss's derivative with respect to the logprob at pos.
+type posCoef struct {
+	pos int
+	c   float64
 }
 
 // apply computes d's loss from sc, the policy's scores of d.seq.
@@ -73,7 +82,7 @@ func (s lossSpec) apply(d datum, sc Scored) (datumResult, error) {
 		}
 	}
 	n := len(d.weights)
-	r := datumResult{logprobs: make([]float64, n), elementwise: make([]float64, n), coef: map[int]float64{}}
+	r := datumResult{logprobs: make([]float64, n), elementwise: make([]float64, n)}
 	advSum := 0.0
 	for j := range n {
 		pos := j + 1
@@ -117,7 +126,7 @@ func (s lossSpec) apply(d datum, sc Scored) (datumResult, error) {
 		r.elementwise[j] = l
 		r.loss += l
 		if c != 0 {
-			r.coef[pos] = c
+			r.coef = append(r.coef, posCoef{pos, c})
 		}
 	}
 	if r.weighted > 0 && s.fn != lossCrossEntropy {

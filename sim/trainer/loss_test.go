@@ -168,7 +168,7 @@ func TestGradientMatchesFiniteDifferences(t *testing.T) {
 			ts.call("forward_backward", fwdBwd(model, 1, c.loss, c.cfg, data...))
 			m := ts.model(model)
 			m.st.Lock()
-			grad := append([]float64(nil), m.grad...)
+			grad := m.gradient()
 			m.st.Unlock()
 			seq := 2
 			lossAt := func(k int, h float64) float64 {

@@ -26,9 +26,11 @@ type model struct {
 
 	// st guards the training state; the drain goroutine holds it while a
 	// request runs.
-	st          sync.Mutex
-	params      []float64
-	grad        []float64
+	st     sync.Mutex
+	params []float64
+	// grads holds the gradient of every datum since the last optim_step
+	// (datums without one left out); gradient sums them.
+	grads       [][]float64
 	adam        adamState
 	records     []groupRecord // this optimizer step's datums with a known reward
 	accumulated int           // datums whose gradient waits for optim_step
@@ -51,7 +53,7 @@ func newModel(id, base string, rank int, params []float64) *model {
 	return &model{
 		id: id, base: base, rank: rank,
 		seen: map[int64]*seqEntry{}, queue: map[int64]*seqEntry{},
-		params: params, grad: make([]float64, len(params)),
+		params: params,
 	}
 }
 

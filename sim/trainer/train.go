@@ -1,10 +1,12 @@
 package trainer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // lossRun returns the run of a forward (backward false) or forward_backward
@@ -15,10 +17,7 @@ func (s *Server) lossRun(data []datum, loss lossSpec, backward bool) func(*model
 	return func(m *model) (any, *failure) {
 		m.st.Lock()
 		defer m.st.Unlock()
-		var grad []float64
-		if backward {
-			grad = make([]float64, len(m.params))
-		}
+		var grads [][]float64
 		out := forwardBackwardOutput{LossFnOutputType: "ArrayRecord", LossFnOutputs: make([]map[string]tensorOut, len(data))}
 		var (
 			total                 float64
@@ -36,7 +35,9 @@ func (s *Server) lossRun(data []datum, loss lossSpec, backward bool) func(*model
 			if err != nil {
 				return nil, &failure{categoryServer, fmt.Sprintf("datum %d: %v", i, err)}
 			}
-			for pos, c := range r.coef {
+			var grad []float64
+			for _, pc := range r.coef {
+				pos, c := pc.pos, pc.c
 				g := sc.Grads[pos]
 				if g == nil {
 					continue
@@ -45,10 +46,16 @@ func (s *Server) lossRun(data []datum, loss lossSpec, backward bool) func(*model
 					return nil, &failure{categoryServer, fmt.Sprintf("datum %d: policy gave a gradient of %d entries at position %d for %d parameters", i, len(g), pos, len(m.params))}
 				}
 				if backward {
+					if grad == nil {
+						grad = make([]float64, len(m.params))
+					}
 					for k, v := range g {
 						grad[k] += c * v
 					}
 				}
+			}
+			if grad != nil {
+				grads = append(grads, grad)
 			}
 			out.LossFnOutputs[i] = map[string]tensorOut{"logprobs": float32Tensor(r.logprobs), "elementwise_loss": float32Tensor(r.elementwise)}
 			total += r.loss
@@ -81,14 +88,40 @@ func (s *Server) lossRun(data []datum, loss lossSpec, backward bool) func(*model
 			"reward_known:sum": float64(len(added)),
 		}
 		if backward {
-			for k, v := range grad {
-				m.grad[k] += v
-			}
+			m.grads = append(m.grads, grads...)
 			m.records = append(m.records, added...)
 			m.accumulated += len(data)
 		}
 		return out, nil
 	}
+}
+
+// gradient returns the sum of the datums' gradients since the last
+// optim_step. Floating-point addition is not associative, and the datums
+// reach the trainer in the order the client's rollouts finished (chunked
+// into requests accordingly), so the sum is taken in an order of their own:
+// the datums' gradients sorted by their bits. The same datums, in any order
+// and any chunking, give bit-identical gradients and parameters.
+func (m *model) gradient() []float64 {
+	sorted := slices.Clone(m.grads)
+	slices.SortFunc(sorted, compareBits)
+	sum := make([]float64, len(m.params))
+	for _, g := range sorted {
+		for k, v := range g {
+			sum[k] += v
+		}
+	}
+	return sum
+}
+
+// compareBits orders vectors by the bits of their entries, first to last.
+func compareBits(a, b []float64) int {
+	for i := range min(len(a), len(b)) {
+		if c := cmp.Compare(math.Float64bits(a[i]), math.Float64bits(b[i])); c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
 }
 
 func ratio(a, b int) float64 {
@@ -104,7 +137,7 @@ func optimRun(c adamConfig) func(*model) (any, *failure) {
 	return func(m *model) (any, *failure) {
 		m.st.Lock()
 		defer m.st.Unlock()
-		gradNorm, updateNorm := m.adam.step(m.params, m.grad, c)
+		gradNorm, updateNorm := m.adam.step(m.params, m.gradient(), c)
 		paramNorm := 0.0
 		for _, p := range m.params {
 			paramNorm += p * p
@@ -117,7 +150,7 @@ func optimRun(c adamConfig) func(*model) (any, *failure) {
 			"adam_step":     float64(m.adam.t),
 			"datums":        float64(m.accumulated),
 		}
-		clear(m.grad)
+		m.grads = nil
 		m.records = nil
 		m.accumulated = 0
 		return map[string]any{"metrics": metrics}, nil

@@ -11,6 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mgrpo/mgrpo/internal/httpserve"
+	"github.com/mgrpo/mgrpo/internal/httpserve/httpservetest"
 )
 
 func TestParseLine(t *testing.T) {
@@ -185,6 +189,35 @@ func TestServeLifecycle(t *testing.T) {
 	if h.Status != "ok" || h.Documents != 200 {
 		t.Errorf("health = %+v", h)
 	}
+	cancel()
+	if err := <-errc; err != nil {
+		t.Errorf("Serve after cancel: %v", err)
+	}
+}
+
+// TestServeClosesSlowClients checks that corpus serve closes slow-loris
+// connections (headers or a query a byte at a time, an idle keep-alive).
+func TestServeClosesSlowClients(t *testing.T) {
+	in := writeCorpus(t, 20, false)
+	out := filepath.Join(t.TempDir(), "ix")
+	if err := RunIndexCommand(context.Background(), IndexCommand{In: in, Out: out}, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	limits := httpserve.Short()
+	limits.ReadHeaderTimeout, limits.BodyTimeout, limits.IdleTimeout = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan string, 1)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- Serve(ctx, ServeConfig{Index: out, Listen: "127.0.0.1:0", Limits: limits, Ready: func(a string) { addr <- a }})
+	}()
+	var a string
+	select {
+	case a = <-addr:
+	case err := <-errc:
+		t.Fatalf("Serve: %v", err)
+	}
+	httpservetest.CheckSlowClients(t, a, "/health", "/retrieve", 300*time.Millisecond)
 	cancel()
 	if err := <-errc; err != nil {
 		t.Errorf("Serve after cancel: %v", err)

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/httpserve"
 )
 
 // retrieveRequest is Search-R1's POST /retrieve body.
@@ -125,6 +127,10 @@ type ServeConfig struct {
 	Logger *slog.Logger
 	// Ready, when set, receives the bound address once listening.
 	Ready func(addr string)
+	// Limits bound the server's connections; the zero value means
+	// httpserve.Short() without its body cap (the handler reads at most
+	// 4 MiB of a query).
+	Limits httpserve.Limits
 }
 
 // Serve opens the index and serves Handler on cfg.Listen until ctx ends,
@@ -144,7 +150,12 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		return fmt.Errorf("corpus serve: %w", err)
 	}
 	n, _ := ix.Count()
-	srv := &http.Server{Handler: Handler(ix, cfg.TopK), ReadHeaderTimeout: 10 * time.Second}
+	limits := cfg.Limits
+	if limits == (httpserve.Limits{}) {
+		limits = httpserve.Short()
+		limits.MaxBodyBytes = 0
+	}
+	srv := limits.Server(Handler(ix, cfg.TopK))
 	log.Info("corpus serve", "addr", ln.Addr().String(), "index", cfg.Index, "documents", n)
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String())
