@@ -61,9 +61,9 @@ func (p *progressReporter) report(pr farm.Progress) {
 		p.bar = progressbar.NewOptions(pr.Total,
 			progressbar.OptionSetWriter(p.con.bar()),
 			progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(),
-			progressbar.OptionSetItsString("rollouts"),
-			// The time left is in the description, labelled.
+			// The rate and the time left are in the description, labelled,
+			// and only once rollouts are done.
+			progressbar.OptionSetDescription(barDescription(pr)),
 			progressbar.OptionSetPredictTime(false),
 			progressbar.OptionSetElapsedTime(false),
 			progressbar.OptionSetWidth(p.barWidth(pr)),
@@ -72,8 +72,9 @@ func (p *progressReporter) report(pr farm.Progress) {
 		)
 		p.barStep = pr.Step
 	}
-	p.bar.Describe(barDescription(pr))
+	// Set first: Describe draws, and should draw the new count.
 	p.bar.Set(pr.Done)
+	p.bar.Describe(barDescription(pr))
 }
 
 // barDescription is the text before the bar: the step, and once rollouts
@@ -84,6 +85,9 @@ func barDescription(pr farm.Progress) string {
 		return d
 	}
 	d += " · reward " + sig3(pr.MeanReward) + fmt.Sprintf(" · %d err", pr.Errors)
+	if pr.Rate > 0 {
+		d += " · " + sig3(pr.Rate) + " rollouts/s"
+	}
 	if pr.Rate > 0 && pr.Done < pr.Total {
 		left := time.Duration(float64(pr.Total-pr.Done) / pr.Rate * float64(time.Second))
 		d += " · " + left.Round(time.Second).String() + " left"
@@ -100,11 +104,11 @@ func (p *progressReporter) barWidth(pr farm.Progress) int {
 	if cols <= 0 {
 		return 24
 	}
-	longest := farm.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 1e-3}
+	longest := farm.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 0.00123}
 	digits := len(fmt.Sprint(pr.Total))
-	// " 100% |" + bar + "| (" + done/total + ", 9999 rollouts/s)" and a
-	// column free, so the cursor never wraps.
-	fixed := len([]rune(barDescription(longest))) + 7 + 4 + 2*digits + len(", 9999 rollouts/s)") + 1
+	// " 100% |" + bar + "| (" + done/total + ")" and a column free, so the
+	// cursor never wraps.
+	fixed := len([]rune(barDescription(longest))) + 7 + 4 + 2*digits + 1
 	return max(cols-fixed, 5)
 }
 
