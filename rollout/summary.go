@@ -147,6 +147,9 @@ type RoleTraining struct {
 	Staleness       int64  `json:"staleness"`
 	Version         int64  `json:"version"`
 	Weights         string `json:"weights,omitempty"`
+	// LossTokens counts the batch's tokens under the loss mask (a summed
+	// loss divided by it is the mean loss per token).
+	LossTokens int `json:"loss_tokens,omitempty"`
 	// Metrics are the trainer's (loss, KL, clip fraction, … by its names).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 	// TrainSeconds is the training call's duration; SyncSeconds the

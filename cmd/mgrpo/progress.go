@@ -201,8 +201,11 @@ func trainingLine(s rollout.StepSummary) string {
 		if rec.StaleSamples > 0 {
 			p += fmt.Sprintf(", %d stale in %d groups, %d dropped", rec.StaleSamples, rec.StaleGroups, rec.StaleDropped)
 		}
+		if sum, ok := rec.Metrics["loss:sum"]; ok && rec.LossTokens > 0 {
+			p += ", loss per token " + sig3(sum/float64(rec.LossTokens))
+		}
 		for _, m := range []struct{ key, label string }{{"loss", "loss"}, {"loss:mean", "loss per token"},
-			{"loss:sum", "loss summed over tokens"}, {"kl", "KL"}, {"clip_fraction", "clipped"}} {
+			{"kl", "KL"}, {"clip_fraction", "clipped"}} {
 			if v, ok := rec.Metrics[m.key]; ok {
 				p += ", " + m.label + " " + sig3(v)
 			}

@@ -16,6 +16,9 @@ func TestTrainingLineShowsAsynchronousCounts(t *testing.T) {
 	}{
 		{"on-policy", rollout.StepSummary{Training: map[string]rollout.RoleTraining{"planner": {Samples: 8, PreviousVersion: 2, Version: 3, SampledVersion: 2}}},
 			[]string{"planner v2→v3 (8 samples)"}, []string{"sampled at", "stale", "restarted"}},
+		{"a summed loss", rollout.StepSummary{Training: map[string]rollout.RoleTraining{"planner": {Samples: 8, PreviousVersion: 2, Version: 3,
+			SampledVersion: 2, LossTokens: 1000, Metrics: map[string]float64{"loss:sum": -1835}}}},
+			[]string{"planner v2→v3 (8 samples, loss per token -1.83)"}, []string{"loss:sum", "-1835"}},
 		{"stale and restarted", rollout.StepSummary{RestartedRollouts: 3, Training: map[string]rollout.RoleTraining{"planner": {
 			Samples: 4, PreviousVersion: 5, Version: 6, SampledVersion: 4, Staleness: 1, StaleSamples: 6, StaleGroups: 2, StaleDropped: 8}}},
 			[]string{"sampled at v4", "6 stale in 2 groups, 8 dropped", "3 rollouts restarted at an update"}, nil},

@@ -205,7 +205,7 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 	// Each sample's version is its trajectory's oldest turn's.
 	sampled = oldestVersion(samples, sampled)
 	rec := rollout.RoleTraining{Samples: len(samples), SampledVersion: sampled, PreviousVersion: version, Staleness: version - sampled,
-		StaleSamples: stale.samples, StaleGroups: stale.groups, StaleDropped: stale.dropped}
+		StaleSamples: stale.samples, StaleGroups: stale.groups, StaleDropped: stale.dropped, LossTokens: lossTokens(samples)}
 	trained := time.Now()
 	res, err := f.cfg.Training.Trainers[role].Train(ctx, trainerbridge.Batch{Run: f.cfg.Run, Role: role, Step: step, PolicyVersion: version, Samples: samples})
 	if err != nil {
@@ -261,4 +261,18 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 	f.log.Info("role trained", "step", step, "role", role, "samples", len(samples), "version", res.Version,
 		"weights", res.Weights, "train_seconds", rec.TrainSeconds, "sync_seconds", rec.SyncSeconds)
 	return rec, nil
+}
+
+// lossTokens counts the batch's tokens under the loss mask, so that a
+// trainer's summed loss can be read per token.
+func lossTokens(samples []rollout.Sample) int {
+	n := 0
+	for _, s := range samples {
+		for _, m := range s.LossMask {
+			if m != 0 {
+				n++
+			}
+		}
+	}
+	return n
 }
