@@ -27,17 +27,17 @@ type vllmToolCall struct {
 
 // vllmMessage is vLLM's ChatMessage, every field present as vLLM dumps it.
 type vllmMessage struct {
-	Role             string         `json:"role"`
-	Content          *string        `json:"content"`
-	Refusal          *string        `json:"refusal"`
-	Annotations      *any           `json:"annotations"`
-	Audio            *any           `json:"audio"`
-	FunctionCall     *any           `json:"function_call"`
-	ToolCalls        []vllmToolCall `json:"tool_calls"`
+	Role         string         `json:"role"`
+	Content      *string        `json:"content"`
+	Refusal      *string        `json:"refusal"`
+	Annotations  *any           `json:"annotations"`
+	Audio        *any           `json:"audio"`
+	FunctionCall *any           `json:"function_call"`
+	ToolCalls    []vllmToolCall `json:"tool_calls"`
 	// Reasoning is current vLLM's field; ReasoningContent is older vLLM's
 	// name for it, sent only with Config.ReasoningContent.
-	Reasoning        *string        `json:"reasoning"`
-	ReasoningContent *string        `json:"reasoning_content,omitempty"`
+	Reasoning        *string `json:"reasoning"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // vllmTopLogprob is ChatCompletionLogProb.
