@@ -120,8 +120,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	var preflight []*llm.Client
 	probed := map[string]*llm.Client{}
 	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
-		s := llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, Stop: e.Stop, MaxTokens: e.MaxTokens,
-			ChatTemplateKwargs: e.ChatTemplateKwargs}
+		s := e.sampling()
 		env := e.APIKeyEnv
 		if env == "" && role == "judge" {
 			env = EnvJudgeKey

@@ -123,6 +123,9 @@ func defaultText(k keyField, v reflect.Value) string {
 	if v.IsZero() {
 		return k.zero
 	}
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
 	switch x := v.Interface().(type) {
 	case Duration:
 		return x.Duration.String()

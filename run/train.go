@@ -99,7 +99,7 @@ func (c Config) CheckTraining() error {
 	if len(p) > 0 {
 		return fmt.Errorf("%w: train %w", ErrConfig, errors.Join(p...))
 	}
-	return nil
+	return c.CheckSampling(trainedRoles(mode, t.Role))
 }
 
 // trainedPlannerRole names what the planner trainer trains in mode.

@@ -288,6 +288,8 @@ func (c *Client) chatRequest(req Request, s Sampling) ChatRequest {
 		MaxTokens: s.MaxTokens, Stop: s.Stop, ChatTemplateKwargs: s.ChatTemplateKwargs,
 	}}
 	r.Temperature, r.TopP, r.TopK, r.Seed = s.Temperature, s.TopP, s.TopK, s.Seed
+	r.MinP, r.RepetitionPenalty = s.MinP, s.RepetitionPenalty
+	r.PresencePenalty, r.FrequencyPenalty = s.PresencePenalty, s.FrequencyPenalty
 	return r
 }
 

@@ -15,8 +15,9 @@ type openaiDialect struct{}
 
 func (openaiDialect) chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error) {
 	cr := c.chatRequest(req, s)
-	// Hosted APIs reject top_k; it is dropped rather than sent.
-	cr.TopK = nil
+	// Hosted APIs reject top_k, min_p and repetition_penalty; they are
+	// dropped rather than sent.
+	cr.TopK, cr.MinP, cr.RepetitionPenalty = nil, nil, nil
 	body, err := encodeChatRequestPrefix(cr, &c.tools, req.Prefix)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("llm role %s: encode request: %w", c.role, err)

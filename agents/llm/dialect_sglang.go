@@ -139,6 +139,18 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	if s.TopK != nil {
 		sp["top_k"] = *s.TopK
 	}
+	if s.MinP != nil {
+		sp["min_p"] = *s.MinP
+	}
+	if s.RepetitionPenalty != nil {
+		sp["repetition_penalty"] = *s.RepetitionPenalty
+	}
+	if s.PresencePenalty != nil {
+		sp["presence_penalty"] = *s.PresencePenalty
+	}
+	if s.FrequencyPenalty != nil {
+		sp["frequency_penalty"] = *s.FrequencyPenalty
+	}
 	if s.MaxTokens > 0 {
 		sp["max_new_tokens"] = s.MaxTokens
 	}

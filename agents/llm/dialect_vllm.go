@@ -42,6 +42,9 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		zero := 0
 		cr.LogProbs, cr.TopLogProbs = true, &zero
 		cr.ReturnTokenIDs = true
+		// max_tokens is deprecated in vLLM's chat request (a warning per
+		// request); max_completion_tokens is its current name.
+		cr.MaxCompletionTokens, cr.MaxTokens = cr.MaxTokens, 0
 		cr.ReturnTokensAsTokenIDs = mode == vllmLegacy
 		if streamed {
 			cr.Stream = true

@@ -13,7 +13,15 @@ import (
 type Sampling struct {
 	Temperature *float64
 	TopP        *float64
-	TopK        *int
+	// TopK is -1 (or 0) for off on vLLM and SGLang; the openai dialect
+	// never sends it.
+	TopK *int
+	// MinP, RepetitionPenalty, PresencePenalty and FrequencyPenalty are
+	// vLLM's and SGLang's; the openai dialect sends only the last two.
+	MinP              *float64
+	RepetitionPenalty *float64
+	PresencePenalty   *float64
+	FrequencyPenalty  *float64
 	// MaxTokens caps the completion; 0 leaves the server's default.
 	MaxTokens int
 	Stop      []string
@@ -38,6 +46,18 @@ func (s Sampling) merge(o *Sampling) Sampling {
 	}
 	if o.TopK != nil {
 		s.TopK = o.TopK
+	}
+	if o.MinP != nil {
+		s.MinP = o.MinP
+	}
+	if o.RepetitionPenalty != nil {
+		s.RepetitionPenalty = o.RepetitionPenalty
+	}
+	if o.PresencePenalty != nil {
+		s.PresencePenalty = o.PresencePenalty
+	}
+	if o.FrequencyPenalty != nil {
+		s.FrequencyPenalty = o.FrequencyPenalty
 	}
 	if o.MaxTokens != 0 {
 		s.MaxTokens = o.MaxTokens

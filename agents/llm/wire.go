@@ -22,6 +22,13 @@ type ChatRequest struct {
 	TopLogProbs *int     `json:"top_logprobs,omitempty"`
 	Seed        *int64   `json:"seed,omitempty"`
 	TopK        *int     `json:"top_k,omitempty"`
+	// MinP and RepetitionPenalty are vLLM's and SGLang's extensions;
+	// PresencePenalty and FrequencyPenalty shadow go-openai's float32
+	// fields, which omitempty would drop at zero.
+	MinP              *float64 `json:"min_p,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
+	PresencePenalty   *float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty,omitempty"`
 
 	// ReturnTokenIDs is vLLM ≥ 0.10.2's switch for prompt_token_ids and
 	// choices[].token_ids.

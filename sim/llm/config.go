@@ -108,6 +108,10 @@ type Config struct {
 	// ReasoningParser splits <think>…</think> into reasoning_content (as
 	// --reasoning-parser qwen3 does). Off, the think block stays in content.
 	ReasoningParser bool
+	// ReasoningContent makes the vLLM dialect answer a message's reasoning
+	// in reasoning_content, as older vLLM servers did, instead of current
+	// vLLM's reasoning.
+	ReasoningContent bool
 	// StripReasoning makes the chat template drop <think>…</think> from
 	// earlier assistant turns, which breaks the prompt prefix property.
 	StripReasoning bool

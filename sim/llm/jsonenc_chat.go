@@ -59,8 +59,10 @@ func (c *vllmChatChoice) appendJSON(e *jsonEnc) {
 	})
 	e.key(",", "reasoning")
 	e.strPtr(m.Reasoning)
-	e.key(",", "reasoning_content")
-	e.strPtr(m.ReasoningContent)
+	if m.ReasoningContent != nil {
+		e.key(",", "reasoning_content")
+		e.strPtr(m.ReasoningContent)
+	}
 	e.b = append(e.b, '}')
 	e.key(",", "logprobs")
 	if c.Logprobs == nil {

@@ -30,6 +30,7 @@ type chatResp struct {
 		Message struct {
 			Content          *string        `json:"content"`
 			ReasoningContent *string        `json:"reasoning_content"`
+			Reasoning        *string        `json:"reasoning"`
 			ToolCalls        []respToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
@@ -127,6 +128,9 @@ func replay(t *testing.T, cfg Config) (extends bool, turns int) {
 		asst := map[string]any{"role": "assistant", "content": c.Message.Content}
 		if c.Message.ReasoningContent != nil {
 			asst["reasoning_content"] = *c.Message.ReasoningContent
+		}
+		if c.Message.Reasoning != nil {
+			asst["reasoning"] = *c.Message.Reasoning
 		}
 		if len(c.Message.ToolCalls) == 0 {
 			break

@@ -126,7 +126,11 @@ func (c *chunker) tokenChunk(p parsedChoice, d tokenDelta, step int, last bool) 
 		delta.Content = strp(d.content)
 	}
 	if d.reasoning != "" {
-		delta.Reasoning, delta.ReasoningContent = strp(d.reasoning), strp(d.reasoning)
+		if s.cfg.ReasoningContent {
+			delta.ReasoningContent = strp(d.reasoning)
+		} else {
+			delta.Reasoning = strp(d.reasoning)
+		}
 	}
 	ch := vllmStreamChoice{Index: p.index, Delta: delta, FinishReason: finish}
 	if c.job.req.Logprobs {

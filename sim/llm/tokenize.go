@@ -73,6 +73,13 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			noThinking = true
 		}
 		addGen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
+		if r.URL.Path == "/v1/tokenize" {
+			// SGLang's TokenizeRequest has no add_generation_prompt: it
+			// renders messages as a chat request, whose model drops the
+			// field, so the generation prompt is always added (but for
+			// continue_final_message).
+			addGen = !req.ContinueFinal
+		}
 		text, err = Template{StripReasoning: s.cfg.StripReasoning, DisableThinking: noThinking}.Render(msgs, tools, addGen)
 		if err != nil {
 			s.writeError(w, badRequest("%v", err))

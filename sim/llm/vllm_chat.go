@@ -27,15 +27,17 @@ type vllmToolCall struct {
 
 // vllmMessage is vLLM's ChatMessage, every field present as vLLM dumps it.
 type vllmMessage struct {
-	Role             string         `json:"role"`
-	Content          *string        `json:"content"`
-	Refusal          *string        `json:"refusal"`
-	Annotations      *any           `json:"annotations"`
-	Audio            *any           `json:"audio"`
-	FunctionCall     *any           `json:"function_call"`
-	ToolCalls        []vllmToolCall `json:"tool_calls"`
-	Reasoning        *string        `json:"reasoning"`
-	ReasoningContent *string        `json:"reasoning_content"`
+	Role         string         `json:"role"`
+	Content      *string        `json:"content"`
+	Refusal      *string        `json:"refusal"`
+	Annotations  *any           `json:"annotations"`
+	Audio        *any           `json:"audio"`
+	FunctionCall *any           `json:"function_call"`
+	ToolCalls    []vllmToolCall `json:"tool_calls"`
+	// Reasoning is current vLLM's field; ReasoningContent is older vLLM's
+	// name for it, sent only with Config.ReasoningContent.
+	Reasoning        *string `json:"reasoning"`
+	ReasoningContent *string `json:"reasoning_content,omitempty"`
 }
 
 // vllmTopLogprob is ChatCompletionLogProb.
@@ -146,7 +148,11 @@ func (s *Server) vllmChatResponse(job *chatJob, parsed []parsedChoice) vllmChatR
 		}
 		if p.reasoning != "" {
 			r := p.reasoning
-			msg.Reasoning, msg.ReasoningContent = &r, &r
+			if s.cfg.ReasoningContent {
+				msg.ReasoningContent = &r
+			} else {
+				msg.Reasoning = &r
+			}
 		}
 		for k, c := range p.calls {
 			msg.ToolCalls = append(msg.ToolCalls, vllmToolCall{ID: s.toolCallID(job.id, p.index, k), Type: "function", Function: vllmFunctionCall{Name: c.Name, Arguments: c.Arguments}})
