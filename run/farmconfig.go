@@ -1,6 +1,9 @@
 package run
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -29,7 +32,7 @@ type farmParts struct {
 // from it — the one place a farm.Config is filled — and a description of
 // r_correct for the start-of-run log. c must have passed Validate; an
 // error wraps ErrConfig.
-func (c Config) farmConfig(p farmParts) (farm.Config, string, error) {
+func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, string, error) {
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
 		return farm.Config{}, "", fmt.Errorf("%w: %s: %w", ErrConfig, name("mode", "mode"), err)
@@ -58,6 +61,9 @@ func (c Config) farmConfig(p farmParts) (farm.Config, string, error) {
 			if fc.RunConfig, err = c.RunRecordConfig(); err != nil {
 				return farm.Config{}, "", err
 			}
+			if p.resume {
+				fc.RunConfig = recordedEquivalent(ctx, p.store, c.Run, fc.RunConfig)
+			}
 			fc.Resume = p.resume
 			fc.Queue, fc.Concurrency = c.Queue()
 		}
@@ -66,4 +72,29 @@ func (c Config) farmConfig(p farmParts) (farm.Config, string, error) {
 		fc.Training = &p.training.Training
 	}
 	return fc, correctness, nil
+}
+
+// recordedEquivalent returns the configuration the store's record of run
+// holds when it is this one's, read over today's defaults: a run started
+// by an older mgrpo, whose record lacks the keys added since, resumes as
+// the same run (the keys it lacks take their defaults, which is what that
+// version did). Otherwise, or when nothing is recorded, it returns ours,
+// and the farm's own check decides.
+func recordedEquivalent(ctx context.Context, st store.Store, run string, ours json.RawMessage) json.RawMessage {
+	rec, err := st.Run(ctx, run)
+	if err != nil {
+		return ours
+	}
+	spec, err := farm.ReadRunSpec(rec)
+	if err != nil {
+		return ours
+	}
+	stored, err := ConfigFromRunRecord(spec.Config)
+	if err != nil {
+		return ours
+	}
+	if again, err := stored.RunRecordConfig(); err == nil && bytes.Equal(again, ours) {
+		return spec.Config
+	}
+	return ours
 }

@@ -114,7 +114,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		}
 		defer parts.training.Close()
 	}
-	fc, correctness, err := cfg.farmConfig(parts)
+	fc, correctness, err := cfg.farmConfig(ctx, parts)
 	if err != nil {
 		return nil, err
 	}

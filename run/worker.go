@@ -75,7 +75,7 @@ func Worker(ctx context.Context, opts WorkerOptions) error {
 		return err
 	}
 	defer stack.Close()
-	fc, _, err := runCfg.farmConfig(farmParts{stack: stack, store: st, hooks: Hooks{Logger: logger, Registerer: opts.Registerer}})
+	fc, _, err := runCfg.farmConfig(ctx, farmParts{stack: stack, store: st, hooks: Hooks{Logger: logger, Registerer: opts.Registerer}})
 	if err != nil {
 		return err
 	}
