@@ -14,6 +14,9 @@ func TestCheckOutDir(t *testing.T) {
 		missing       bool
 		resume, force bool
 		wantErr       string // "" for no error
+		// storeFile is a --store sqlite:// file (in the directory), "" for
+		// the run directory's own store.db.
+		storeFile string
 	}{
 		{name: "new directory", missing: true},
 		{name: "empty directory"},
@@ -27,6 +30,10 @@ func TestCheckOutDir(t *testing.T) {
 		{name: "resume a directory without a run", files: []string{"notes.txt"}, resume: true, wantErr: "holds no run"},
 		{name: "resume with the store gone", files: []string{"step-000001/"}, resume: true, wantErr: "no store.db"},
 		{name: "resume with an empty store beside steps", files: []string{"store.db:empty", "step-000001/"}, resume: true, wantErr: "is empty (0 bytes)"},
+		{name: "resume with an empty --store sqlite:// file beside steps", files: []string{"elsewhere.db:empty", "step-000001/"}, resume: true, storeFile: "elsewhere.db", wantErr: "is empty (0 bytes)"},
+		{name: "resume with a --store sqlite:// file gone", files: []string{"step-000001/"}, resume: true, storeFile: "elsewhere.db", wantErr: "no /"},
+		{name: "resume with a --store sqlite:// file", files: []string{"elsewhere.db", "step-000001/"}, resume: true, storeFile: "elsewhere.db"},
+		{name: "resume a run of a --store sqlite:// killed before its first step", files: []string{"elsewhere.db:empty"}, resume: true, storeFile: "elsewhere.db"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,7 +58,11 @@ func TestCheckOutDir(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := checkOutDir(dir, tt.resume, tt.force, true)
+			storeFile := ""
+			if tt.storeFile != "" {
+				storeFile = filepath.Join(dir, tt.storeFile)
+			}
+			err := checkOutDir(dir, tt.resume, tt.force, tt.storeFile == "", storeFile)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("error %v, want none", err)

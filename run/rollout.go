@@ -12,6 +12,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
+	"github.com/mgrpo/mgrpo/store/backends"
 )
 
 // RolloutOptions say how Rollout and Train run beside the configuration.
@@ -47,7 +48,8 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if resume && cfg.StoreURL() == "" {
 		return nil, invalid(errors.New("--resume: a run kept in memory (--store none) cannot be resumed; runs resume from their store"))
 	}
-	if err := checkOutDir(cfg.Out, resume, opts.Force, cfg.Store == ""); err != nil {
+	storeFile, _ := backends.SQLitePath(cfg.StoreURL())
+	if err := checkOutDir(cfg.Out, resume, opts.Force, cfg.Store == "", storeFile); err != nil {
 		return nil, invalid(err)
 	}
 	if resume {
@@ -148,8 +150,11 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 // checkOutDir checks the output directory before anything is written:
 // steps are never overwritten, a run is never written among files that are
 // not a run's (unless force), and --resume needs a run to continue (when
-// the run's store is its directory's own store.db, runDirStore).
-func checkOutDir(out string, resume, force, runDirStore bool) error {
+// the run's store is its directory's own store.db, runDirStore). A resumed
+// run whose step files are written needs its SQLite store (storeFile, the
+// file of a sqlite:// store; "" for another store) to exist and not be
+// empty, wherever it is.
+func checkOutDir(out string, resume, force, runDirStore bool, storeFile string) error {
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, os.ErrNotExist) {
 		if resume && runDirStore {
@@ -170,17 +175,24 @@ func checkOutDir(out string, resume, force, runDirStore bool) error {
 		}
 	}
 	if resume {
-		if !runDirStore {
+		if runDirStore {
+			storeFile = filepath.Join(out, StoreFile)
+		}
+		if storeFile == "" {
 			return nil
 		}
-		info, err := os.Stat(filepath.Join(out, StoreFile))
+		info, err := os.Stat(storeFile)
 		switch {
-		case err != nil && len(steps) == 0:
+		case err != nil && len(steps) == 0 && runDirStore:
 			return fmt.Errorf("--resume: --out %s holds no run (no %s, no step directory): check the path, or start the run without --resume", out, StoreFile)
-		case err != nil:
-			return fmt.Errorf("--resume: --out %s holds %d step(s) but no %s: the run's store is gone, so its finished rollouts cannot be told apart from the rest; start a new run in a new --out", out, len(steps), StoreFile)
-		case info.Size() == 0 && len(steps) > 0:
-			return fmt.Errorf("--resume: %s is empty (0 bytes) beside %d written step(s): the run's store was lost, and resuming would redo rollouts whose steps are written; start a new run in a new --out", filepath.Join(out, StoreFile), len(steps))
+		case err != nil && len(steps) > 0:
+			name := storeFile
+			if runDirStore {
+				name = StoreFile
+			}
+			return fmt.Errorf("--resume: --out %s holds %d step(s) but no %s: the run's store is gone, so its finished rollouts cannot be told apart from the rest; start a new run in a new --out", out, len(steps), name)
+		case err == nil && info.Size() == 0 && len(steps) > 0:
+			return fmt.Errorf("--resume: %s is empty (0 bytes) beside %d written step(s) in --out %s: the run's store was lost, and resuming would redo rollouts whose steps are written; start a new run in a new --out", storeFile, len(steps), out)
 		}
 		return nil
 	}

@@ -74,7 +74,10 @@ type RunRecord struct {
 	// Config is the run's configuration as JSON, secrets excepted (keys
 	// come from each process's environment).
 	Config json.RawMessage `json:"config"`
-	// Created is when the run was first created.
+	// Created is when the run was first created. It is kept to the
+	// nanosecond and never changed by a later CreateRun, so it also marks
+	// the run's incarnation: a run created anew (in a store that lost it)
+	// has another Created, which its processes watch for.
 	Created time.Time `json:"created"`
 }
 

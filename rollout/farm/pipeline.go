@@ -26,7 +26,7 @@ import (
 // summaries of the completed steps and an error wrapping the context's
 // cause. Any other error (the sink failing, a malformed trajectory
 // reaching sample building) also stops the run.
-func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
+func (f *Farm) Run(ctx context.Context) (_ []rollout.StepSummary, err error) {
 	f.log.Info("rollout run", "run", f.cfg.Run, "seed", f.cfg.Seed, "mode", f.cfg.Mode, "steps", f.cfg.Steps,
 		"rollouts_per_step", f.cfg.BatchSize*f.cfg.GroupSize,
 		"batch_size", f.cfg.BatchSize, "group_size", f.cfg.GroupSize, "dbar", f.cfg.DBar.String(),
@@ -45,6 +45,16 @@ func (f *Farm) Run(ctx context.Context) ([]rollout.StepSummary, error) {
 	written, err := f.openRun(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if f.st != nil {
+		// A store that loses the run stops it (ErrRunLost) instead of
+		// leaving it waiting for results that are gone.
+		wctx, endWatch, werr := f.st.watchRun(ctx, f.cfg.Run, watchPeriod(f.cfg.Worker.Lease))
+		if werr != nil {
+			return nil, werr
+		}
+		ctx = wctx
+		defer func() { err = endWatch(err) }()
 	}
 	if err := f.restoreTraining(ctx, lastWritten(written, f.cfg.Steps)); err != nil {
 		return nil, err

@@ -114,13 +114,18 @@ type storeAccess struct {
 }
 
 // retry calls fn until it succeeds, fails for good (a missing record, a
-// conflict, corrupt data, a closed store) or ctx ends.
+// conflict, corrupt data, a closed store, a store unusable until repaired:
+// see store.Transient) or ctx ends.
 func (a *storeAccess) retry(ctx context.Context, what string, fn func(context.Context) error) error {
 	wait := 50 * time.Millisecond
 	const maxWait = 5 * time.Second
 	for attempt := 1; ; attempt++ {
 		err := fn(ctx)
-		if err == nil || !transientStoreError(err) {
+		if err == nil || !store.Transient(err) {
+			if errors.Is(err, store.ErrUnusable) {
+				a.log.Error("the store cannot serve the run: stopping", "op", what, "error", err)
+				return fmt.Errorf("store: %s: %w (what is stored is kept: repair the store — free disk space, make it writable, give Redis memory or permissions — and continue the run with --resume)", what, err)
+			}
 			if err != nil {
 				return fmt.Errorf("store: %s: %w", what, err)
 			}
@@ -142,17 +147,6 @@ func (a *storeAccess) retry(ctx context.Context, what string, fn func(context.Co
 		}
 		wait = min(2*wait, maxWait)
 	}
-}
-
-// transientStoreError reports whether err may go away by itself (a lost
-// connection, a timeout) rather than being an answer.
-func transientStoreError(err error) bool {
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrCorrupt),
-		errors.Is(err, store.ErrLeaseLost), errors.Is(err, store.ErrClosed), errors.Is(err, context.Canceled):
-		return false
-	}
-	return true
 }
 
 // putResult encodes and stores a result (the first stored for a task wins).

@@ -112,8 +112,16 @@ func (w *Worker) Name() string { return w.opts.Name }
 // gives the rollouts in flight the grace period to finish; those still
 // running after it are abandoned, and their leases expire for other
 // workers to take. It returns nil when stopped by ctx, or the error that
-// stopped it (a store that answers but cannot serve the run).
-func (w *Worker) Serve(ctx context.Context) error {
+// stopped it (a store that answers but cannot serve the run, or one that
+// lost it: ErrRunLost).
+func (w *Worker) Serve(ctx context.Context) (err error) {
+	// A store that loses the run stops the worker (ErrRunLost) instead of
+	// leaving it claiming from a queue that is gone.
+	ctx, endWatch, err := w.st.watchRun(ctx, w.cfg.Run, watchPeriod(w.opts.Lease))
+	if err != nil {
+		return err
+	}
+	defer func() { err = endWatch(err) }()
 	w.log.Info("worker serving", "worker", w.opts.Name, "run", w.cfg.Run, "concurrency", w.cfg.Concurrency, "lease", w.opts.Lease)
 	runs := pool.New(w.cfg.Concurrency).NewGroup(ctx, w.cfg.Grace, func(error) error {
 		return fmt.Errorf("worker stopped: rollouts abandoned after the %v grace period", w.cfg.Grace)

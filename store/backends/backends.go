@@ -149,3 +149,17 @@ func paramNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// SQLitePath returns the file of a sqlite:// store URL and true; "" and
+// false for a URL of another scheme or one that does not parse.
+func SQLitePath(rawURL string) (string, bool) {
+	scheme, rest, err := splitScheme(rawURL)
+	if err != nil || scheme != "sqlite" {
+		return "", false
+	}
+	t, err := parseSQLite(rest)
+	if err != nil {
+		return "", false
+	}
+	return t.path, true
+}

@@ -142,6 +142,16 @@ var codes = []struct {
 	{"NOTFOUND", store.ErrNotFound},
 	{"LEASELOST", store.ErrLeaseLost},
 	{"CONFLICT", store.ErrConflict},
+	// Redis's own replies that retrying does not cure, and those it
+	// gives while it cannot answer for now (see store.Transient).
+	{"OOM ", store.ErrUnusable},
+	{"READONLY ", store.ErrUnusable},
+	{"NOPERM ", store.ErrUnusable},
+	{"MISCONF ", store.ErrUnusable},
+	{"BUSY ", store.ErrUnavailable},
+	{"LOADING ", store.ErrUnavailable},
+	{"MASTERDOWN ", store.ErrUnavailable},
+	{"TRYAGAIN ", store.ErrUnavailable},
 }
 
 // storeError is a Redis error reply that means one of the store's errors:

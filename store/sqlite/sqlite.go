@@ -273,7 +273,25 @@ func wrapErr(path, op string, err error) error {
 	if isCorrupt(err) && !errors.Is(err, store.ErrCorrupt) {
 		return fmt.Errorf("sqlite %s: %s: %w: %w", path, op, store.ErrCorrupt, err)
 	}
+	if class := errClass(err); class != nil && !errors.Is(err, class) {
+		return fmt.Errorf("sqlite %s: %s: %w: %w", path, op, class, err)
+	}
 	return fmt.Errorf("sqlite %s: %s: %w", path, op, err)
+}
+
+// errClass returns the store's class of a SQLite error (see
+// store.Transient): store.ErrUnusable for a full disk, a read-only,
+// corrupt or unopenable database or a failed disk, store.ErrUnavailable
+// for a database another connection holds; nil for other errors.
+func errClass(err error) error {
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB,
+		sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_PERM:
+		return store.ErrUnusable
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return store.ErrUnavailable
+	}
+	return nil
 }
 
 // sqliteCode returns the primary result code of a SQLite error, 0 for
