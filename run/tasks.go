@@ -34,12 +34,27 @@ func WriteSimTasks(w *sim.World, path, format string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write sim tasks: %w", err)
 	}
+	return WriteOut(path, nil, func(out io.Writer) error { return web.WriteTasks(out, w.Web.Questions, format) })
+}
+
+// WriteOut runs write on path ("-" is stdout), buffered, and reports errors
+// of the final flush and close too; a file whose write did not complete is
+// removed. A path that cannot be created is a configuration error naming
+// --out.
+func WriteOut(path string, stdout io.Writer, write func(io.Writer) error) error {
+	if path == "-" {
+		bw := bufio.NewWriter(stdout)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
 	f, err := os.Create(path)
 	if err != nil {
 		return invalid(fmt.Errorf("--out: %w", err))
 	}
 	bw := bufio.NewWriter(f)
-	if err := web.WriteTasks(io.Writer(bw), w.Web.Questions, format); err != nil {
+	if err := write(bw); err != nil {
 		f.Close()
 		os.Remove(path)
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/bench/report"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/run"
 )
 
 // reportCommand draws the curves of one or several runs.
@@ -45,7 +46,7 @@ func reportCommand() *cli.Command {
 			if out == "" {
 				out = filepath.Join(c.Args().First(), "curves.svg")
 			}
-			err := writeOut(out, c.App.Writer, func(w io.Writer) error { return report.WriteCurves(w, runs) })
+			err := run.WriteOut(out, c.App.Writer, func(w io.Writer) error { return report.WriteCurves(w, runs) })
 			if err == nil && out != "-" {
 				loggerOf(c).Info("curves written", "file", out, "runs", len(runs))
 			}

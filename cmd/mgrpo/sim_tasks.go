@@ -1,14 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mgrpo/mgrpo/run"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
 
@@ -39,7 +38,7 @@ func simTasksCommand() *cli.Command {
 			if len(qs) > n {
 				qs = qs[:n]
 			}
-			return writeOut(c.String("out"), c.App.Writer, func(w io.Writer) error {
+			return run.WriteOut(c.String("out"), c.App.Writer, func(w io.Writer) error {
 				if err := web.WriteTasks(w, qs, c.String("format")); err != nil {
 					return usageError{err}
 				}
@@ -47,34 +46,4 @@ func simTasksCommand() *cli.Command {
 			})
 		},
 	}
-}
-
-// writeOut runs write on path ("-" is stdout), buffered, and reports errors
-// of the final flush and close too.
-func writeOut(path string, stdout io.Writer, write func(io.Writer) error) error {
-	if path == "-" {
-		bw := bufio.NewWriter(stdout)
-		if err := write(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return usagef("--out: %w", err)
-	}
-	bw := bufio.NewWriter(f)
-	if err := write(bw); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	return nil
 }
