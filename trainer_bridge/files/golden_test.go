@@ -1,7 +1,6 @@
 package files
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"os"
@@ -29,22 +28,6 @@ func TestGoldenStepFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		golden := filepath.Join("testdata", "golden", name)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s:\n got %q\nwant %q", name, golden, got, want)
-		}
+		trainertest.CheckGolden(t, filepath.Join("testdata", "golden", name), got, *update)
 	}
 }

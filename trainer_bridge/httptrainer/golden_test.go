@@ -1,9 +1,7 @@
 package httptrainer
 
 import (
-	"bytes"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -24,21 +22,5 @@ func TestGoldenStepBody(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "step-body.golden.json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("step body differs from %s:\n got %s\nwant %s", golden, got, want)
-	}
+	trainertest.CheckGolden(t, filepath.Join("testdata", "step-body.golden.json"), got, *update)
 }

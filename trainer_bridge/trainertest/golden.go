@@ -1,7 +1,10 @@
 package trainertest
 
 import (
+	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -31,4 +34,26 @@ func GoldenBatch(tb testing.TB) trainerbridge.Batch {
 		b.Samples = append(b.Samples, s)
 	}
 	return b
+}
+
+// CheckGolden compares got with the golden file at path, or with update
+// rewrites the file (creating its directory) instead.
+func CheckGolden(tb testing.TB, path string, got []byte, update bool) {
+	tb.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		tb.Errorf("the bytes differ from %s (go test -update rewrites it):\n got %q\nwant %q", path, got, want)
+	}
 }
