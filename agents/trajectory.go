@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools"
 )
 
@@ -42,6 +43,12 @@ type Trajectory struct {
 	// Error is the failure that ended the trajectory early (a model call
 	// that gave up, a cancelled context), empty otherwise.
 	Error string `json:"error,omitempty"`
+	// FailureKind says whose fault Error is (infra or model, see
+	// internal/failure); FailureCause is a short stable label of what
+	// failed (for example "engine_unreachable", "turn_budget"), used in
+	// counts and metrics. Both are empty when Error is.
+	FailureKind  failure.Kind `json:"failure_kind,omitempty"`
+	FailureCause string       `json:"failure_cause,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`

@@ -46,6 +46,10 @@ type TrajectoryRecord struct {
 	FormatErrors []string `json:"format_errors,omitempty"`
 	// Error is the failure that ended the trajectory early, empty otherwise.
 	Error string `json:"error,omitempty"`
+	// FailureKind and FailureCause say whose fault Error is and what
+	// failed (see internal/failure).
+	FailureKind  failure.Kind `json:"failure_kind,omitempty"`
+	FailureCause string       `json:"failure_cause,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`

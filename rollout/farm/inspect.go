@@ -65,7 +65,8 @@ func trajectoryRecord(tr *agents.Trajectory) (*rollout.TrajectoryRecord, error) 
 		return nil, nil
 	}
 	c := &rollout.TrajectoryRecord{Role: tr.Role, Index: tr.Index, Task: tr.Task, Final: tr.Final, Answer: tr.Answer,
-		FormatOK: tr.FormatOK, FormatErrors: tr.FormatErrors, Error: tr.Error, AnswerNow: tr.AnswerNow}
+		FormatOK: tr.FormatOK, FormatErrors: tr.FormatErrors, Error: tr.Error,
+		FailureKind: tr.FailureKind, FailureCause: tr.FailureCause, AnswerNow: tr.AnswerNow}
 	ids := map[string]string{}
 	renumber := func(calls []openai.ToolCall, turn int) []rollout.ToolCallRecord {
 		if calls == nil {

@@ -34,7 +34,7 @@ func fullTree() *agents.Rollout {
 	calls := []openai.ToolCall{{Index: &idx, ID: "call-0-0", Type: openai.ToolTypeFunction,
 		Function: openai.FunctionCall{Name: "search", Arguments: `{"query":["a <b> & c"]}`}}}
 	planner := &agents.Trajectory{Role: agents.RolePlanner, Task: "q?", Final: "<answer>x</answer>", Answer: "x",
-		FormatOK: true, FormatErrors: []string{"one", "two"}, Error: "turn 2: cut", AnswerNow: true,
+		FormatOK: true, FormatErrors: []string{"one", "two"}, Error: "turn 2: cut", FailureKind: failure.KindInfra, FailureCause: "stream_cut", AnswerNow: true,
 		Turns: []*llm.Turn{
 			{Message: openai.ChatCompletionMessage{Role: "assistant", Content: "calling", Refusal: "no", Name: "bot",
 				ReasoningContent: "think", FunctionCall: &openai.FunctionCall{Name: "f", Arguments: "{}"}, ToolCalls: calls, ToolCallID: "t"},
