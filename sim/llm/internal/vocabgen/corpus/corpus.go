@@ -37,10 +37,11 @@ const minWord, maxWord = 2, 23
 // Source trees (or files) whose string literals and templates count as the
 // model's and tools' own text, relative to the module root. The tools'
 // status errors are written by the shared internal/httpretry/status.go, so
-// its text is the tools' text too, as are the failure classes of
-// internal/failure that the tools report.
+// its text is the tools' text too, as are the tool failure classes of
+// internal/failure/class.go that the tools report (the rollout failure
+// kinds beside them are never shown to a model).
 var (
-	literalDirs  = []string{"sim/llm/policy", "tools", "internal/httpretry/status.go", "internal/failure"}
+	literalDirs  = []string{"sim/llm/policy", "tools", "internal/httpretry/status.go", "internal/failure/class.go"}
 	templateDirs = []string{"agents/prompts"}
 )
 
