@@ -96,6 +96,19 @@ type saveWeightsRequest struct {
 	SeqID   *int64 `json:"seq_id"`
 }
 
+// loadWeightsRequest is the SDK's LoadWeightsRequest: optimizer also
+// restores the Adam state saved with the weights (load_state_with_optimizer).
+type loadWeightsRequest struct {
+	ModelID   string `json:"model_id"`
+	Path      string `json:"path"`
+	Optimizer bool   `json:"optimizer"`
+	SeqID     *int64 `json:"seq_id"`
+}
+
+type weightsInfoRequest struct {
+	TinkerPath string `json:"tinker_path"`
+}
+
 type retrieveRequest struct {
 	RequestID json.RawMessage `json:"request_id"`
 }
