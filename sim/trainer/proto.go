@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -314,16 +315,30 @@ func elements(b []byte, dtype uint64) ([]float64, error) {
 		p := b[i*size:]
 		switch dtype {
 		case dtypeFloat32:
-			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(p)))
+			out[i] = jsonFloat32(math.Float32frombits(binary.LittleEndian.Uint32(p)))
 		case dtypeInt64:
 			out[i] = float64(int64(binary.LittleEndian.Uint64(p)))
 		case dtypeInt32:
 			out[i] = float64(int32(binary.LittleEndian.Uint32(p)))
 		case dtypeBFloat16:
-			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(p)) << 16))
+			out[i] = jsonFloat32(math.Float32frombits(uint32(binary.LittleEndian.Uint16(p)) << 16))
 		}
 	}
 	return out, nil
+}
+
+// jsonFloat32 is the value the sim trains with for a float32 f: the
+// decimal of f's shortest form (what a JSON body carries for it) read at
+// float64 precision, as the sim's JSON path has always read it. The two
+// wires so train the very same numbers; a GPU trainer would keep f
+// itself, which differs from that decimal in the float64 digits below
+// float32's precision.
+func jsonFloat32(f float32) float64 {
+	v, err := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	if err != nil {
+		return float64(f)
+	}
+	return v
 }
 
 // densify expands a CSR matrix of the given shape (its last dimension the
