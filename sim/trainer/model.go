@@ -72,7 +72,11 @@ func (s *Server) submit(m *model, route string, seq int64, fp string, run func(*
 	m.lastRequest = s.cfg.Now()
 	if e := m.seen[seq]; e != nil {
 		if e.fp != fp {
-			return nil, errorf(http.StatusConflict, "%s: seq_id %d of model %s was already used by another request (%s); a replay must send the same body", route, seq, m.id, e.route)
+			// Sent again it would conflict again: told so, the SDK
+			// does not retry it.
+			e := errorf(http.StatusConflict, "%s: seq_id %d of model %s was already used by another request (%s); a replay must send the same body", route, seq, m.id, e.route)
+			e.noRetry = true
+			return nil, e
 		}
 		if e.fut == nil {
 			return nil, errorf(http.StatusGone, "%s: seq_id %d of model %s ran, and its result is no longer kept (the futures of the last %d steps are)", route, seq, m.id, s.cfg.KeptSteps)
@@ -80,7 +84,9 @@ func (s *Server) submit(m *model, route string, seq int64, fp string, run func(*
 		return e.fut, nil
 	}
 	if seq <= m.lastRun {
-		return nil, errorf(http.StatusConflict, "%s: seq_id %d of model %s is before the last one run (%d)", route, seq, m.id, m.lastRun)
+		e := errorf(http.StatusConflict, "%s: seq_id %d of model %s is before the last one run (%d)", route, seq, m.id, m.lastRun)
+		e.noRetry = true
+		return nil, e
 	}
 	e := &seqEntry{route: route, fp: fp, fut: s.newFuture(m.id), run: run}
 	expire := s.drawFutureFault()

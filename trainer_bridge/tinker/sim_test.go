@@ -17,6 +17,8 @@ import (
 
 // simFaults are the faults the sim trainer injects in these tests: every
 // kind it has, each one the official SDK's retries survive.
+var simFaultsNone = simtrainer.Faults{}
+
 var simFaults = simtrainer.Faults{Rate500: 0.04, Rate503: 0.04, Rate429: 0.02, RateDrop: 0.06, RateFutureExpire: 0.05}
 
 func newSimTrainer(t *testing.T, faults simtrainer.Faults) (*simtrainer.Server, string, simtrainer.Toy) {
