@@ -335,7 +335,7 @@ func (t *Trainer) Start(ctx context.Context) error {
 	t.st.ModelID, t.st.SeqID = id, seq
 	t.mu.Unlock()
 	if st.StatePath != "" {
-		t.log.Info("tinker run resumed into a fresh model", "model_id", id, "from", st.StatePath, "old_model_id", st.ModelID, "steps_trained", st.StepsTrained)
+		t.log.Info("tinker model resumed", "model_id", id, "loaded", st.StatePath, "into", "a fresh model", "old_model_id", st.ModelID, "steps_trained", st.StepsTrained)
 		return nil
 	}
 	t.log.Info("tinker model created", "model_id", id, "base_model", t.opts.BaseModel)
