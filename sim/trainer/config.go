@@ -21,13 +21,17 @@ const (
 	DefaultMaxBodyBytes = 64 << 20
 	// DefaultRetryAfter is the Retry-After of injected 429s.
 	DefaultRetryAfter = time.Second
+	// DefaultChunkDatums and DefaultChunkBytes are the forward_backward
+	// limits client/config announces: the SDK's defaults.
+	DefaultChunkDatums = 1024
+	DefaultChunkBytes  = 5_000_000
 )
 
 // Faults sets the rate of each injected failure. Every request draws one
 // uniform number from the server's seeded fault RNG and fails in at most one
-// of the first four ways, so those rates must sum to at most 1; every queued
-// request (create_model and the sequenced routes) draws again, when it runs,
-// against RateFutureFail. Zero everywhere (the default) injects nothing.
+// of the first four ways, so those rates must sum to at most 1; every new
+// request of create_model and the sequenced routes draws again, when it is
+// accepted, against RateFutureExpire. Zero everywhere (the default) injects nothing.
 type Faults struct {
 	// Rate500 and Rate503 answer 500 and 503 with a {"detail": …} body,
 	// before the request is looked at.
@@ -39,10 +43,13 @@ type Faults struct {
 	// its body and closes the connection: the request took effect and the
 	// client cannot know.
 	RateDrop float64
-	// RateFutureFail makes a queued request's future fail with category
-	// "server" instead of running. The request is forgotten (its seq_id
-	// stays free), so sending it again runs it.
-	RateFutureFail float64
+	// RateFutureExpire makes a new request's future expire once: the
+	// request is queued and runs, but the first retrieve_future of it
+	// answers 410, and the client must send it again with the same body
+	// and seq_id (which answers the same future). The SDK does so for a
+	// 410, so it survives this fault where it would not survive a failed
+	// future that wants a resend.
+	RateFutureExpire float64
 	// RetryAfter is the Retry-After of injected 429s (DefaultRetryAfter).
 	RetryAfter time.Duration
 }
@@ -100,6 +107,12 @@ type Config struct {
 	// none), so that a loop training against the sim feels a GPU step's
 	// time: asynchronous training and back-pressure show only then.
 	StepTime time.Duration
+	// ChunkDatums and ChunkBytes are the datums and body bytes per
+	// forward_backward request that client/config announces
+	// (fwdbwd_max_chunk_len, fwdbwd_max_chunk_bytes_count; DefaultChunkDatums,
+	// DefaultChunkBytes). They are advice to clients: larger requests are
+	// served, up to MaxBodyBytes.
+	ChunkDatums, ChunkBytes int
 	// Seed seeds fault injection.
 	Seed uint64
 	// Faults sets the injected failure rates (Server.SetFaults changes them).
@@ -125,6 +138,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Faults.RetryAfter <= 0 {
 		c.Faults.RetryAfter = DefaultRetryAfter
+	}
+	if c.ChunkDatums <= 0 {
+		c.ChunkDatums = DefaultChunkDatums
+	}
+	if c.ChunkBytes <= 0 {
+		c.ChunkBytes = DefaultChunkBytes
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -92,17 +92,22 @@ func parseDatum(w wireDatum, needRL bool) (datum, error) {
 	if d.weights, err = tensor(w.LossFnInputs, "weights", "float32", n, false); err != nil {
 		return datum{}, err
 	}
-	if d.weights == nil {
-		d.weights = make([]float64, n)
-		for j := range d.weights {
-			d.weights[j] = 1
-		}
-	}
 	if d.sampler, err = tensor(w.LossFnInputs, "logprobs", "float32", n, needRL); err != nil {
 		return datum{}, err
 	}
 	if d.advantages, err = tensor(w.LossFnInputs, "advantages", "float32", n, needRL); err != nil {
 		return datum{}, err
+	}
+	if d.weights == nil {
+		// A datum without weights (the cookbook's RL datums have none)
+		// trains where it has an advantage; without advantages (a
+		// cross_entropy datum), on every target.
+		d.weights = make([]float64, n)
+		for j := range d.weights {
+			if d.advantages == nil || d.advantages[j] != 0 {
+				d.weights[j] = 1
+			}
+		}
 	}
 	return d, nil
 }

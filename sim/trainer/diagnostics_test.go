@@ -71,9 +71,9 @@ func TestDiagnosticsCatchBrokenBatches(t *testing.T) {
 	t.Run("ShiftedTargets", func(t *testing.T) {
 		b := batch(false)
 		b[1].targetsOverride = append(b[1].tokens[2:], 0)
-		st, m := ts.post("forward_backward", fwdBwd(model, seq+1, "ppo", nil, b...))
-		if d, _ := m["detail"].(string); st != 400 || !strings.Contains(d, "datum 1") || !strings.Contains(d, "target_tokens") || !strings.Contains(d, "misaligned") {
-			t.Errorf("targets shifted by one: %d %v, want 400 naming datum 1 and target_tokens", st, m)
+		m := ts.call("forward_backward", fwdBwd(model, next(), "ppo", nil, b...))
+		if d, _ := m["error"].(string); m["category"] != "user" || !strings.Contains(d, "datum 1") || !strings.Contains(d, "target_tokens") || !strings.Contains(d, "misaligned") {
+			t.Errorf("targets shifted by one: %v, want a failed future (category user) naming datum 1 and target_tokens", m)
 		}
 	})
 

@@ -9,16 +9,37 @@
 // # Routes
 //
 // Under /api/v1: GET get_server_capabilities (Config.BaseModels) and
-// healthz; POST create_session, session_heartbeat (a session expires
-// Config.SessionTTL after its last beat), create_model (a model per
-// request, of a served base model; the LoRA rank is recorded only; a replay
-// of a session's model_seq_id answers the same model), get_info, and the
-// sequenced routes forward, forward_backward, optim_step and
+// healthz; POST client/config (the SDK's first request: its flags, with
+// the forward_backward limits Config.ChunkDatums and Config.ChunkBytes),
+// telemetry (accepted and dropped), create_session, session_heartbeat (a
+// session expires Config.SessionTTL after its last beat), create_model (a
+// model per request, of a served base model; the LoRA rank is recorded
+// only; a replay of a session's model_seq_id answers the same model),
+// get_info, weights_info {tinker_path}, and the sequenced routes forward,
+// forward_backward, optim_step, save_weights, load_weights and
 // save_weights_for_sampler, which answer a future {request_id, model_id}
 // resolved through POST retrieve_future. A long poll that runs out after
 // Config.PollTimeout answers 408 or 200 {"type": "try_again"}
 // (Config.PollAnswer). Errors are {"detail": …}; a failed future is the
-// SDK's {error, category}.
+// SDK's {error, category}. GET training_runs (limit, offset),
+// training_runs/ID, training_runs/ID/checkpoints and models/ID/checkpoints
+// list the models and their saves as the SDK's TrainingRun and Checkpoint.
+//
+// forward_backward takes JSON, or the SDK's protobuf ForwardBackwardRequest
+// (Content-Type application/x-protobuf; its forward_only makes it a
+// forward); a poll whose Accept names application/x-protobuf gets a
+// forward_backward's or forward's result as a protobuf
+// ForwardBackwardOutput (one ArrayRecord of float32 BatchedTensors), any
+// other result and every failure as JSON. The sim decodes and encodes the
+// protobuf with its own code (proto.go). Compressed bodies are 415.
+//
+// save_weights (the SDK's save_state) keeps the parameters and the Adam
+// state under tinker://MODEL/weights/NAME (and in
+// CheckpointDir/MODEL/weights/NAME.json when there is a CheckpointDir), so
+// that load_weights {path, optimizer} can put them into another model,
+// even after a restart: the SDK resumes a run that way. A save without a
+// path is named after its seq_id (save_weights_for_sampler's too, as
+// save_weights_and_get_sampling_client sends none).
 //
 // # Sequencing
 //
@@ -26,7 +47,11 @@
 // earlier ones have run (a later one waits in the queue). A seq_id seen
 // before with the same route and body (compared after decoding, so key
 // order and spacing do not matter) answers the original future; another
-// body is 409. A model's futures are kept until Config.KeptSteps later
+// body is 409. A request the server can read but refuses (a bad datum,
+// loss, path or Adam parameter) takes its seq_id all the same and answers
+// a future that fails with category "user": the SDK numbers its requests
+// as it makes them and never sends a refused one again, so the queue must
+// not wait for it. A model's futures are kept until Config.KeptSteps later
 // steps (each ended by save_weights_for_sampler) have saved, so a
 // restarted client's replays of its last steps find them; older ones are
 // let go, and retrieving one, or replaying its seq_id, is 410.
@@ -36,7 +61,8 @@
 // A datum's sequence is its model input's tokens plus the last target;
 // target j must be token j+1 (else 400 "targets misaligned", naming the
 // datum and index), and every loss_fn_input has one value per input token,
-// target_tokens int64, the rest float32. forward_backward scores every
+// target_tokens int64, the rest float32. A datum without weights trains
+// where its advantages are non-zero (on every target when it has none). forward_backward scores every
 // sequence under the model's parameters with Policy.Score, applies the
 // loss — importance_sampling −Σ w·r·A with r = exp(trainer − sampler
 // logprob), ppo −Σ w·min(r·A, clip(r, low, high)·A) with loss_fn_config's
@@ -70,8 +96,10 @@
 //
 // Config.Faults injects, from a seeded RNG, 500s, 503s, 429s with
 // Retry-After, answers cut mid-body after the request took effect, and
-// futures failing with category "server" (the request is forgotten, so
-// sending it again runs it).
+// futures that expire once (the first retrieve is 410, and the request
+// sent again with its seq_id answers the same future), every one a fault
+// the SDK's own retries get through. client/config and telemetry are
+// never faulted.
 //
 // # Independence
 //

@@ -10,11 +10,11 @@ import (
 
 // Fault kinds, as FaultCounts reports them.
 const (
-	Fault500        = "500"
-	Fault503        = "503"
-	Fault429        = "429"
-	FaultDrop       = "drop"
-	FaultFutureFail = "future_fail"
+	Fault500          = "500"
+	Fault503          = "503"
+	Fault429          = "429"
+	FaultDrop         = "drop"
+	FaultFutureExpire = "future_expire"
 )
 
 // drawFault draws the fault of one request ("" for none): one uniform
@@ -41,10 +41,11 @@ func (s *Server) drawFault() string {
 	return ""
 }
 
-// drawFutureFault draws whether a queued request's future fails.
+// drawFutureFault draws whether a new request's future expires once
+// (FaultFutureExpire).
 func (s *Server) drawFutureFault() bool {
 	s.faultMu.Lock()
-	rate := s.faults.RateFutureFail
+	rate := s.faults.RateFutureExpire
 	if rate <= 0 {
 		s.faultMu.Unlock()
 		return false
@@ -52,7 +53,7 @@ func (s *Server) drawFutureFault() bool {
 	u := s.faultRng.Float64()
 	s.faultMu.Unlock()
 	if u < rate {
-		s.countFault(FaultFutureFail)
+		s.countFault(FaultFutureExpire)
 		return true
 	}
 	return false

@@ -90,28 +90,29 @@ func TestDroppedAnswerTookEffect(t *testing.T) {
 	}
 }
 
-func TestFailedFutureRunsWhenSentAgain(t *testing.T) {
+func TestExpiredFutureAnswersWhenSentAgain(t *testing.T) {
 	ts := newTestServer(t, Config{Seed: 1})
 	model := ts.newModel()
-	ts.SetFaults(Faults{RateFutureFail: 0.8})
+	ts.SetFaults(Faults{RateFutureExpire: 1})
 	body := fwdBwd(model, 1, "importance_sampling", nil, newDatum([]int{0, 1, 2}, 1, -1, 1))
-	failed := 0
-	for {
-		res := ts.call("forward_backward", body)
-		if res["error"] == nil {
-			break
-		}
-		if res["category"] != "server" {
-			t.Fatalf("injected failure %v: want category server", res)
-		}
-		failed++
-	}
-	if failed == 0 || ts.FaultCounts()[FaultFutureFail] != failed {
-		t.Fatalf("%d failed futures seen, %d injected: want at least one, all seen", failed, ts.FaultCounts()[FaultFutureFail])
-	}
+	id := ts.mustPost("forward_backward", body)["request_id"]
 	ts.SetFaults(Faults{})
+	if st, m := ts.post("retrieve_future", map[string]any{"request_id": id}); st != http.StatusGone {
+		t.Fatalf("first retrieve of an expiring future: %d %v, want 410", st, m)
+	}
+	// As the SDK does on a 410: the same request again, same seq_id.
+	again := ts.mustPost("forward_backward", body)["request_id"]
+	if again != id {
+		t.Errorf("resend answered future %v, want the original %v", again, id)
+	}
+	if res := ts.result(again); res["error"] != nil {
+		t.Fatalf("resent request: %v", res)
+	}
+	if ts.FaultCounts()[FaultFutureExpire] != 1 {
+		t.Errorf("fault counts %v: want one %s", ts.FaultCounts(), FaultFutureExpire)
+	}
 	res := ts.call("optim_step", optim(model, 2, 0.1))
 	if got := metric(t, res, "datums"); got != 1 {
-		t.Errorf("optim_step after %d failed tries: %v datums, want 1", failed, got)
+		t.Errorf("optim_step after an expired future: %v datums, want 1 (trained once)", got)
 	}
 }

@@ -18,6 +18,12 @@ type future struct {
 	// result is the JSON answered once done: the route's result or the
 	// SDK's RequestFailedResponse {error, category}.
 	result json.RawMessage
+	// route is the request's; a forward_backward's or forward's result is
+	// answered as protobuf to a poll that accepts it.
+	route string
+	// expire, guarded by Server.mu, makes the next retrieve answer 410
+	// (FaultFutureExpire).
+	expire bool
 }
 
 // Error categories of a failed future (the SDK's RequestErrorCategory).
@@ -64,6 +70,24 @@ func (f *future) fail(category, msg string) {
 	f.resolve(map[string]string{"error": msg, "category": category})
 }
 
+// protoResult is f's result as a protobuf ForwardBackwardOutput when the
+// poll's Accept takes application/x-protobuf and f is a forward_backward
+// or forward that succeeded; failures and other results stay JSON, as the
+// SDK reads them.
+func (f *future) protoResult(accept string) ([]byte, bool) {
+	if f.route != "forward_backward" && f.route != "forward" || !strings.Contains(strings.ToLower(accept), protoContentType) {
+		return nil, false
+	}
+	var out forwardBackwardOutput
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(f.result, &probe) != nil || len(probe.Error) > 0 || json.Unmarshal(f.result, &out) != nil {
+		return nil, false
+	}
+	return encodeForwardBackwardProto(out), true
+}
+
 // polling returns the number of long polls being held.
 func (s *Server) polling() int64 { return s.polls.Load() }
 
@@ -95,8 +119,22 @@ func (s *Server) retrieveFuture(w http.ResponseWriter, r *http.Request, body []b
 	defer s.polls.Add(-1)
 	t := time.NewTimer(s.cfg.PollTimeout)
 	defer t.Stop()
+	s.mu.Lock()
+	expire := f.expire
+	f.expire = false
+	s.mu.Unlock()
+	if expire {
+		writeError(w, errorf(http.StatusGone, "future %q expired (injected by the simulator): send the request again, with the same seq_id", id))
+		return
+	}
 	select {
 	case <-f.done:
+		if b, ok := f.protoResult(r.Header.Get("Accept")); ok {
+			w.Header().Set("Content-Type", protoContentType)
+			w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+			_, _ = w.Write(b)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(f.result)
 	case <-t.C:

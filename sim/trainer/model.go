@@ -1,10 +1,10 @@
 package trainer
 
 import (
-	"fmt"
 	"net/http"
 	"regexp"
 	"sync"
+	"time"
 )
 
 // model is one trained model: its parameters, gradient and optimizer
@@ -23,6 +23,8 @@ type model struct {
 	// released is the highest seq_id whose future was let go.
 	saves    []int64
 	released int64
+	// lastRequest is when the model's last sequenced request came.
+	lastRequest time.Time
 
 	// st guards the training state; the drain goroutine holds it while a
 	// request runs.
@@ -34,6 +36,7 @@ type model struct {
 	adam        adamState
 	records     []groupRecord // this optimizer step's datums with a known reward
 	accumulated int           // datums whose gradient waits for optim_step
+	checkpoints []checkpoint  // saves, oldest first (training_runs lists them)
 }
 
 // seqEntry is an accepted sequenced request.
@@ -66,9 +69,14 @@ func (s *Server) submit(m *model, route string, seq int64, fp string, run func(*
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.lastRequest = s.cfg.Now()
 	if e := m.seen[seq]; e != nil {
 		if e.fp != fp {
-			return nil, errorf(http.StatusConflict, "%s: seq_id %d of model %s was already used by another request (%s); a replay must send the same body", route, seq, m.id, e.route)
+			// Sent again it would conflict again: told so, the SDK
+			// does not retry it.
+			e := errorf(http.StatusConflict, "%s: seq_id %d of model %s was already used by another request (%s); a replay must send the same body", route, seq, m.id, e.route)
+			e.noRetry = true
+			return nil, e
 		}
 		if e.fut == nil {
 			return nil, errorf(http.StatusGone, "%s: seq_id %d of model %s ran, and its result is no longer kept (the futures of the last %d steps are)", route, seq, m.id, s.cfg.KeptSteps)
@@ -76,9 +84,15 @@ func (s *Server) submit(m *model, route string, seq int64, fp string, run func(*
 		return e.fut, nil
 	}
 	if seq <= m.lastRun {
-		return nil, errorf(http.StatusConflict, "%s: seq_id %d of model %s is before the last one run (%d)", route, seq, m.id, m.lastRun)
+		e := errorf(http.StatusConflict, "%s: seq_id %d of model %s is before the last one run (%d)", route, seq, m.id, m.lastRun)
+		e.noRetry = true
+		return nil, e
 	}
 	e := &seqEntry{route: route, fp: fp, fut: s.newFuture(m.id), run: run}
+	expire := s.drawFutureFault()
+	s.mu.Lock()
+	e.fut.route, e.fut.expire = route, expire
+	s.mu.Unlock()
 	m.seen[seq] = e
 	m.queue[seq] = e
 	if !m.running && m.queue[m.lastRun+1] != nil {
@@ -105,14 +119,6 @@ func (s *Server) drain(m *model) {
 		delete(m.queue, seq)
 		m.mu.Unlock()
 
-		if s.drawFutureFault() {
-			// Forget the request: sent again, it runs.
-			m.mu.Lock()
-			delete(m.seen, seq)
-			m.mu.Unlock()
-			e.fut.fail(categoryServer, fmt.Sprintf("%s seq_id %d of model %s failed (injected by the simulator); send it again", e.route, seq, m.id))
-			continue
-		}
 		res, fl := e.run(m)
 		m.mu.Lock()
 		m.lastRun = seq

@@ -128,7 +128,7 @@ func (s *Server) restore() error {
 		m.adam = adamState{m: st.AdamM, v: st.AdamV, t: st.AdamT}
 		m.lastRun, m.saves, m.released = st.LastRun, st.Saves, st.Released
 		for _, r := range st.Requests {
-			f := &future{id: r.FutureID, modelID: st.ID, done: make(chan struct{}), result: r.Result}
+			f := &future{id: r.FutureID, modelID: st.ID, done: make(chan struct{}), result: r.Result, route: r.Route}
 			close(f.done)
 			m.seen[r.Seq] = &seqEntry{route: r.Route, fp: string(r.Fingerprint), fut: f}
 			s.futures[f.id] = f

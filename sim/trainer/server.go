@@ -2,7 +2,9 @@ package trainer
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -29,6 +31,7 @@ type Server struct {
 	creates    map[string]*createEntry // by session and model_seq_id
 	futures    map[string]*future
 	nextFuture int
+	states     map[string]*snapshot // saved training states, by tinker:// path
 
 	polls atomic.Int64 // long polls held
 
@@ -49,6 +52,7 @@ func New(cfg Config) *Server {
 		models:      map[string]*model{},
 		creates:     map[string]*createEntry{},
 		futures:     map[string]*future{},
+		states:      map[string]*snapshot{},
 		faultRng:    rand.New(rand.NewPCG(cfg.Seed, 0x51a7a1e7)),
 		faultCounts: map[string]int{},
 		faults:      cfg.Faults,
@@ -114,11 +118,35 @@ var routes = map[string]string{
 	"optim_step":               http.MethodPost,
 	"save_weights_for_sampler": http.MethodPost,
 	"retrieve_future":          http.MethodPost,
+	"client/config":            http.MethodPost,
+	"telemetry":                http.MethodPost,
+	"save_weights":             http.MethodPost,
+	"load_weights":             http.MethodPost,
+	"weights_info":             http.MethodPost,
+	"training_runs":            http.MethodGet,
+	"training_runs/*":          http.MethodGet,
+	"models/*":                 http.MethodGet,
+}
+
+// unfaulted are the routes fault injection spares: the health check, and
+// the SDK's client configuration and telemetry, which it sends outside its
+// retry of training requests.
+var unfaulted = map[string]bool{"healthz": true, "client/config": true, "telemetry": true}
+
+// routeKey is the key of path's route in routes: training_runs/ID… and
+// models/ID/checkpoints are one route each.
+func routeKey(route string) string {
+	for _, p := range []string{"training_runs/", "models/"} {
+		if strings.HasPrefix(route, p) {
+			return p + "*"
+		}
+	}
+	return route
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	route, ok := strings.CutPrefix(r.URL.Path, "/api/v1/")
-	method, known := routes[route]
+	method, known := routes[routeKey(route)]
 	if !ok || !known {
 		writeError(w, errorf(http.StatusNotFound, "no route %s", r.URL.Path))
 		return
@@ -150,7 +178,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fault := ""
-	if route != "healthz" {
+	if !unfaulted[route] {
 		fault = s.drawFault()
 	}
 	s.withFault(fault, w, func(w http.ResponseWriter) { s.dispatch(w, r, route, body) })
@@ -179,8 +207,26 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, route string, 
 		s.getInfo(w, body)
 	case "retrieve_future":
 		s.retrieveFuture(w, r, body)
+	case "client/config":
+		s.clientConfig(w, body)
+	case "telemetry":
+		// Accepted and dropped: the SDK sends its events every second and
+		// waits for them on a fatal error.
+		writeJSON(w, http.StatusOK, map[string]string{"status": "accepted"})
+	case "weights_info":
+		s.weightsInfo(w, body)
+	case "training_runs":
+		s.trainingRuns(w, r)
 	default:
-		s.sequenced(w, route, body)
+		if k := routeKey(route); k != route {
+			s.trainingRun(w, route)
+			return
+		}
+		if enc := r.Header.Get("Content-Encoding"); enc != "" && enc != "identity" {
+			writeError(w, errorf(http.StatusUnsupportedMediaType, "%s: Content-Encoding %q is not served (client/config says proto_compress_fwdbwd false)", route, enc))
+			return
+		}
+		s.sequenced(w, route, r.Header.Get("Content-Type"), body)
 	}
 }
 
@@ -190,67 +236,137 @@ func (s *Server) model(id string) *model {
 	return s.models[id]
 }
 
-// sequenced checks and queues a forward, forward_backward, optim_step or
-// save_weights_for_sampler request and answers its future.
-func (s *Server) sequenced(w http.ResponseWriter, route string, body []byte) {
+// sequenced checks and queues a forward, forward_backward, optim_step,
+// save_weights, load_weights or save_weights_for_sampler request and
+// answers its future. forward_backward comes as JSON or, with Content-Type
+// application/x-protobuf, as the SDK's ForwardBackwardRequest (whose
+// forward_only makes it a forward). A body that cannot be read, or names
+// no model or seq_id, is a 400; a request that can be read but is wrong
+// (a bad datum, loss, path or Adam parameter) still takes its seq_id and
+// answers a future that fails with category "user": the SDK numbers its
+// requests before sending them and never sends a refused one again, so
+// the model's queue must not wait for it.
+func (s *Server) sequenced(w http.ResponseWriter, route, contentType string, body []byte) {
 	var (
 		modelID string
 		seq     *int64
-		run     func(*model) (any, *failure)
-		bad     *httpError
+		fp      string
+		// build makes the request's run once its seq_id is known.
+		build func(seq int64) func(*model) (any, *failure)
+		bad   *httpError
 	)
+	isProto := strings.HasPrefix(strings.TrimSpace(strings.ToLower(contentType)), protoContentType)
+	if isProto && route != "forward_backward" {
+		writeError(w, errorf(http.StatusUnsupportedMediaType, "%s: protobuf bodies are served for forward_backward only; send JSON", route))
+		return
+	}
 	switch route {
 	case "forward_backward", "forward":
 		var in *lossInput
-		if route == "forward" {
+		backward := route == "forward_backward"
+		if isProto {
+			req, err := decodeForwardBackwardProto(body)
+			if err != nil {
+				writeError(w, errorf(http.StatusBadRequest, "%s: invalid protobuf ForwardBackwardRequest: %v", route, err))
+				return
+			}
+			modelID, in, backward = req.ModelID, req.Input, !req.ForwardOnly
+			if req.SeqID != 0 {
+				seq = &req.SeqID
+			}
+			canon, err := json.Marshal(req)
+			if err != nil {
+				writeError(w, errorf(http.StatusBadRequest, "%s: %v", route, err))
+				return
+			}
+			fp = fingerprint("proto:"+route, canon)
+		} else if route == "forward" {
 			var req forwardRequest
-			bad = decode(route, body, &req)
+			if e := decode(route, body, &req); e != nil {
+				writeError(w, e)
+				return
+			}
 			modelID, seq, in = req.ModelID, req.SeqID, req.ForwardInput
 		} else {
 			var req forwardBackwardRequest
-			bad = decode(route, body, &req)
+			if e := decode(route, body, &req); e != nil {
+				writeError(w, e)
+				return
+			}
 			modelID, seq, in = req.ModelID, req.SeqID, req.ForwardBackwardInput
 		}
-		if bad == nil && in == nil {
+		if in == nil {
 			bad = errorf(http.StatusBadRequest, "%s: missing %s_input", route, route)
+			break
 		}
-		if bad == nil {
-			var loss lossSpec
-			if loss, bad = parseLoss(in.LossFn, in.LossFnConfig); bad == nil {
-				var data []datum
-				if data, bad = parseData(in.Data, loss.fn, s.cfg.Policy); bad == nil {
-					run = s.lossRun(data, loss, route == "forward_backward")
-				}
-			}
+		loss, e := parseLoss(in.LossFn, in.LossFnConfig)
+		if e != nil {
+			bad = e
+			break
 		}
+		data, e := parseData(in.Data, loss.fn, s.cfg.Policy)
+		if e != nil {
+			bad = e
+			break
+		}
+		build = func(int64) func(*model) (any, *failure) { return s.lossRun(data, loss, backward) }
 	case "optim_step":
 		var req optimStepRequest
-		if bad = decode(route, body, &req); bad == nil {
-			modelID, seq = req.ModelID, req.SeqID
-			var c adamConfig
-			if c, bad = parseAdam(req.AdamParams); bad == nil {
-				run = s.afterStepTime(optimRun(c))
-			}
+		if e := decode(route, body, &req); e != nil {
+			writeError(w, e)
+			return
 		}
-	case "save_weights_for_sampler":
+		modelID, seq = req.ModelID, req.SeqID
+		c, e := parseAdam(req.AdamParams)
+		if e != nil {
+			bad = e
+			break
+		}
+		build = func(int64) func(*model) (any, *failure) { return s.afterStepTime(optimRun(c)) }
+	case "save_weights_for_sampler", "save_weights":
 		var req saveWeightsRequest
-		if bad = decode(route, body, &req); bad == nil {
-			modelID, seq = req.ModelID, req.SeqID
-			if !checkpointName.MatchString(req.Path) {
-				bad = errorf(http.StatusBadRequest, "save_weights_for_sampler: path %q: want 1 to 255 of A-Z a-z 0-9 _ -", clip(req.Path))
-			} else {
-				run = s.saveRun(req.Path)
-			}
+		if e := decode(route, body, &req); e != nil {
+			writeError(w, e)
+			return
 		}
+		modelID, seq = req.ModelID, req.SeqID
+		if req.Path != "" && !checkpointName.MatchString(req.Path) {
+			bad = errorf(http.StatusBadRequest, "%s: path %q: want 1 to 255 of A-Z a-z 0-9 _ -", route, clip(req.Path))
+			break
+		}
+		build = func(seq int64) func(*model) (any, *failure) {
+			name := req.Path
+			if route == "save_weights" {
+				if name == "" {
+					name = fmt.Sprintf("state-%06d", seq)
+				}
+				return s.saveStateRun(name)
+			}
+			if name == "" {
+				// The SDK's save_weights_and_get_sampling_client names none.
+				name = fmt.Sprintf("sampler-%06d", seq)
+			}
+			return s.saveRun(name)
+		}
+	case "load_weights":
+		var req loadWeightsRequest
+		if e := decode(route, body, &req); e != nil {
+			writeError(w, e)
+			return
+		}
+		modelID, seq = req.ModelID, req.SeqID
+		if req.Path == "" {
+			bad = errorf(http.StatusBadRequest, "load_weights: missing path (a tinker:// path save_weights answered)")
+			break
+		}
+		build = func(int64) func(*model) (any, *failure) { return s.loadRun(req.Path, req.Optimizer) }
 	}
-	if bad == nil && modelID == "" {
-		bad = errorf(http.StatusBadRequest, "%s: missing model_id", route)
+	if modelID == "" {
+		writeError(w, errorf(http.StatusBadRequest, "%s: missing model_id", route))
+		return
 	}
-	if bad == nil && seq == nil {
-		bad = errorf(http.StatusBadRequest, "%s: missing seq_id", route)
-	}
-	if bad != nil {
-		writeError(w, bad)
+	if seq == nil {
+		writeError(w, errorf(http.StatusBadRequest, "%s: missing seq_id", route))
 		return
 	}
 	m := s.model(modelID)
@@ -258,9 +374,19 @@ func (s *Server) sequenced(w http.ResponseWriter, route string, body []byte) {
 		writeError(w, errorf(http.StatusNotFound, "%s: model %q not found", route, modelID))
 		return
 	}
-	f, bad := s.submit(m, route, *seq, fingerprint(route, body), run)
+	if fp == "" {
+		fp = fingerprint(route, body)
+	}
+	var run func(*model) (any, *failure)
 	if bad != nil {
-		writeError(w, bad)
+		msg := bad.detail
+		run = func(*model) (any, *failure) { return nil, &failure{categoryUser, msg} }
+	} else {
+		run = build(*seq)
+	}
+	f, e := s.submit(m, route, *seq, fp, run)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, futureAnswer{RequestID: f.id, ModelID: m.id})

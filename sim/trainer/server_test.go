@@ -273,6 +273,8 @@ func TestBadInput(t *testing.T) {
 	dtype.badDtype = "weights"
 	shape := good()
 	shape.shape = []int{2, 2}
+	// Refused at the door (400 or 404): the body cannot be read, or names
+	// no model or seq_id.
 	for _, c := range []struct {
 		name  string
 		route string
@@ -283,18 +285,8 @@ func TestBadInput(t *testing.T) {
 		{"bad JSON", "forward_backward", []byte(`{"model_id": `), 400, []string{"invalid JSON"}},
 		{"empty body", "optim_step", []byte(``), 400, []string{"empty body"}},
 		{"unknown model", "forward_backward", fwdBwd("model_77", 1, "ppo", nil, good()), 404, []string{"model_77"}},
-		{"misaligned", "forward_backward", fwdBwd(model, 1, "ppo", nil, good(), shifted), 400, []string{"datum 1", "target_tokens[0]", "misaligned"}},
-		{"wrong length", "forward_backward", fwdBwd(model, 1, "ppo", nil, short), 400, []string{"datum 0", "advantages", "2 values for 4"}},
-		{"missing field", "forward_backward", fwdBwd(model, 1, "importance_sampling", nil, noAdv), 400, []string{"datum 0", "advantages: missing"}},
-		{"dtype", "forward_backward", fwdBwd(model, 1, "ppo", nil, dtype), 400, []string{"datum 0", "weights.dtype"}},
-		{"shape", "forward_backward", fwdBwd(model, 1, "ppo", nil, shape), 400, []string{"datum 0", "shape"}},
-		{"unknown loss", "forward_backward", fwdBwd(model, 1, "dpo", nil, good()), 400, []string{"dpo"}},
-		{"bad clip", "forward_backward", fwdBwd(model, 1, "ppo", map[string]float64{"clip_low_threshold": 0.2, "clip_high_threshold": 0.2}, good()), 400, []string{"clip_high_threshold"}},
 		{"no seq_id", "optim_step", map[string]any{"adam_params": map[string]any{}, "model_id": model}, 400, []string{"seq_id"}},
 		{"seq_id 0", "optim_step", optim(model, 0, 0.1), 400, []string{"seq_id 0"}},
-		{"bad beta", "optim_step", map[string]any{"adam_params": map[string]any{"beta1": 1.5}, "model_id": model, "seq_id": 1}, 400, []string{"adam_params.beta1"}},
-		{"no adam", "optim_step", map[string]any{"model_id": model, "seq_id": 1}, 400, []string{"adam_params"}},
-		{"bad name", "save_weights_for_sampler", map[string]any{"model_id": model, "path": "../x", "seq_id": 1}, 400, []string{"../x"}},
 		{"unknown session", "create_model", map[string]any{"session_id": "nope", "base_model": testBase}, 404, []string{"nope"}},
 		{"unknown model info", "get_info", map[string]any{"model_id": "nope"}, 404, []string{"nope"}},
 		{"unknown session heartbeat", "session_heartbeat", map[string]any{"session_id": "nope"}, 404, []string{"nope"}},
@@ -312,8 +304,52 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	// A rejected request leaves its seq_id free.
-	ts.call("forward_backward", fwdBwd(model, 1, "ppo", nil, good()))
+	// Read but refused: each takes its seq_id, and its future fails with
+	// category user naming what is wrong, so the next seq_id runs.
+	seq := 0
+	next := func() int { seq++; return seq }
+	for _, c := range []struct {
+		name  string
+		route string
+		body  func(seq int) any
+		in    []string
+	}{
+		{"misaligned", "forward_backward", func(n int) any { return fwdBwd(model, n, "ppo", nil, good(), shifted) }, []string{"datum 1", "target_tokens[0]", "misaligned"}},
+		{"wrong length", "forward_backward", func(n int) any { return fwdBwd(model, n, "ppo", nil, short) }, []string{"datum 0", "advantages", "2 values for 4"}},
+		{"missing field", "forward_backward", func(n int) any { return fwdBwd(model, n, "importance_sampling", nil, noAdv) }, []string{"datum 0", "advantages: missing"}},
+		{"dtype", "forward_backward", func(n int) any { return fwdBwd(model, n, "ppo", nil, dtype) }, []string{"datum 0", "weights.dtype"}},
+		{"shape", "forward_backward", func(n int) any { return fwdBwd(model, n, "ppo", nil, shape) }, []string{"datum 0", "shape"}},
+		{"unknown loss", "forward_backward", func(n int) any { return fwdBwd(model, n, "dpo", nil, good()) }, []string{"dpo"}},
+		{"bad clip", "forward_backward", func(n int) any {
+			return fwdBwd(model, n, "ppo", map[string]float64{"clip_low_threshold": 0.2, "clip_high_threshold": 0.2}, good())
+		}, []string{"clip_high_threshold"}},
+		{"bad beta", "optim_step", func(n int) any {
+			return map[string]any{"adam_params": map[string]any{"beta1": 1.5}, "model_id": model, "seq_id": n}
+		}, []string{"adam_params.beta1"}},
+		{"no adam", "optim_step", func(n int) any { return map[string]any{"model_id": model, "seq_id": n} }, []string{"adam_params"}},
+		{"bad name", "save_weights_for_sampler", func(n int) any { return map[string]any{"model_id": model, "path": "../x", "seq_id": n} }, []string{"../x"}},
+		{"load without path", "load_weights", func(n int) any { return map[string]any{"model_id": model, "seq_id": n} }, []string{"path"}},
+		{"load unknown", "load_weights", func(n int) any {
+			return map[string]any{"model_id": model, "path": "tinker://model_9/weights/x", "seq_id": n}
+		}, []string{"tinker://model_9/weights/x"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := ts.call(c.route, c.body(next()))
+			detail, _ := res["error"].(string)
+			if res["category"] != "user" {
+				t.Fatalf("answer %v: want a future failed with category user", res)
+			}
+			for _, s := range c.in {
+				if !strings.Contains(detail, s) {
+					t.Errorf("error %q does not name %q", detail, s)
+				}
+			}
+		})
+	}
+	// The refused requests' seq_ids are spent: the next one runs.
+	if res := ts.call("forward_backward", fwdBwd(model, next(), "ppo", nil, good())); res["error"] != nil {
+		t.Fatalf("after the refused requests: %v", res)
+	}
 }
 
 func TestSaveWithoutDirectoryFails(t *testing.T) {

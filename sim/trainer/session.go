@@ -1,7 +1,6 @@
 package trainer
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -131,9 +130,11 @@ func (s *Server) createModel(w http.ResponseWriter, body []byte) {
 	s.mu.Unlock()
 	f := s.newFuture(id)
 	if s.drawFutureFault() {
-		f.fail(categoryServer, fmt.Sprintf("create_model of %s failed (injected by the simulator); send it again", req.BaseModel))
-		writeJSON(w, http.StatusOK, futureAnswer{RequestID: f.id})
-		return
+		// Its first retrieve answers 410; the SDK sends create_model again
+		// (the same session and model_seq_id) and is answered this model.
+		s.mu.Lock()
+		f.expire = true
+		s.mu.Unlock()
 	}
 	s.mu.Lock()
 	s.models[id] = newModel(id, req.BaseModel, rank, params)

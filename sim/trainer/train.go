@@ -175,6 +175,8 @@ func (s *Server) saveRun(name string) func(*model) (any, *failure) {
 		if err := s.cfg.Policy.Save(params, path); err != nil {
 			return nil, &failure{categoryServer, fmt.Sprintf("save_weights_for_sampler: save %s: %v", path, err)}
 		}
-		return map[string]string{"path": "tinker://" + m.id + "/sampler_weights/" + name, "type": "save_weights_for_sampler"}, nil
+		path = samplerPath(m.id, name)
+		m.addCheckpoint(checkpoint{ID: "sampler_weights/" + name, Type: "sampler", Time: s.cfg.Now().UTC(), Path: path})
+		return map[string]string{"path": path, "type": "save_weights_for_sampler"}, nil
 	}
 }

@@ -96,6 +96,19 @@ type saveWeightsRequest struct {
 	SeqID   *int64 `json:"seq_id"`
 }
 
+// loadWeightsRequest is the SDK's LoadWeightsRequest: optimizer also
+// restores the Adam state saved with the weights (load_state_with_optimizer).
+type loadWeightsRequest struct {
+	ModelID   string `json:"model_id"`
+	Path      string `json:"path"`
+	Optimizer bool   `json:"optimizer"`
+	SeqID     *int64 `json:"seq_id"`
+}
+
+type weightsInfoRequest struct {
+	TinkerPath string `json:"tinker_path"`
+}
+
 type retrieveRequest struct {
 	RequestID json.RawMessage `json:"request_id"`
 }
@@ -143,6 +156,9 @@ type httpError struct {
 	detail string
 	// retryAfter, when set, is sent as Retry-After (whole seconds).
 	retryAfter int
+	// noRetry sends X-Should-Retry: false, which the SDK's HTTP layer
+	// obeys (it retries a 409 otherwise).
+	noRetry bool
 }
 
 func (e *httpError) Error() string { return strconv.Itoa(e.status) + ": " + e.detail }
@@ -165,6 +181,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, e *httpError) {
 	if e.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
+	if e.noRetry {
+		w.Header().Set("X-Should-Retry", "false")
 	}
 	writeJSON(w, e.status, map[string]string{"detail": e.detail})
 }

@@ -89,6 +89,16 @@ func (e fbEnvelope) closeBody(dst []byte, seq int64) []byte {
 // same plan. emit, when not nil, receives every body as it is completed
 // (the buffer is reused: emit must not keep it).
 func makePlan(samples []rollout.Sample, env fbEnvelope, firstSeq int64, maxDatums, maxBytes int, emit func(k int, body []byte) error) (plan, error) {
+	p, err := selectSamples(samples)
+	if err != nil {
+		return plan{}, err
+	}
+	return p.chunkJSON(env, firstSeq, maxDatums, maxBytes, emit)
+}
+
+// selectSamples checks the batch's samples and keeps those that train,
+// counting the others by reason.
+func selectSamples(samples []rollout.Sample) (plan, error) {
 	var p plan
 	for i := range samples {
 		s := &samples[i]
@@ -107,7 +117,12 @@ func makePlan(samples []rollout.Sample, env fbEnvelope, firstSeq int64, maxDatum
 		p.samples = append(p.samples, s)
 		p.tokens += len(s.InputIDs) - 1
 	}
+	return p, nil
+}
 
+// chunkJSON splits p's samples into JSON forward_backward requests (see
+// makePlan).
+func (p plan) chunkJSON(env fbEnvelope, firstSeq int64, maxDatums, maxBytes int, emit func(k int, body []byte) error) (plan, error) {
 	var buf []byte
 	lo := 0
 	flush := func(hi int) error {

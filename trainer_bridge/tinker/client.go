@@ -2,6 +2,7 @@ package tinker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,6 +93,33 @@ var errResubmit = errors.New("future expired (HTTP 410)")
 // an *httpretry.StatusError wrapped with the route. The key never appears
 // in an error.
 func (c *client) do(ctx context.Context, method, route string, body []byte, out any) (*http.Response, error) {
+	return c.doOpts(ctx, method, route, body, reqOpts{}, out)
+}
+
+// reqOpts are a request's media types: Content-Type of the body and
+// Accept (both application/json when empty).
+type reqOpts struct{ contentType, accept string }
+
+// Media types of the wire.
+const (
+	mediaJSON  = "application/json"
+	mediaProto = "application/x-protobuf"
+	// acceptProto is what the SDK asks a forward_backward's future with:
+	// protobuf, JSON from a server that predates it.
+	acceptProto = mediaProto + ", " + mediaJSON
+)
+
+// rawAnswer, as do's out, receives a 200's body undecoded, with its
+// Content-Type.
+type rawAnswer struct {
+	data        []byte
+	contentType string
+}
+
+func (a *rawAnswer) isProto() bool { return strings.Contains(a.contentType, mediaProto) }
+
+// doOpts is do with the media types of o.
+func (c *client) doOpts(ctx context.Context, method, route string, body []byte, o reqOpts, out any) (*http.Response, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -101,9 +129,9 @@ func (c *client) do(ctx context.Context, method, route string, body []byte, out 
 		return nil, fmt.Errorf("%s: %s", route, c.redact(err.Error()))
 	}
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", cmp.Or(o.contentType, mediaJSON))
 	}
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", cmp.Or(o.accept, mediaJSON))
 	if c.key != "" {
 		req.Header.Set(apiKeyHeader, c.key)
 	}
@@ -127,6 +155,10 @@ func (c *client) do(ctx context.Context, method, route string, body []byte, out 
 	switch st := resp.StatusCode; {
 	case st == http.StatusOK:
 		if out == nil {
+			return resp, nil
+		}
+		if raw, ok := out.(*rawAnswer); ok {
+			raw.data, raw.contentType = data, resp.Header.Get("Content-Type")
 			return resp, nil
 		}
 		if err := json.Unmarshal(data, out); err != nil {
@@ -187,8 +219,18 @@ func clip(s string) string {
 // retried too, three times. What cannot succeed is ErrRejected; retries
 // used up are ErrUnavailable.
 func (c *client) call(ctx context.Context, method, route string, body []byte, out any) error {
-	bare := 0
-	check := func(ctx context.Context, _ *http.Response, err error) (bool, error) {
+	return c.callOpts(ctx, method, route, body, reqOpts{}, out)
+}
+
+// maxConflictRetries is how many times a 409 is retried: the SDK's HTTP
+// layer retries 409 (a lock timeout, for its client) unless the answer
+// says x-should-retry: false; a 409 that persists is a reused seq_id.
+const maxConflictRetries = 3
+
+// callOpts is call with the media types of o.
+func (c *client) callOpts(ctx context.Context, method, route string, body []byte, o reqOpts, out any) error {
+	bare, conflicts := 0, 0
+	check := func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
@@ -196,10 +238,15 @@ func (c *client) call(ctx context.Context, method, route string, body []byte, ou
 			bare++
 			return true, nil
 		}
+		if httpretry.Code(err) == http.StatusConflict && conflicts < maxConflictRetries &&
+			(resp == nil || !strings.EqualFold(resp.Header.Get("X-Should-Retry"), "false")) {
+			conflicts++
+			return true, nil
+		}
 		return retryable(err), nil
 	}
 	err := c.policy(check).Do(ctx, func(ctx context.Context) (*http.Response, error) {
-		return c.do(ctx, method, route, body, out)
+		return c.doOpts(ctx, method, route, body, o, out)
 	})
 	var ex *httpretry.ExhaustedError
 	var se *httpretry.StatusError
@@ -281,6 +328,17 @@ func (c *client) submit(ctx context.Context, route string, body []byte, out any)
 // with error (and category) or a 4xx with a message is ErrRejected with
 // the server's text.
 func (c *client) wait(ctx context.Context, route, requestID string, out any) error {
+	return c.waitOpts(ctx, route, requestID, reqOpts{}, out)
+}
+
+// protoDecoder is an out of waitOpts that reads a protobuf result.
+type protoDecoder interface {
+	decodeProto([]byte) error
+}
+
+// waitOpts is wait asking with o.accept; a protobuf answer is decoded by
+// out's decodeProto, a JSON one as wait decodes it.
+func (c *client) waitOpts(ctx context.Context, route, requestID string, o reqOpts, out any) error {
 	body, err := json.Marshal(map[string]string{"request_id": requestID})
 	if err != nil {
 		return err
@@ -288,10 +346,21 @@ func (c *client) wait(ctx context.Context, route, requestID string, out any) err
 	failures := 0
 	bare := 0
 	for {
-		var raw json.RawMessage
+		var ans rawAnswer
 		pctx, cancel := context.WithTimeout(ctx, c.poll)
-		resp, err := c.do(pctx, http.MethodPost, "retrieve_future", body, &raw)
+		resp, err := c.doOpts(pctx, http.MethodPost, "retrieve_future", body, reqOpts{accept: o.accept}, &ans)
 		cancel()
+		if err == nil && ans.isProto() {
+			pd, ok := out.(protoDecoder)
+			if !ok {
+				return fmt.Errorf("%w: %s: retrieve_future: a protobuf answer to a request that asked for none", trainerbridge.ErrRejected, route)
+			}
+			if err := pd.decodeProto(ans.data); err != nil {
+				return fmt.Errorf("%w: %s: undecodable protobuf result: %v", trainerbridge.ErrRejected, route, err)
+			}
+			return nil
+		}
+		raw := json.RawMessage(ans.data)
 		if err == nil {
 			var a pollAnswer
 			if json.Unmarshal(raw, &a) != nil {

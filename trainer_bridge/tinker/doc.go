@@ -5,13 +5,20 @@
 //
 // # Wire format
 //
-// The bridge speaks JSON only. The official Python SDK can also send
-// forward_backward bodies as (zstd-compressed) protobuf; servers of the
-// API accept JSON, and the bridge never asks for protobuf answers. The API
-// key is read from the environment variable Options.APIKeyEnv
+// Start first sends POST client/config {sdk_version}, the SDK's first
+// request, and follows its answer: its forward_backward limits, with the
+// flags it does not know logged once. Against a server that answers it,
+// forward_backward goes as the SDK sends it, a protobuf
+// tinker_public.ForwardBackwardRequest (package tinkerpb, Content-Type
+// application/x-protobuf), and its future is polled with Accept
+// application/x-protobuf, application/json: a protobuf ForwardBackwardOutput
+// or, from an older server, JSON. A server without client/config (404, as
+// SkyRL's), or one that refuses a protobuf body with 415, is sent JSON. The
+// API key is read from the environment variable Options.APIKeyEnv
 // (TINKER_API_KEY by default) when the trainer is made and sent in the
 // X-API-Key header, as the SDK sends it; it is never logged or put in an
-// error (errors pass through redact.Secrets with the key).
+// error (errors pass through redact.Secrets with the key). sdk_version is
+// "mgrpo/" and mgrpo's version, never a version of the SDK's.
 //
 // Every route is under BASE/api/v1, BASE being the URL with the scheme's
 // "tinker+" dropped (a path prefix is kept). Start sends
@@ -22,12 +29,18 @@
 //	POST create_model             {session_id, model_seq_id, base_model, user_metadata,
 //	                               lora_config: {rank, seed, train_unembed, train_mlp, train_attn}, type}
 //	POST get_info                 {model_id, type}, instead of create_model when resuming
+//	                               against a server without client/config
+//	POST load_weights             {model_id, path, optimizer: true, seq_id: 1, type}, after
+//	                               create_model when resuming from a saved state
 //
 // and Train, for one batch,
 //
-//	POST forward_backward         {forward_backward_input: {data: [Datum], loss_fn, loss_fn_config}, model_id, seq_id}
+//	POST forward_backward         protobuf ForwardBackwardRequest, or JSON
+//	                               {forward_backward_input: {data: [Datum], loss_fn, loss_fn_config}, model_id, seq_id}
 //	POST optim_step               {adam_params: {learning_rate, beta1, beta2, eps, weight_decay, grad_clip_norm},
 //	                               model_id, seq_id, type}
+//	POST save_weights             {model_id, path, seq_id, type}: the SDK's save_state, on servers
+//	                               with client/config, answering tinker://MODEL/weights/NAME
 //	POST save_weights_for_sampler {model_id, path, seq_id, type}, answering a tinker:// path
 //
 // A Datum is {model_input: {chunks: [{type: "encoded_text", tokens}]},
@@ -49,13 +62,16 @@
 // Every call but the first two of Start answers a future {request_id},
 // resolved by long-polling POST retrieve_future {request_id}: a 200 with
 // type "try_again" or a 408 polls again; a 410 sends the request again
-// (same body, same seq_id); 429 and 5xx but 501 back off (Config.Backoff, honouring
-// Retry-After) and retry; a 200 with error (and category), or a 4xx with a
-// detail, is ErrRejected carrying the server's text; retries used up are
-// ErrUnavailable. forward_backward requests hold at most 1,024 datums and
-// 5,000,000 bytes of JSON (the SDK's MAX_CHUNK_LEN and
-// MAX_CHUNK_BYTES_COUNT; the SDK estimates the size, the bridge measures
-// the body); a datum bigger than that goes alone. A step's metrics are the
+// (same body, same seq_id); 429 and 5xx but 501 back off (Config.Backoff,
+// honouring Retry-After) and retry; a 409 is retried three times, as the
+// SDK's HTTP layer retries it, unless the answer says X-Should-Retry:
+// false; a 200 with error (and category), or a 4xx with a detail, is
+// ErrRejected carrying the server's text; retries used up are
+// ErrUnavailable. forward_backward requests hold at most client/config's
+// fwdbwd_max_chunk_len datums and fwdbwd_max_chunk_bytes_count bytes of
+// body (1,024 and 5,000,000 without it, the SDK's defaults; the SDK
+// estimates the size, the bridge measures the body); a datum bigger than
+// that goes alone. A step's metrics are the
 // forward_backward metrics folded over its requests by their reduction
 // suffix (":sum" added, ":mean" weighted by datums, ":min", ":max"), the
 // optim_step metrics (prefixed "optim_step/" where a name is taken), and
@@ -68,8 +84,9 @@
 // whose (model, seq_id) they have seen, with the same body, with the
 // original future (a different body is a 409, reported as ErrRejected).
 // A step of n forward_backward requests takes seq_ids SeqID+1 … SeqID+n,
-// then SeqID+n+1 for optim_step and SeqID+n+2 for save_weights_for_sampler,
-// SeqID being the State's: the last seq_id of the last completed step.
+// then SeqID+n+1 for optim_step, SeqID+n+2 for save_weights (on servers
+// with client/config) and the next for save_weights_for_sampler, SeqID
+// being the State's: the last seq_id of the last completed step.
 // The split into requests and every body are functions of the batch, the
 // loss, the model id and SeqID only (the weights' name is the batch's
 // IdempotencyKey), so sending a step again sends the very same requests.
@@ -84,8 +101,13 @@
 // server completed is answered from its futures, a step cut short is
 // finished, none is trained twice. A batch of the last completed step is
 // answered from the State alone. A restarted trainer opens a new session
-// and reuses the State's model (checked with get_info); if the model is
-// gone (the server lost it) Start fails rather than training a fresh one.
+// and resumes as the SDK does: a fresh model, into which the State's last
+// saved state (StatePath: weights and optimizer) is loaded, so the
+// interrupted step trains once, from the last completed step, on the new
+// model. Against a server without client/config it reuses the State's
+// model instead (checked with get_info) and replays the step's seq_ids; if
+// the model is gone (the server lost it) Start fails rather than training
+// a fresh one.
 // If the caller cannot replay the same samples for an interrupted step,
 // the server's 409 stops the run: the step's partial gradients cannot be
 // told apart from the new ones.
@@ -97,7 +119,8 @@
 //
 // # Sources checked
 //
-// Every field was checked against the Tinker Python SDK
+// docs/trainers.md lists the SDK release each wire fact was read from.
+// Every JSON field was checked against the Tinker Python SDK
 // (thinking-machines-lab/tinker: src/tinker/types/ — create_session_request,
 // create_model_request, lora_config, datum, model_input, encoded_text_chunk,
 // tensor_data, forward_backward_input, forward_backward_request,

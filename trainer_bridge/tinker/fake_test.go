@@ -128,6 +128,9 @@ func (f *fakeTinker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch route {
+	case "client/config":
+		// The fake is a server that predates client/config, as SkyRL's.
+		f.reply(w, 404, map[string]string{"detail": "Not Found"})
 	case "get_server_capabilities":
 		if r.Method != http.MethodGet {
 			f.problem("get_server_capabilities with %s", r.Method)

@@ -15,10 +15,11 @@ import (
 	"github.com/mgrpo/mgrpo/trainer_bridge/trainertest"
 )
 
-// simFaults are the faults the sim trainer injects in these tests. Failed
-// futures are left out: the bridge takes a future's error, whatever its
-// category, as a rejection and stops.
-var simFaults = simtrainer.Faults{Rate500: 0.04, Rate503: 0.04, Rate429: 0.02, RateDrop: 0.06}
+// simFaults are the faults the sim trainer injects in these tests: every
+// kind it has, each one the official SDK's retries survive.
+var simFaultsNone = simtrainer.Faults{}
+
+var simFaults = simtrainer.Faults{Rate500: 0.04, Rate503: 0.04, Rate429: 0.02, RateDrop: 0.06, RateFutureExpire: 0.05}
 
 func newSimTrainer(t *testing.T, faults simtrainer.Faults) (*simtrainer.Server, string, simtrainer.Toy) {
 	t.Helper()
@@ -185,9 +186,15 @@ func TestSimTrainerReplayAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr.Close()
+	// The SDK's resume: a fresh model, into which step 1's saved state
+	// (weights and optimizer) is loaded.
 	restarted := open(state)
-	if restarted.State().ModelID != model {
-		t.Fatalf("resumed model %s, want %s", restarted.State().ModelID, model)
+	fresh := restarted.State().ModelID
+	if fresh == model || restarted.State().SeqID != 1 {
+		t.Fatalf("resumed into model %s at seq_id %d: want a fresh model after its load_weights (seq_id 1)", fresh, restarted.State().SeqID)
+	}
+	if now, _ := s.Params(fresh); !slices.Equal(now, paramsAfter1) {
+		t.Error("the fresh model's parameters are not step 1's")
 	}
 	if res, err := restarted.Train(ctx, batch(1)); err != nil || res.Weights != first.Weights {
 		t.Fatalf("step 1 by the restarted trainer: %+v, %v", res, err)

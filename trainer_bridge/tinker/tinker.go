@@ -42,7 +42,6 @@ const (
 	DefaultHeartbeatInterval = 10 * time.Second
 	DefaultPollTimeout       = 60 * time.Second
 	DefaultMaxRetries        = 8
-	DefaultSDKVersion        = "mgrpo-trainer-bridge"
 )
 
 // Config holds what only this backend has; its zero value is the
@@ -62,10 +61,13 @@ type Config struct {
 	// expired futures before ErrUnavailable (DefaultMaxRetries).
 	Backoff    retryablehttp.Backoff
 	MaxRetries int
-	// MaxDatums and MaxBytes bound one forward_backward request
-	// (DefaultMaxDatums, DefaultMaxBytes of JSON body).
+	// MaxDatums and MaxBytes bound one forward_backward request: the
+	// server's limits from client/config (DefaultMaxDatums and
+	// DefaultMaxBytes of body when it announces none), or these when they
+	// are smaller (0: no bound of our own).
 	MaxDatums, MaxBytes int
-	// SDKVersion is create_session's sdk_version (DefaultSDKVersion).
+	// SDKVersion is client/config's and create_session's sdk_version
+	// (empty: "mgrpo/" and mgrpo's version as the build recorded it).
 	SDKVersion string
 	// FreezeUnembed, FreezeMLP and FreezeAttn leave those layers without
 	// LoRA (the SDK's train_unembed, train_mlp and train_attn, true by
@@ -88,6 +90,12 @@ type State struct {
 	// SeqID is the last seq_id sent for the model by a completed step;
 	// the next step's requests are SeqID+1, SeqID+2, ….
 	SeqID int64 `json:"seq_id"`
+	// StatePath is the tinker:// path of the training state (weights and
+	// optimizer) saved at the end of the last completed step, on a server
+	// that answers client/config; a resumed trainer loads it into a fresh
+	// model, as the SDK resumes. Empty on older servers: a resumed trainer
+	// trains ModelID on.
+	StatePath string `json:"state_path,omitempty"`
 	// StepsTrained counts the steps trained; LastStep, Weights, Version
 	// and Metrics are the last one's step, weights, policy version and
 	// metrics, so that training it again answers what it answered.
@@ -110,9 +118,17 @@ type Trainer struct {
 	lossConfig map[string]float64
 	adam       trainerbridge.AdamParams
 
-	mu      sync.Mutex
-	st      State
-	started bool
+	// server is what client/config said (found false: no such route);
+	// maxDatums and maxBytes the limits in force; jsonWire is set when
+	// forward_backward goes as JSON (a server without client/config, or
+	// one that refused protobuf with 415).
+	server              serverConfig
+	maxDatums, maxBytes int
+
+	mu       sync.Mutex
+	st       State
+	started  bool
+	jsonWire bool
 
 	stop      context.CancelFunc
 	wg        sync.WaitGroup
@@ -175,14 +191,9 @@ func New(rawURL string, o trainerbridge.Options, cfg Config) (*Trainer, error) {
 	if cfg.HeartbeatInterval <= 0 {
 		t.cfg.HeartbeatInterval = DefaultHeartbeatInterval
 	}
-	if cfg.MaxDatums <= 0 {
-		t.cfg.MaxDatums = DefaultMaxDatums
-	}
-	if cfg.MaxBytes <= 0 {
-		t.cfg.MaxBytes = DefaultMaxBytes
-	}
+	t.maxDatums, t.maxBytes = limit(0, cfg.MaxDatums, DefaultMaxDatums), limit(0, cfg.MaxBytes, DefaultMaxBytes)
 	if cfg.SDKVersion == "" {
-		t.cfg.SDKVersion = DefaultSDKVersion
+		t.cfg.SDKVersion = clientVersion()
 	}
 	t.log = cfg.Logger
 	if t.log == nil {
@@ -254,10 +265,27 @@ func (t *Trainer) Resume(state []byte) error {
 	return t.Restore(s)
 }
 
-// Start checks that the service serves the base model (ErrUnknownModel
-// otherwise), opens a session and starts its heartbeats, then creates the
-// LoRA model, or, with a restored state, checks that the restored model
-// still exists and is of the same base model.
+// limit is the server's limit (def when it gives none), or ours when
+// that is smaller.
+func limit(server, ours, def int) int {
+	n := def
+	if server > 0 {
+		n = server
+	}
+	if ours > 0 && ours < n {
+		n = ours
+	}
+	return n
+}
+
+// Start asks client/config for the server's flags (the SDK's first
+// request), checks that the service serves the base model
+// (ErrUnknownModel otherwise), opens a session and starts its heartbeats,
+// then creates the LoRA model. With a restored state it resumes as the SDK
+// does: a fresh model into which the state's last saved training state is
+// loaded (load_weights with the optimizer); a state without one (saved
+// against a server without client/config) reuses its model, checked with
+// get_info.
 func (t *Trainer) Start(ctx context.Context) error {
 	t.mu.Lock()
 	if t.started {
@@ -265,6 +293,12 @@ func (t *Trainer) Start(ctx context.Context) error {
 		return errors.New("tinker: started twice")
 	}
 	t.mu.Unlock()
+	sc, err := t.fetchConfig(ctx)
+	if err != nil {
+		return err
+	}
+	t.server = sc
+	t.maxDatums, t.maxBytes = limit(sc.MaxDatums, t.cfg.MaxDatums, DefaultMaxDatums), limit(sc.MaxBytes, t.cfg.MaxBytes, DefaultMaxBytes)
 	if err := t.checkModel(ctx); err != nil {
 		return err
 	}
@@ -275,23 +309,52 @@ func (t *Trainer) Start(ctx context.Context) error {
 	hctx, stop := context.WithCancel(context.Background())
 	t.mu.Lock()
 	t.started = true
+	t.jsonWire = !sc.found
 	t.st.SessionID = sessionID
 	t.stop = stop
+	st := t.st
 	t.mu.Unlock()
 	t.wg.Add(1)
 	go t.heartbeat(hctx, sessionID)
 
-	if id := t.State().ModelID; id != "" {
-		return t.checkRestored(ctx, id)
+	if st.ModelID != "" && (st.StatePath == "" || !sc.found) {
+		return t.checkRestored(ctx, st.ModelID)
 	}
 	id, err := t.createModel(ctx, sessionID)
 	if err != nil {
 		return err
 	}
+	seq := int64(0)
+	if st.StatePath != "" {
+		if err := t.loadState(ctx, id, st.StatePath); err != nil {
+			return err
+		}
+		seq = 1
+	}
 	t.mu.Lock()
-	t.st.ModelID = id
+	t.st.ModelID, t.st.SeqID = id, seq
 	t.mu.Unlock()
+	if st.StatePath != "" {
+		t.log.Info("tinker model resumed", "model_id", id, "loaded", st.StatePath, "into", "a fresh model", "old_model_id", st.ModelID, "steps_trained", st.StepsTrained)
+		return nil
+	}
 	t.log.Info("tinker model created", "model_id", id, "base_model", t.opts.BaseModel)
+	return nil
+}
+
+// loadState sends load_weights {path, optimizer: true} as the new model's
+// first request (seq_id 1): the SDK's load_state_with_optimizer.
+func (t *Trainer) loadState(ctx context.Context, modelID, path string) error {
+	body, err := json.Marshal(map[string]any{"model_id": modelID, "path": path, "optimizer": true, "seq_id": 1, "type": "load_weights"})
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Path string `json:"path"`
+	}
+	if _, err := t.c.submit(ctx, "load_weights", body, &res); err != nil {
+		return fmt.Errorf("tinker %s: resume: load_weights %s into %s: %w", t.where, path, modelID, err)
+	}
 	return nil
 }
 

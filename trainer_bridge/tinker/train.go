@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mgrpo/mgrpo/internal/httpretry"
+	"github.com/mgrpo/mgrpo/rollout"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 )
 
@@ -68,26 +69,20 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	}
 	where := fmt.Sprintf("tinker %s: step %d", t.where, b.Step)
 
-	env, err := newEnvelope(st.ModelID, t.loss, t.lossConfig)
-	if err != nil {
-		return trainerbridge.StepResult{}, fmt.Errorf("%s: %w", where, err)
-	}
+	t.mu.Lock()
+	asJSON := t.jsonWire
+	t.mu.Unlock()
 	seq := st.SeqID
-	var refs []futureRef
-	// Each forward_backward request is sent as soon as it is encoded, so
-	// the trainer works while the rest is encoded and only one request's
-	// body is held at a time.
-	p, err := makePlan(b.Samples, env, seq+1, t.cfg.MaxDatums, t.cfg.MaxBytes, func(k int, body []byte) error {
-		var ref futureRef
-		if err := t.c.call(ctx, http.MethodPost, "forward_backward", body, &ref); err != nil {
-			return err
-		}
-		if ref.RequestID == "" {
-			return fmt.Errorf("%w: forward_backward: answer without request_id", trainerbridge.ErrRejected)
-		}
-		refs = append(refs, ref)
-		return nil
-	})
+	p, refs, err := t.sendForwardBackward(ctx, b, st, asJSON)
+	if errors.Is(err, errNoProto) {
+		// The server refused the protobuf body (415) before taking its
+		// seq_id: send the step as JSON, and every later one.
+		t.log.Warn("tinker server refused a protobuf forward_backward; sending JSON from now on", "err", err)
+		t.mu.Lock()
+		t.jsonWire, asJSON = true, true
+		t.mu.Unlock()
+		p, refs, err = t.sendForwardBackward(ctx, b, st, true)
+	}
 	if err != nil {
 		return trainerbridge.StepResult{}, fmt.Errorf("%s: %w", where, err)
 	}
@@ -114,7 +109,11 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	for k, ref := range refs {
 		sp := p.chunks[k]
 		chunkSeq := seq + 1 + int64(k)
-		err := t.c.wait(ctx, "forward_backward", string(ref.RequestID), &outs[k])
+		o := reqOpts{accept: acceptProto}
+		if asJSON {
+			o = reqOpts{}
+		}
+		err := t.c.waitOpts(ctx, "forward_backward", string(ref.RequestID), o, &outs[k])
 		for resubmit := 0; errors.Is(err, errResubmit); resubmit++ {
 			if resubmit >= t.c.retries {
 				err = fmt.Errorf("%w: forward_backward: future expired %d times", trainerbridge.ErrUnavailable, resubmit+1)
@@ -122,8 +121,16 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 			}
 			// The future is gone: send the request again, re-encoded
 			// (encoding is deterministic, so it is the same body).
-			body := env.body(nil, p.samples[sp.lo:sp.hi], chunkSeq)
-			_, err = t.c.submit(ctx, "forward_backward", body, &outs[k])
+			var body []byte
+			body, o, err = t.fbBody(st, p.samples[sp.lo:sp.hi], chunkSeq, asJSON)
+			if err != nil {
+				break
+			}
+			var ref futureRef
+			if err = t.c.callOpts(ctx, http.MethodPost, "forward_backward", body, o, &ref); err != nil {
+				break
+			}
+			err = t.c.waitOpts(ctx, "forward_backward", string(ref.RequestID), o, &outs[k])
 		}
 		if err != nil {
 			return trainerbridge.StepResult{}, fmt.Errorf("%s: forward_backward %d of %d (seq_id %d): %w", where, k+1, len(refs), chunkSeq, err)
@@ -148,8 +155,29 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 		return trainerbridge.StepResult{}, fmt.Errorf("%s: optim_step (seq_id %d): %w", where, seq, err)
 	}
 
-	seq++
 	name := checkpointName(b.IdempotencyKey())
+	statePath := ""
+	if t.server.found {
+		// The SDK's save_state: what a resumed run loads into a fresh
+		// model. Before the sampler save, which ends the step.
+		seq++
+		stateBody, err := json.Marshal(map[string]any{"model_id": st.ModelID, "path": name, "seq_id": seq, "type": "save_weights"})
+		if err != nil {
+			return trainerbridge.StepResult{}, err
+		}
+		var state struct {
+			Path string `json:"path"`
+		}
+		if _, err := t.c.submit(ctx, "save_weights", stateBody, &state); err != nil {
+			return trainerbridge.StepResult{}, fmt.Errorf("%s: save_weights (seq_id %d): %w", where, seq, err)
+		}
+		if state.Path == "" {
+			return trainerbridge.StepResult{}, fmt.Errorf("%s: %w: save_weights gave no path", where, trainerbridge.ErrRejected)
+		}
+		statePath = state.Path
+	}
+
+	seq++
 	saveBody, err := json.Marshal(map[string]any{
 		"model_id": st.ModelID,
 		"path":     name,
@@ -191,6 +219,7 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	res := trainerbridge.StepResult{Weights: saved.Path, Version: b.PolicyVersion + 1, Metrics: metrics}
 	t.mu.Lock()
 	t.st.SeqID = seq
+	t.st.StatePath = statePath
 	t.st.StepsTrained++
 	t.st.LastStep = b.Step
 	t.st.Weights = res.Weights
@@ -198,6 +227,61 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	t.st.Metrics = maps.Clone(metrics)
 	t.mu.Unlock()
 	return res, nil
+}
+
+// errNoProto is a protobuf forward_backward refused as such (415).
+var errNoProto = errors.New("protobuf body refused")
+
+// fbBody is the forward_backward body of samples with seq, and its media
+// types: protobuf, or JSON when asJSON.
+func (t *Trainer) fbBody(st State, samples []*rollout.Sample, seq int64, asJSON bool) ([]byte, reqOpts, error) {
+	if asJSON {
+		env, err := newEnvelope(st.ModelID, t.loss, t.lossConfig)
+		return env.body(nil, samples, seq), reqOpts{}, err
+	}
+	body, err := protoEnvelope{modelID: st.ModelID, loss: t.loss, config: t.lossConfig}.body(samples, seq)
+	return body, reqOpts{contentType: mediaProto, accept: acceptProto}, err
+}
+
+// sendForwardBackward plans b's forward_backward requests and sends each
+// as soon as it is encoded (so the trainer works while the rest is
+// encoded and one body is held at a time), returning their futures. A
+// protobuf request refused with 415 is errNoProto.
+func (t *Trainer) sendForwardBackward(ctx context.Context, b trainerbridge.Batch, st State, asJSON bool) (plan, []futureRef, error) {
+	var refs []futureRef
+	o := reqOpts{contentType: mediaProto, accept: acceptProto}
+	if asJSON {
+		o = reqOpts{}
+	}
+	emit := func(k int, body []byte) error {
+		var ref futureRef
+		err := t.c.callOpts(ctx, http.MethodPost, "forward_backward", body, o, &ref)
+		if !asJSON && k == 0 && httpretry.Code(err) == http.StatusUnsupportedMediaType {
+			return fmt.Errorf("%w: %w", errNoProto, err)
+		}
+		if err != nil {
+			return err
+		}
+		if ref.RequestID == "" {
+			return fmt.Errorf("%w: forward_backward: answer without request_id", trainerbridge.ErrRejected)
+		}
+		refs = append(refs, ref)
+		return nil
+	}
+	p, err := selectSamples(b.Samples)
+	if err != nil {
+		return plan{}, nil, err
+	}
+	if asJSON {
+		env, err := newEnvelope(st.ModelID, t.loss, t.lossConfig)
+		if err != nil {
+			return plan{}, nil, err
+		}
+		p, err = p.chunkJSON(env, st.SeqID+1, t.maxDatums, t.maxBytes, emit)
+		return p, refs, err
+	}
+	p, err = p.chunkProto(protoEnvelope{modelID: st.ModelID, loss: t.loss, config: t.lossConfig}, st.SeqID+1, t.maxDatums, t.maxBytes, emit)
+	return p, refs, err
 }
 
 // combineMetrics folds the requests' forward_backward metrics into one

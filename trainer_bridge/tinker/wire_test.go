@@ -95,8 +95,12 @@ func TestStartWire(t *testing.T) {
 	if len(sess) != 1 {
 		t.Fatalf("%d create_session calls, want 1", len(sess))
 	}
+	if v, _ := sess[0].body["sdk_version"].(string); !strings.HasPrefix(v, "mgrpo/") {
+		t.Errorf("sdk_version %q: want mgrpo's own version, mgrpo/…", v)
+	}
+	delete(sess[0].body, "sdk_version")
 	if diff := cmp.Diff(want(t, `{"tags":["mgrpo","planner"],"user_metadata":{"client":"mgrpo","run":"run1","role":"planner"},
-		"sdk_version":"mgrpo-trainer-bridge","type":"create_session"}`), sess[0].body); diff != "" {
+		"type":"create_session"}`), sess[0].body); diff != "" {
 		t.Errorf("create_session body (-want +got):\n%s", diff)
 	}
 	cm := f.callsTo("create_model")
