@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type PlannerConfig struct {
 	Budget   Budget
 	Rollout  RolloutBudget
 	Prompts  Prompts
+	// Tools, when set, are further tools the planner may call beside
+	// delegate and reason (an MCP server's given to the planner role).
+	Tools Toolbox
 }
 
 // Planner answers a question by delegating subtasks to executors. It is
@@ -71,6 +75,9 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 	specs := []tools.Spec{delegateSpec}
 	if cfg.Reasoner != nil {
 		specs = append(specs, reasonSpec)
+	}
+	if cfg.Tools != nil {
+		specs = append(specs, cfg.Tools.Specs()...)
 	}
 	return &Planner{cfg: cfg, tools: openAITools(specs)}, nil
 }
@@ -183,6 +190,14 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			rec.Meta.Bytes = len(rec.Observation)
 			return rec
 		}
+	default:
+		if tb := d.planner.cfg.Tools; tb != nil && slices.ContainsFunc(tb.Specs(), func(s tools.Spec) bool { return s.Name == call.Function.Name }) {
+			return func(ctx context.Context) CallRecord {
+				obs := tb.Call(ctx, call.Function.Name, []byte(call.Function.Arguments))
+				rec.Observation, rec.Meta = obs.Text, obs.Meta
+				return rec
+			}
+		}
 	}
 	return observe(rec, failure.ClassInvalidArgs, fmt.Sprintf("There is no tool %q; the tools are: %s.", call.Function.Name, strings.Join(d.toolNames(), ", ")))
 }
@@ -191,6 +206,11 @@ func (d *delegations) toolNames() []string {
 	names := []string{ToolDelegate}
 	if d.planner.cfg.Reasoner != nil {
 		names = append(names, ToolReason)
+	}
+	if tb := d.planner.cfg.Tools; tb != nil {
+		for _, s := range tb.Specs() {
+			names = append(names, s.Name)
+		}
 	}
 	return names
 }

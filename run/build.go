@@ -14,6 +14,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/cache"
+	"github.com/mgrpo/mgrpo/tools/mcp"
 	"github.com/mgrpo/mgrpo/tools/search"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -147,7 +148,19 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mcpSet *mcp.Set
+	if len(c.Tools.MCP) > 0 {
+		if mcpSet, err = openMCP(ctx, c, opts.SharedCache, logger); err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, mcpSet.Close)
+	}
+	execRole := mcpRoleExecutor
+	if opts.Single {
+		execRole = mcpRoleSingle
+	}
 	toolbox, err := tools.NewWebToolbox(tools.WebConfig{
+		Extra:      c.mcpTools(mcpSet, execRole),
 		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
 		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
 		AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
@@ -177,6 +190,11 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: plannerBudget, Rollout: rolloutBudget, Prompts: prompts}
+		if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
+			if pc.Tools, err = tools.NewRegistry(pt, tools.WithMetrics(toolMetrics)); err != nil {
+				return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
+			}
+		}
 		if len(c.Reasoner.URLs) > 0 {
 			if pc.Reasoner, err = client("reasoner", c.Reasoner, false, false); err != nil {
 				return nil, err

@@ -42,7 +42,18 @@ type ConfigError struct {
 	Msg    string
 }
 
-func (e *ConfigError) Error() string { return fmt.Sprintf("mcp server %s: %s: %s", e.Server, e.Key, e.Msg) }
+// ServerError is a server that did not start or did not list its tools.
+type ServerError struct {
+	Server string
+	Err    error
+}
+
+func (e *ServerError) Error() string { return e.Err.Error() }
+func (e *ServerError) Unwrap() error { return e.Err }
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("mcp server %s: %s: %s", e.Server, e.Key, e.Msg)
+}
 
 // Set is the MCP servers of a process and their allowed tools. Close stops
 // them. Safe for concurrent use.
@@ -71,7 +82,7 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 	seen := map[string]bool{}
 	for _, sc := range cfg.Servers {
 		if err := sc.Validate(); err != nil {
-			return nil, fmt.Errorf("mcp server %s: %w", sc.Name, err)
+			return nil, &ServerError{Server: sc.Name, Err: fmt.Errorf("mcp server %s: %w", sc.Name, err)}
 		}
 		if seen[sc.Name] {
 			return nil, &ConfigError{Server: sc.Name, Key: "name", Msg: "two servers have this name"}
@@ -88,6 +99,9 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 			lctx, cancel := context.WithTimeout(ctx, s.cfg.startTimeout())
 			defer cancel()
 			lists[i], errs[i] = s.listTools(lctx)
+			if errs[i] != nil {
+				errs[i] = &ServerError{Server: s.cfg.Name, Err: errs[i]}
+			}
 			done <- i
 		}()
 	}

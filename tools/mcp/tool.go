@@ -190,3 +190,10 @@ func cacheKey(server, tool string, args json.RawMessage) string {
 	}
 	return cache.Key("mcp", server, tool, canon)
 }
+
+// Policy returns the tool's call timeout, concurrency cap and whether its
+// results are cached.
+func (t *Tool) Policy() (timeout time.Duration, concurrency int, cached bool) {
+	_, concurrency, cached = t.srv.cfg.policy(t.remote)
+	return t.timeout, concurrency, cached && t.cache != nil
+}
