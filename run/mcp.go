@@ -138,6 +138,17 @@ func (c Config) checkMCP(p *problems) {
 			p.add(key("max_chars"), "", "%d: must not be negative (0: 30000)", s.MaxChars)
 		}
 	}
+	keys := make([]string, 0, len(c.Prices.MCPCall))
+	for k := range c.Prices.MCPCall {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		server, _, _ := strings.Cut(k, ".")
+		if !seen[server] {
+			p.add("prices.mcp_call."+k, "", "names no server of tools.mcp (unknown server %q)", server)
+		}
+	}
 }
 
 // checkMCPEnv reports what of tools.mcp this machine cannot serve, checked

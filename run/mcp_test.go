@@ -54,10 +54,15 @@ func TestMCPConfigErrors(t *testing.T) {
 		{"prefix", "mcp: [{name: kb, command: node, prefix: sometimes}]", "tools.mcp.kb.prefix: \"sometimes\""},
 		{"role", "mcp: [{name: kb, command: node, roles: [judge]}]", "tools.mcp.kb.roles: \"judge\""},
 		{"duplicate server", "mcp: [{name: kb, command: node}, {name: kb, command: node}]", "tools.mcp.kb.name: \"kb\": two servers"},
+		{"price of an unknown server", "mcp: [{name: kb, command: node}]\n", "prices.mcp_call.wiki.search: names no server of tools.mcp (unknown server \"wiki\")"},
 		{"negative timeout", "mcp: [{name: kb, command: node, tools: {q: {timeout: -1s}}}]", "tools.mcp.kb.tools.q.timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := mcpConfig(t, tc.yaml)
+			c.Prices.MCPCall = map[string]float64{"kb": 0.001}
+			if tc.name == "price of an unknown server" {
+				c.Prices.MCPCall["wiki.search"] = 0.002
+			}
 			c.Out, c.Sim = t.TempDir(), false
 			c.Tasks = "tasks.jsonl"
 			c.Planner.URLs, c.Planner.Model = []string{"http://p"}, "m"
