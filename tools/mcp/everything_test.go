@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools"
 )
@@ -121,7 +123,12 @@ func TestEverything(t *testing.T) {
 			sc := tc.cfg(t)
 			sc.PerTool = map[string]ToolPolicy{"trigger-long-running-operation": {Timeout: 500 * time.Millisecond}}
 			s := openSet(t, Config{Servers: []ServerConfig{sc}, Reserved: []string{"search", "visit"}})
-			reg := registry(t, s)
+			promReg := prometheus.NewRegistry()
+			metrics := tools.NewMetrics(promReg)
+			reg, err := tools.NewRegistry(s.Tools(), tools.WithMetrics(metrics))
+			if err != nil {
+				t.Fatal(err)
+			}
 			names := reg.Names()
 			for _, want := range []string{"echo", "get-sum", "trigger-long-running-operation"} {
 				if !contains(names, want) {
@@ -174,6 +181,15 @@ func TestEverything(t *testing.T) {
 			if obs.Meta.Class != failure.ClassOK || !strings.Contains(obs.Text, "after the timeout") {
 				t.Errorf("echo after timeout = %q (%s %s)", obs.Text, obs.Meta.Class, obs.Meta.Error)
 			}
+			// The calls are in mgrpo_tool_* by tool and server.
+			// (Arguments the registry refuses never reach the server: no provider.)
+			for _, c := range []struct {
+				tool, provider, class string
+			}{{"get-sum", "mcp:every", "ok"}, {"get-sum", "", "invalid_args"}, {"trigger-long-running-operation", "mcp:every", "timeout"}, {"echo", "mcp:every", "ok"}} {
+				if got := callCount(t, promReg, c.tool, c.provider, c.class); got != 1 {
+					t.Errorf("mgrpo_tool_calls_total{tool=%s,provider=%s,class=%s} = %v, want 1", c.tool, c.provider, c.class, got)
+				}
+			}
 		})
 	}
 }
@@ -211,6 +227,30 @@ func TestEverythingRestart(t *testing.T) {
 	if n := s.Starts("every"); n < 2 {
 		t.Errorf("starts = %d, want a restart", n)
 	}
+}
+
+// callCount reads mgrpo_tool_calls_total{tool, provider, class} from reg.
+func callCount(t *testing.T, reg *prometheus.Registry, tool, provider, class string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() != "mgrpo_tool_calls_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["tool"] == tool && labels["provider"] == provider && labels["class"] == class {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 func contains(xs []string, x string) bool {
