@@ -160,7 +160,6 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		execRole = mcpRoleSingle
 	}
 	toolbox, err := tools.NewWebToolbox(tools.WebConfig{
-		Extra:      c.mcpTools(mcpSet, execRole),
 		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
 		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
 		AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
@@ -175,7 +174,14 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = b.MaxTokens, b.MaxTokens
 	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
 	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
-	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: toolbox, Budget: executorBudget, Prompts: prompts}
+	var execTools agents.Toolbox = toolbox
+	if mcpSet != nil {
+		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
+		if execTools, err = newLiveToolbox(mcpSet, toolbox, pick, logger); err != nil {
+			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
+		}
+	}
+	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: execTools, Budget: executorBudget, Prompts: prompts}
 	if opts.Single {
 		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -191,7 +197,12 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		}
 		pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: plannerBudget, Rollout: rolloutBudget, Prompts: prompts}
 		if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
-			if pc.Tools, err = tools.NewRegistry(pt, tools.WithMetrics(toolMetrics)); err != nil {
+			empty, err := tools.NewRegistry(nil, tools.WithMetrics(toolMetrics))
+			if err != nil {
+				return nil, err
+			}
+			pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRolePlanner) }
+			if pc.Tools, err = newLiveToolbox(mcpSet, empty, pick, logger); err != nil {
 				return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 			}
 		}

@@ -53,9 +53,6 @@ type WebConfig struct {
 	// pass on to NewRegistry.
 	Metrics *Metrics
 	Options []RegistryOption
-	// Extra are further tools offered beside search and visit (an MCP
-	// server's), registered in the same registry.
-	Extra []Tool
 }
 
 // NewWebToolbox builds the registry holding the search and visit tools of
@@ -111,7 +108,7 @@ func NewWebToolbox(cfg WebConfig) (*Registry, error) {
 	if cfg.Metrics != nil {
 		opts = append([]RegistryOption{WithMetrics(cfg.Metrics)}, opts...)
 	}
-	reg, err := NewRegistry(append([]Tool{searchTool, visitTool}, cfg.Extra...), opts...)
+	reg, err := NewRegistry([]Tool{searchTool, visitTool}, opts...)
 	if err != nil {
 		return nil, err
 	}

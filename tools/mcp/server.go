@@ -204,6 +204,9 @@ func (s *server) listTools(ctx context.Context) ([]*sdk.Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Cleared before listing, so that a change announced while the list
+	// is read is not lost.
+	s.changed.Store(false)
 	var out []*sdk.Tool
 	for t, err := range sess.Tools(ctx, nil) {
 		if err != nil {
@@ -211,7 +214,6 @@ func (s *server) listTools(ctx context.Context) ([]*sdk.Tool, error) {
 		}
 		out = append(out, t)
 	}
-	s.changed.Store(false)
 	return out, nil
 }
 

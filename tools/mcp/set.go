@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -59,7 +60,12 @@ func (e *ConfigError) Error() string {
 // them. Safe for concurrent use.
 type Set struct {
 	servers []*server
+	cfg     Config
+
+	mu      sync.Mutex
+	lists   [][]*sdk.Tool
 	tools   []*Tool
+	version int64 // counts the tool sets built (1 after Open)
 }
 
 // Open starts every server, lists its tools and builds the offered tools:
@@ -72,7 +78,7 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	set := &Set{}
+	set := &Set{cfg: cfg}
 	ok := false
 	defer func() {
 		if !ok {
@@ -115,6 +121,7 @@ func Open(ctx context.Context, cfg Config) (*Set, error) {
 	if set.tools, err = offer(set.servers, lists, cfg); err != nil {
 		return nil, err
 	}
+	set.lists, set.version = lists, 1
 	ok = true
 	return set, nil
 }
@@ -220,6 +227,8 @@ func newTool(s *server, t *sdk.Tool, name string, cfg Config) (*Tool, error) {
 // Tools returns the offered tools, sorted by name, as tools.Tool values
 // for a registry.
 func (s *Set) Tools() []tools.Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	out := make([]tools.Tool, len(s.tools))
 	for i, t := range s.tools {
 		out[i] = t
@@ -228,12 +237,72 @@ func (s *Set) Tools() []tools.Tool {
 }
 
 // MCPTools returns the offered tools with their server-side names.
-func (s *Set) MCPTools() []*Tool { return slices.Clone(s.tools) }
+func (s *Set) MCPTools() []*Tool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.tools)
+}
+
+// Version counts the tool sets the Set has offered: 1 after Open, one more
+// after each Refresh that changed them.
+func (s *Set) Version() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version
+}
+
+// Refresh lists again the tools of the servers that announced a change
+// and, when the offered tools differ, builds them anew (Version grows).
+// Tools already handed out keep working. On an error (a server that does
+// not answer, a new list that cannot be offered) the offered tools stay as
+// they were. Callers refresh between rollouts, never during one.
+func (s *Set) Refresh(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lists := slices.Clone(s.lists)
+	changed := false
+	for i, srv := range s.servers {
+		if !srv.changed.Load() {
+			continue
+		}
+		l, err := srv.listTools(ctx)
+		if err != nil {
+			return err
+		}
+		lists[i], changed = l, true
+	}
+	if !changed {
+		return nil
+	}
+	next, err := offer(s.servers, lists, s.cfg)
+	if err != nil {
+		return err
+	}
+	s.lists = lists
+	if !sameTools(s.tools, next) {
+		s.tools = next
+		s.version++
+	}
+	return nil
+}
+
+// sameTools reports whether two tool sets offer the same specs.
+func sameTools(a, b []*Tool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i].spec, b[i].spec
+		if x.Name != y.Name || x.Description != y.Description || string(x.Parameters) != string(y.Parameters) || a[i].remote != b[i].remote {
+			return false
+		}
+	}
+	return true
+}
 
 // Changed reports the servers that announced a change of their tool list
-// since they were listed (notifications/tools/list_changed). The offered
-// tools stay as listed at Open: a run picks a change up when it starts
-// again, never in the middle of a turn.
+// since they were last listed (notifications/tools/list_changed); Refresh
+// picks the changes up.
 func (s *Set) Changed() []string {
 	var out []string
 	for _, srv := range s.servers {
