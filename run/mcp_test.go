@@ -150,3 +150,29 @@ func TestMCPPrefixAndRoles(t *testing.T) {
 		t.Errorf("planner tools = %s, want %s", got, want)
 	}
 }
+
+// TestMCPInRunRecord checks that a run without MCP servers writes the run
+// record it wrote before (no tools key), and that one with servers hands
+// them to its workers unexpanded (${NAME} is read by each process).
+func TestMCPInRunRecord(t *testing.T) {
+	rec, err := DefaultConfig().RunRecordConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(rec), "Tools") {
+		t.Errorf("record without MCP servers names Tools: %s", rec)
+	}
+	c := mcpConfig(t, "mcp: [{name: kb, url: 'https://kb.example/mcp', headers: {X-Key: '${KB_KEY}'}, tools: {q: {cache: true}}}]")
+	rec, err = c.RunRecordConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := ConfigFromRunRecord(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := back.Tools.MCP
+	if len(got) != 1 || got[0].Headers["X-Key"] != "${KB_KEY}" || got[0].Tools["q"].Cache == nil || !*got[0].Tools["q"].Cache {
+		t.Errorf("workers get %+v", got)
+	}
+}

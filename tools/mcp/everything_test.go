@@ -17,6 +17,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/tools"
+	"github.com/mgrpo/mgrpo/tools/cache"
 )
 
 // everythingScript returns the entry point of the pinned
@@ -260,4 +261,43 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// TestEverythingCacheAndCap checks the call policy: a tool allowed to be
+// cached answers the second identical call (keys in another order) from
+// the cache without reaching the server; one that is not, never; and a
+// concurrency cap of 1 makes a second call wait for the first.
+func TestEverythingCacheAndCap(t *testing.T) {
+	sc := stdioEverything(t)
+	yes := true
+	sc.PerTool = map[string]ToolPolicy{"get-sum": {Cache: &yes}, "trigger-long-running-operation": {Concurrency: 1, Timeout: 20 * time.Second}}
+	s := openSet(t, Config{Servers: []ServerConfig{sc}, Cache: cache.NewLRU(100, time.Hour)})
+	reg := registry(t, s)
+	ctx := context.Background()
+	first := reg.Call(ctx, "get-sum", json.RawMessage(`{"a": 1, "b": 2}`))
+	second := reg.Call(ctx, "get-sum", json.RawMessage(`{"b": 2, "a": 1}`))
+	if first.Meta.CacheHit || first.Meta.Upstream != 1 || !second.Meta.CacheHit || second.Meta.Upstream != 0 || second.Text != first.Text {
+		t.Errorf("cached tool: first %+v, second %+v; want a miss then a hit with the same text", first.Meta, second.Meta)
+	}
+	for i := 0; i < 2; i++ {
+		if obs := reg.Call(ctx, "echo", json.RawMessage(`{"message": "x"}`)); obs.Meta.CacheHit || obs.Meta.Upstream != 1 {
+			t.Errorf("uncached tool call %d: %+v, want it to reach the server", i, obs.Meta)
+		}
+	}
+	// Two slow calls with a cap of 1 take about twice one call.
+	start := time.Now()
+	done := make(chan tools.Observation, 2)
+	for i := 0; i < 2; i++ {
+		go func() {
+			done <- reg.Call(ctx, "trigger-long-running-operation", json.RawMessage(`{"duration": 1, "steps": 1}`))
+		}()
+	}
+	for i := 0; i < 2; i++ {
+		if obs := <-done; obs.Meta.Class != failure.ClassOK {
+			t.Errorf("slow call: %q (%s %s)", obs.Text, obs.Meta.Class, obs.Meta.Error)
+		}
+	}
+	if el := time.Since(start); el < 2*time.Second {
+		t.Errorf("two 1 s calls under a cap of 1 took %v: they ran at once", el)
+	}
 }
