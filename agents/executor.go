@@ -64,6 +64,19 @@ func (e *Executor) Run(ctx context.Context, task, key string, seed int64, index 
 	return traj
 }
 
+// snapshot returns the executor one rollout uses: e itself, or, when its
+// toolbox may change between rollouts, a copy over the toolbox's current
+// snapshot.
+func (e *Executor) snapshot(ctx context.Context) *Executor {
+	s, ok := e.cfg.Tools.(Snapshotter)
+	if !ok {
+		return e
+	}
+	cfg := e.cfg
+	cfg.Tools = s.Snapshot(ctx)
+	return &Executor{cfg: cfg, tools: openAITools(cfg.Tools.Specs())}
+}
+
 // newLoop builds the turn loop over the executor's tools.
 func (e *Executor) newLoop(key string, seed int64, report bool) *loop {
 	return &loop{

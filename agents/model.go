@@ -30,6 +30,14 @@ type Toolbox interface {
 	Call(ctx context.Context, name string, args json.RawMessage) tools.Observation
 }
 
+// Snapshotter is a Toolbox whose tools may change between rollouts (an MCP
+// server announced a new tool list). Snapshot returns the toolbox one
+// rollout uses from its start to its end, so a change never reaches a
+// rollout, let alone a turn, in flight.
+type Snapshotter interface {
+	Snapshot(ctx context.Context) Toolbox
+}
+
 var (
 	_ Model   = (*llm.Client)(nil)
 	_ Toolbox = (*tools.Registry)(nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +44,9 @@ type PlannerConfig struct {
 	Budget   Budget
 	Rollout  RolloutBudget
 	Prompts  Prompts
+	// Tools, when set, are further tools the planner may call beside
+	// delegate and reason (an MCP server's given to the planner role).
+	Tools Toolbox
 }
 
 // Planner answers a question by delegating subtasks to executors. It is
@@ -68,11 +72,19 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	return &Planner{cfg: cfg, tools: openAITools(cfg.specs(cfg.Tools))}, nil
+}
+
+// specs returns the planner's own tools and those of tb (nil: none).
+func (cfg PlannerConfig) specs(tb Toolbox) []tools.Spec {
 	specs := []tools.Spec{delegateSpec}
 	if cfg.Reasoner != nil {
 		specs = append(specs, reasonSpec)
 	}
-	return &Planner{cfg: cfg, tools: openAITools(specs)}, nil
+	if tb != nil {
+		specs = append(specs, tb.Specs()...)
+	}
+	return specs
 }
 
 // Query is one rollout's input.
@@ -97,7 +109,13 @@ func (p *Planner) Run(ctx context.Context, q Query) *Rollout {
 	defer cancel()
 	r := &Rollout{Question: q.Question, Started: start}
 	traj := &Trajectory{Role: RolePlanner, Task: q.Question}
-	d := &delegations{planner: p, query: q, rollout: r, traj: traj}
+	// A toolbox that may change between rollouts is read once, here.
+	d := &delegations{planner: p, query: q, rollout: r, traj: traj, executor: p.cfg.Executor.snapshot(ctx), tools: p.cfg.Tools}
+	ptools := p.tools
+	if s, ok := p.cfg.Tools.(Snapshotter); ok {
+		d.tools = s.Snapshot(ctx)
+		ptools = openAITools(p.cfg.specs(d.tools))
+	}
 	system, err := p.cfg.Prompts.render(PromptPlannerSystem, map[string]any{})
 	var user string
 	if err == nil {
@@ -107,7 +125,7 @@ func (p *Planner) Run(ctx context.Context, q Query) *Rollout {
 		traj.Error = err.Error()
 	} else {
 		l := &loop{
-			model: p.cfg.Model, tools: p.tools, budget: p.cfg.Budget, prompts: p.cfg.Prompts,
+			model: p.cfg.Model, tools: ptools, budget: p.cfg.Budget, prompts: p.cfg.Prompts,
 			key: q.Key + "/planner", seed: deriveSeed(q.Seed, RolePlanner), prepare: d.prepare,
 		}
 		l.run(ctx, system, user, traj)
@@ -127,6 +145,10 @@ type delegations struct {
 	query   Query
 	rollout *Rollout
 	traj    *Trajectory
+	// executor and tools are the rollout's snapshots of the planner's
+	// executor and extra tools (see Snapshotter).
+	executor *Executor
+	tools    Toolbox
 }
 
 // prepare numbers delegations in call order (so executor indices do not
@@ -151,7 +173,7 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 		d.rollout.Executors = append(d.rollout.Executors, nil)
 		return func(ctx context.Context) CallRecord {
 			start := time.Now()
-			sub := d.planner.cfg.Executor.Run(ctx, args.Task, executorKey(d.query.Key, index), deriveSeed(d.query.Seed, RoleExecutor, index), index)
+			sub := d.executor.Run(ctx, args.Task, executorKey(d.query.Key, index), deriveSeed(d.query.Seed, RoleExecutor, index), index)
 			d.rollout.Executors[index] = sub
 			rec.Observation = executorObservation(sub)
 			rec.Meta = tools.Meta{Tool: ToolDelegate, Latency: time.Since(start), Bytes: len(rec.Observation)}
@@ -183,6 +205,14 @@ func (d *delegations) prepare(call openai.ToolCall) func(context.Context) CallRe
 			rec.Meta.Bytes = len(rec.Observation)
 			return rec
 		}
+	default:
+		if tb := d.tools; tb != nil && slices.ContainsFunc(tb.Specs(), func(s tools.Spec) bool { return s.Name == call.Function.Name }) {
+			return func(ctx context.Context) CallRecord {
+				obs := tb.Call(ctx, call.Function.Name, []byte(call.Function.Arguments))
+				rec.Observation, rec.Meta = obs.Text, obs.Meta
+				return rec
+			}
+		}
 	}
 	return observe(rec, failure.ClassInvalidArgs, fmt.Sprintf("There is no tool %q; the tools are: %s.", call.Function.Name, strings.Join(d.toolNames(), ", ")))
 }
@@ -191,6 +221,11 @@ func (d *delegations) toolNames() []string {
 	names := []string{ToolDelegate}
 	if d.planner.cfg.Reasoner != nil {
 		names = append(names, ToolReason)
+	}
+	if tb := d.tools; tb != nil {
+		for _, s := range tb.Specs() {
+			names = append(names, s.Name)
+		}
 	}
 	return names
 }

@@ -43,7 +43,7 @@ func (s *Single) Run(ctx context.Context, q Query) *Rollout {
 	if err != nil {
 		traj.Error = err.Error()
 	} else {
-		l := s.exec.newLoop(q.Key+"/single", deriveSeed(q.Seed, RoleSingle), false)
+		l := s.exec.snapshot(ctx).newLoop(q.Key+"/single", deriveSeed(q.Seed, RoleSingle), false)
 		l.run(ctx, system, user, traj)
 		checkAnswer(traj)
 	}

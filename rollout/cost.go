@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 )
 
 // Prices are what the paid parts of a run cost, in the user's currency
@@ -24,6 +25,10 @@ type Prices struct {
 	// without an entry costs nothing.
 	PromptPerMillion     map[string]float64 `yaml:"prompt_per_million" json:"prompt_per_million" doc:"price of a million prompt tokens by role, e.g. {planner: 0.5, executor: 0.2}; default none"`
 	CompletionPerMillion map[string]float64 `yaml:"completion_per_million" json:"completion_per_million" doc:"price of a million completion tokens by role; default none"`
+	// MCPCall prices one call that reached an MCP server, by server
+	// ("kb") or by server and tool as offered to the model ("kb.search",
+	// which wins); cache hits are free.
+	MCPCall map[string]float64 `yaml:"mcp_call" json:"mcp_call,omitempty" doc:"price of one MCP tool call by server or server.tool, e.g. {kb: 0.001, kb.search: 0.002} (cache hits are free); default none"`
 }
 
 // Usage counts the billable work of a step (or a run): requests that
@@ -35,7 +40,10 @@ type Usage struct {
 	JudgeCalls       int              `json:"judge_calls"`
 	PromptTokens     map[string]int64 `json:"prompt_tokens"`
 	CompletionTokens map[string]int64 `json:"completion_tokens"`
-	Cost             float64          `json:"cost"`
+	// MCPCalls counts the calls that reached an MCP server, by
+	// "server.tool" (the tool as offered to the model).
+	MCPCalls map[string]int64 `json:"mcp_calls,omitempty"`
+	Cost     float64          `json:"cost"`
 }
 
 // Add adds o's counts and cost to u.
@@ -45,6 +53,7 @@ func (u *Usage) Add(o Usage) {
 	u.JudgeCalls += o.JudgeCalls
 	u.PromptTokens = addCounts(u.PromptTokens, o.PromptTokens)
 	u.CompletionTokens = addCounts(u.CompletionTokens, o.CompletionTokens)
+	u.MCPCalls = addCounts(u.MCPCalls, o.MCPCalls)
 	u.Cost += o.Cost
 }
 
@@ -74,6 +83,9 @@ func (p Prices) Validate() error {
 	for role, v := range p.CompletionPerMillion {
 		errs = append(errs, check("completion_per_million."+role, v))
 	}
+	for key, v := range p.MCPCall {
+		errs = append(errs, check("mcp_call."+key, v))
+	}
 	return errors.Join(errs...)
 }
 
@@ -85,6 +97,14 @@ func (u *Usage) Price(p Prices) {
 	}
 	for role, n := range u.CompletionTokens {
 		c += float64(n) / 1e6 * p.CompletionPerMillion[role]
+	}
+	for key, n := range u.MCPCalls {
+		price, ok := p.MCPCall[key]
+		if !ok {
+			server, _, _ := strings.Cut(key, ".")
+			price = p.MCPCall[server]
+		}
+		c += float64(n) * price
 	}
 	u.Cost = c
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/cache"
+	"github.com/mgrpo/mgrpo/tools/mcp"
 	"github.com/mgrpo/mgrpo/tools/search"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -147,6 +148,17 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
+	var mcpSet *mcp.Set
+	if len(c.Tools.MCP) > 0 {
+		if mcpSet, err = openMCP(ctx, c, opts.SharedCache, logger); err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, mcpSet.Close)
+	}
+	execRole := mcpRoleExecutor
+	if opts.Single {
+		execRole = mcpRoleSingle
+	}
 	toolbox, err := tools.NewWebToolbox(tools.WebConfig{
 		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
 		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
@@ -162,7 +174,14 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = b.MaxTokens, b.MaxTokens
 	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
 	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
-	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: toolbox, Budget: executorBudget, Prompts: prompts}
+	var execTools agents.Toolbox = toolbox
+	if mcpSet != nil {
+		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
+		if execTools, err = newLiveToolbox(mcpSet, toolbox, pick, logger); err != nil {
+			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
+		}
+	}
+	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: execTools, Budget: executorBudget, Prompts: prompts}
 	if opts.Single {
 		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -177,6 +196,16 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: plannerBudget, Rollout: rolloutBudget, Prompts: prompts}
+		if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
+			empty, err := tools.NewRegistry(nil, tools.WithMetrics(toolMetrics))
+			if err != nil {
+				return nil, err
+			}
+			pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRolePlanner) }
+			if pc.Tools, err = newLiveToolbox(mcpSet, empty, pick, logger); err != nil {
+				return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
+			}
+		}
 		if len(c.Reasoner.URLs) > 0 {
 			if pc.Reasoner, err = client("reasoner", c.Reasoner, false, false); err != nil {
 				return nil, err

@@ -50,6 +50,7 @@ type Config struct {
 	Judge    EndpointConfig `yaml:"judge" category:"endpoints" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
 	Search  SearchConfig   `yaml:"search" category:"tools" doc:"executor web tools"`
+	Tools   ToolsConfig    `yaml:"tools" category:"tools" json:",omitzero" doc:"tools beyond search and visit"`
 	Rewards RewardsConfig  `yaml:"rewards" category:"training" doc:"reward coefficients"`
 	Budgets BudgetsConfig  `yaml:"budgets" category:"timeouts" doc:"agent budgets"`
 	Prices  rollout.Prices `yaml:"prices" doc:"the cost meter's price table (all 0 unless set)"`

@@ -60,6 +60,11 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 			c.Judge.Model = SimModel
 		}
 	}
+	for i := range c.Tools.MCP {
+		if c.Tools.MCP[i].URL == SimMCPURL {
+			c.Tools.MCP[i].URL = w.MCPURL
+		}
+	}
 	c.Search.Provider, c.Search.URL = "serper", w.WebURL
 	c.Search.AllowHosts = append(c.Search.AllowHosts, w.WebHost)
 	logger.Info("simulated world started", "llm", w.LLMURL, "web", w.WebURL)

@@ -95,6 +95,7 @@ func (c Config) Validate() error {
 	if !c.Sim && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}
+	c.checkMCP(&p)
 	if err := c.Prices.Validate(); err != nil {
 		p = append(p, err)
 	}

@@ -12,10 +12,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"time"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/mcptools"
 	"github.com/mgrpo/mgrpo/sim/trainer"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
@@ -80,6 +82,9 @@ type World struct {
 	ExecutorLLMURL, TrainerURL string
 	// Web is the generated web, with its questions and gold answers.
 	Web *web.World
+	// MCPURL is the world's MCP server (package sim/mcptools), served by
+	// the web at mcptools.Path.
+	MCPURL string
 
 	llm     []*simllm.Server
 	trainer *trainer.Server
@@ -128,7 +133,7 @@ func Start(opts Options) (*World, error) {
 	if err != nil {
 		return nil, err
 	}
-	services := []Service{llm, {Name: "web", Addr: DefaultWebAddr, Handler: w.Handler()}}
+	services := []Service{llm, {Name: "web", Addr: DefaultWebAddr, Handler: WebHandler(w, logger)}}
 	if opts.Training {
 		exec, err := addLLM("executor llm", DefaultExecutorLLMAddr)
 		if err != nil {
@@ -160,6 +165,7 @@ func Start(opts Options) (*World, error) {
 		return nil, fmt.Errorf("start sim world: %w", err)
 	}
 	world.LLMURL, world.WebURL, world.WebHost, world.ExecutorLLMURL = s.URLs[0], s.URLs[1], u.Host, s.URLs[0]
+	world.MCPURL = s.URLs[1] + mcptools.Path
 	if opts.Training {
 		world.ExecutorLLMURL, world.TrainerURL = s.URLs[2], s.URLs[3]
 	}
@@ -182,4 +188,17 @@ func (w *World) closeServers() {
 func (w *World) Close() {
 	w.servers.Stop(0)
 	w.closeServers()
+}
+
+// WebHandler serves the synthetic web w and, at mcptools.Path, the world's
+// MCP server over it (a calculator and a notes store of the web's facts).
+func WebHandler(w *web.World, logger *slog.Logger, opts ...web.HandlerOption) http.Handler {
+	pages, tools := w.Handler(opts...), mcptools.Handler(w, logger)
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == mcptools.Path {
+			tools.ServeHTTP(rw, r)
+			return
+		}
+		pages.ServeHTTP(rw, r)
+	})
 }

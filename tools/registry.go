@@ -28,6 +28,7 @@ type Registry struct {
 	names   []string
 	metrics *Metrics
 	log     *slog.Logger
+	opts    []RegistryOption
 }
 
 type entry struct {
@@ -47,7 +48,7 @@ func WithLogger(l *slog.Logger) RegistryOption { return func(r *Registry) { r.lo
 // NewRegistry compiles each tool's parameter schema. Two tools with one
 // name, or a schema that does not compile, are configuration errors.
 func NewRegistry(tools []Tool, opts ...RegistryOption) (*Registry, error) {
-	r := &Registry{tools: map[string]entry{}, log: slog.Default()}
+	r := &Registry{tools: map[string]entry{}, log: slog.Default(), opts: opts}
 	for _, o := range opts {
 		o(r)
 	}
@@ -85,6 +86,22 @@ func compileSchema(name string, params json.RawMessage) (*jsonschema.Schema, err
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	return sch, nil
+}
+
+// Tools returns the registered tools, sorted by name.
+func (r *Registry) Tools() []Tool {
+	out := make([]Tool, len(r.names))
+	for i, n := range r.names {
+		out[i] = r.tools[n].tool
+	}
+	return out
+}
+
+// Rebuild returns a new registry of tools with r's options (metrics,
+// logger): r's tool set changed (an MCP server's list did), r itself stays
+// as it is for whoever still uses it.
+func (r *Registry) Rebuild(tools []Tool) (*Registry, error) {
+	return NewRegistry(tools, r.opts...)
 }
 
 // Names returns the registered tool names, sorted.

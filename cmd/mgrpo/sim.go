@@ -108,7 +108,7 @@ func simCommand() *cli.Command {
 				if key := c.String("search-api-key"); key != "" {
 					opts = append(opts, web.WithAPIKey(key))
 				}
-				handlers = append(handlers, namedHandler{Service: sim.Service{Name: "web", Addr: webAddr, Handler: world.Handler(opts...)}})
+				handlers = append(handlers, namedHandler{Service: sim.Service{Name: "web", Addr: webAddr, Handler: sim.WebHandler(world, loggerOf(c), opts...)}})
 			}
 			return serve(c.Context, loggerOf(c), c.App.Writer, handlers)
 		},

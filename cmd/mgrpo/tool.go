@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"flag"
+	"io"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mgrpo/mgrpo/run"
 	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
@@ -60,6 +64,76 @@ func toolCommand() *cli.Command {
 						SummarizerURL: c.String("summarizer-url"), SummarizerModel: c.String("summarizer-model"),
 						SummarizerDialect: c.String("summarizer-dialect"),
 					}, c.App.Writer))
+				},
+			},
+			mcpToolCommand(),
+		},
+	}
+}
+
+// mcpToolCommand lists and calls the tools of the MCP servers of a run's
+// configuration (tools.mcp), as the agents would see and call them.
+func mcpToolCommand() *cli.Command {
+	configFlag := &cli.PathFlag{Name: "config", Required: true, Usage: "the run's YAML `FILE` (its tools.mcp servers)"}
+	load := func(c *cli.Context) (run.Config, error) {
+		cfg, err := run.LoadConfig(c.Path("config"))
+		if err != nil {
+			return cfg, usageError{err}
+		}
+		return cfg, nil
+	}
+	return &cli.Command{
+		Name:  "mcp",
+		Usage: "the tools of the MCP servers of a configuration (tools.mcp)",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "list",
+				Usage: "start the servers and print every tool as the model would see it (name, description, parameters)",
+				Flags: []cli.Flag{configFlag},
+				Action: func(c *cli.Context) error {
+					cfg, err := load(c)
+					if err != nil {
+						return err
+					}
+					return toolResult(run.MCPList(c.Context, cfg, c.App.Writer, loggerOf(c)))
+				},
+			},
+			{
+				Name:      "call",
+				Usage:     "call one tool of one server and print the observation the model would see (exit 1 when it is an error observation)",
+				ArgsUsage: "SERVER TOOL",
+				Flags: []cli.Flag{&cli.PathFlag{Name: "config", Usage: configFlag.Usage},
+					&cli.StringFlag{Name: "args", Value: "{}", Usage: "the arguments, a JSON object"},
+					&cli.DurationFlag{Name: "timeout", Value: tools.DefaultCommandTimeout, Usage: "bound on starting the server and the call"},
+				},
+				Action: func(c *cli.Context) error {
+					// The flags may follow SERVER TOOL, as the usage line
+					// shows them; the CLI library parses only those before.
+					rest := flag.NewFlagSet("tool mcp call", flag.ContinueOnError)
+					rest.SetOutput(io.Discard)
+					config := rest.String("config", c.Path("config"), "")
+					args := rest.String("args", c.String("args"), "")
+					timeout := rest.Duration("timeout", c.Duration("timeout"), "")
+					pos := c.Args().Slice()
+					if len(pos) < 2 {
+						return usagef("tool mcp call: want SERVER TOOL, got %d arguments", len(pos))
+					}
+					if err := rest.Parse(pos[2:]); err != nil {
+						return usagef("tool mcp call: %v", err)
+					}
+					if rest.NArg() > 0 {
+						return usagef("tool mcp call: want SERVER TOOL, got also %q", rest.Args())
+					}
+					if *config == "" {
+						return usagef("tool mcp call: --config FILE is required")
+					}
+					cfg, err := run.LoadConfig(*config)
+					if err != nil {
+						return usageError{err}
+					}
+					ctx, cancel := context.WithTimeout(c.Context, *timeout)
+					defer cancel()
+					return toolResult(run.MCPCall(ctx, cfg, pos[0], pos[1], *args, c.App.Writer, loggerOf(c)))
 				},
 			},
 		},

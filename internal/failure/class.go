@@ -25,4 +25,7 @@ const (
 	ClassUnsupported Class = "unsupported"
 	ClassConfig      Class = "config"
 	ClassInternal    Class = "internal"
+	// ClassToolError is a tool that ran and reported that it failed (an
+	// MCP result with isError, or a JSON-RPC error answering the call).
+	ClassToolError Class = "tool_error"
 )

@@ -4,6 +4,7 @@ import (
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
+	"strings"
 )
 
 // The names the search and visit tools record in their calls' metadata.
@@ -204,6 +205,13 @@ func countTrajectory(sum *rollout.StepSummary, tr *agents.Trajectory) (generated
 				sum.Usage.SearchRequests += c.Meta.Upstream
 			case visitTool:
 				sum.Usage.VisitRequests += c.Meta.Upstream
+			}
+			// An MCP tool's provider is "mcp:SERVER" (tools/mcp.Provider).
+			if server, ok := strings.CutPrefix(c.Meta.Provider, "mcp:"); ok && c.Meta.Upstream > 0 {
+				if sum.Usage.MCPCalls == nil {
+					sum.Usage.MCPCalls = map[string]int64{}
+				}
+				sum.Usage.MCPCalls[server+"."+c.Meta.Tool] += int64(c.Meta.Upstream)
 			}
 			if c.Meta.Tool == visitTool {
 				sum.VisitCalls++

@@ -189,3 +189,14 @@ func (w *World) PageText(path string) (text string, ok bool) {
 func (w *World) Paths() []string {
 	return append([]string(nil), w.paths...)
 }
+
+// Facts returns the facts of the entity named name (its exact name),
+// distractors included, and whether there is one: what the sim's MCP notes
+// store (sim/mcptools) serves.
+func (w *World) Facts(name string) ([]Fact, bool) {
+	e, ok := w.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return append([]Fact(nil), e.facts...), true
+}

@@ -21,6 +21,12 @@ const (
 	ToolSearch = "search"
 	// ToolVisit reads pages: {"url": [string, …], "goal": string}.
 	ToolVisit = "visit"
+	// ToolNotes is the notes store of the sim's MCP server (sim/mcptools):
+	// {"entity": string}. An executor offered it (under this name, or
+	// prefixed as SERVER_notes_lookup) looks up each entity it works on
+	// there once before it visits or searches; one not offered it plays as
+	// before.
+	ToolNotes = "notes_lookup"
 )
 
 // call is one well-formed tool call the policy made in an earlier turn.
@@ -192,6 +198,23 @@ func (c *conversation) searched() map[string]bool {
 		}
 	}
 	return out
+}
+
+// lookedUp reports whether an earlier turn called the notes tool named
+// tool about entity.
+func (c *conversation) lookedUp(tool, entity string) bool {
+	for _, cl := range c.calls {
+		if cl.name != tool {
+			continue
+		}
+		var args struct {
+			Entity string `json:"entity"`
+		}
+		if json.Unmarshal([]byte(cl.raw), &args) == nil && strings.EqualFold(strings.TrimSpace(args.Entity), entity) {
+			return true
+		}
+	}
+	return false
 }
 
 // visited returns the set of URLs already visited.

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -47,6 +48,15 @@ func (t turn) execute() Output {
 		}
 	}
 	goal := web.SubtaskText(web.Chain{Entity: cur, Relations: []string{rel}})
+	// The notes come first, once per entity: a deterministic habit, not a
+	// decision, so a run without the notes tool makes the same decisions.
+	if t.notes != "" && !t.conv.lookedUp(t.notes, cur) {
+		args, _ := json.Marshal(map[string]string{"entity": cur})
+		return Output{
+			Reasoning: fmt.Sprintf("I need the %s of %s. %sI will check the notes about %s first.", rel, cur, knownText(res), cur),
+			ToolCalls: []ToolCall{{Name: t.notes, Arguments: string(args)}},
+		}
+	}
 	if t.canVisit {
 		if cands := t.candidates(rel, cur); len(cands) > 0 {
 			urls := t.pickURLs(cands)

@@ -126,6 +126,7 @@ func (p *Policy) act(req Request, ch *chooser) (out Output) {
 		ch.role = RoleExecutor
 		t.canSearch = offers(req.Tools, ToolSearch)
 		t.canVisit = offers(req.Tools, ToolVisit)
+		t.notes = notesTool(req.Tools)
 		out = t.execute()
 	default:
 		ch.role = RolePlanner
@@ -141,6 +142,18 @@ func (p *Policy) act(req Request, ch *chooser) (out Output) {
 	out.ChoiceProb = math.Exp(ch.logprob)
 	out.Decisions = ch.decisions
 	return out
+}
+
+// notesTool returns the name under which the sim MCP server's notes tool
+// is offered (ToolNotes, or prefixed by its server's name), "" when it is
+// not.
+func notesTool(tools []Tool) string {
+	for _, t := range tools {
+		if t.Name == ToolNotes || strings.HasSuffix(t.Name, "_"+ToolNotes) {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 func offers(tools []Tool, name string) bool {
@@ -160,6 +173,9 @@ type turn struct {
 	conv      *conversation
 	canSearch bool
 	canVisit  bool
+	// notes is the offered name of the MCP notes tool, "" when none is
+	// offered.
+	notes string
 }
 
 func (t turn) skills() Skills { return t.p.skills }
