@@ -1,21 +1,45 @@
 package llm
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/sim/llm/internal/vocabgen/corpus"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
 
-// TestCorpusVocabCurrent checks that vocab_corpus.txt is what vocabgen
-// writes from today's sim web, prompts and policy text.
-func TestCorpusVocabCurrent(t *testing.T) {
+// TestCorpusVocabCovers checks that the frozen vocab_corpus.txt still
+// covers the words vocabgen finds in today's sim web, prompts and policy
+// and tool text. The file is frozen on purpose, as a real model's
+// tokenizer is: regenerating it renumbers the sim's token ids and so
+// changes every run's bytes, which must be a deliberate change (run
+// `go generate ./sim/llm`, then update the identity sums), never a side
+// effect of editing a message. New words are spelt in fragments until
+// then; the check fails once they are more than a tenth of the list,
+// which would make the sim's token counts drift from a real tokenizer's.
+func TestCorpusVocabCovers(t *testing.T) {
 	want, err := corpus.WordList("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(want) != vocabCorpus {
-		t.Fatal("vocab_corpus.txt is stale: run `go generate ./sim/llm` and commit the result")
+	frozen := map[string]bool{}
+	for _, w := range corpusWords() {
+		frozen[w] = true
+	}
+	var missing []string
+	total := 0
+	for _, line := range strings.Split(string(want), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		total++
+		if !frozen[line] {
+			missing = append(missing, line)
+		}
+	}
+	t.Logf("%d of %d words vocabgen finds today are not in the frozen vocabulary: %v", len(missing), total, missing)
+	if len(missing)*10 > total {
+		t.Fatalf("%d of %d words are missing from vocab_corpus.txt: regenerate it deliberately (`go generate ./sim/llm`) and update the identity sums (cmd/mgrpo: go test -run Identity -args -update-identity)", len(missing), total)
 	}
 }
 
