@@ -78,32 +78,34 @@ func TestMCPConfigErrors(t *testing.T) {
 // TestMCPStartErrors checks the errors found when the servers start:
 // each wraps ErrConfig (exit 2) and names the server's key.
 func TestMCPStartErrors(t *testing.T) {
-	args := func() string { return "[" + strings.Join(everythingArgs(t), ", ") + "]" }
+	args := func(t *testing.T) string { return "[" + strings.Join(everythingArgs(t), ", ") + "]" }
 	for _, tc := range []struct {
 		name string
-		yaml func() string
+		yaml func(t *testing.T) string
 		want []string
 	}{
-		{"missing command", func() string { return "mcp: [{name: kb, command: /nonexistent/mcp-kb}]" },
+		{"missing command", func(t *testing.T) string { return "mcp: [{name: kb, command: /nonexistent/mcp-kb}]" },
 			[]string{"tools.mcp.kb.command", "not found"}},
-		{"unset variable", func() string {
+		{"unset variable", func(t *testing.T) string {
 			return "mcp: [{name: kb, url: 'http://127.0.0.1:18549/mcp', headers: {X-Key: '${MGRPO_TEST_UNSET_VAR}'}}]"
 		},
 			[]string{"tools.mcp.kb.headers.X-Key", "MGRPO_TEST_UNSET_VAR"}},
-		{"url that does not answer", func() string { return "mcp: [{name: far, url: 'http://127.0.0.1:18549/mcp'}]" },
+		{"url that does not answer", func(t *testing.T) string { return "mcp: [{name: far, url: 'http://127.0.0.1:18549/mcp'}]" },
 			[]string{"tools.mcp.far: did not start or list its tools", "connect to http://127.0.0.1:18549/mcp"}},
-		{"garbage on stdout", func() string {
+		{"garbage on stdout", func(t *testing.T) string {
 			return `mcp: [{name: noisy, command: sh, args: [-c, "echo hello; echo oops >&2; sleep 30"]}]`
 		},
 			[]string{"tools.mcp.noisy: did not start", "not a JSON-RPC message: \"hello\"", "oops"}},
-		{"duplicate tool names without a prefix", func() string {
-			return "mcp: [{name: a, command: node, args: " + args() + ", allow: [echo], prefix: never}, {name: b, command: node, args: " + args() + ", allow: [echo], prefix: never}]"
+		{"duplicate tool names without a prefix", func(t *testing.T) string {
+			return "mcp: [{name: a, command: node, args: " + args(t) + ", allow: [echo], prefix: never}, {name: b, command: node, args: " + args(t) + ", allow: [echo], prefix: never}]"
 		}, []string{"tools.mcp.b.prefix", `"echo" collides`}},
-		{"allow names an unknown tool", func() string { return "mcp: [{name: a, command: node, args: " + args() + ", allow: [nope]}]" },
+		{"allow names an unknown tool", func(t *testing.T) string {
+			return "mcp: [{name: a, command: node, args: " + args(t) + ", allow: [nope]}]"
+		},
 			[]string{"tools.mcp.a.allow", `"nope" is not a tool of this server`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := mcpConfig(t, tc.yaml())
+			c := mcpConfig(t, tc.yaml(t))
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			set, err := openMCP(ctx, c, nil, nil)
