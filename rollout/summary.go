@@ -106,6 +106,10 @@ type StepSummary struct {
 	RolloutsPerSecond         float64 `json:"rollouts_per_second"`
 	CompletionTokensPerSecond float64 `json:"completion_tokens_per_second"`
 
+	// Sampling is how each role's model calls sampled (planner, executor;
+	// the roles the mode runs), as configured: the settings every turn was
+	// sent with unless its record says otherwise (TurnRecord.Sampling).
+	Sampling map[string]SamplingRecord `json:"sampling,omitempty"`
 	// Training is what training did after the step (mgrpo train), by role
 	// (planner, executor); TrainSeconds and SyncSeconds are the longest
 	// role's (the roles train concurrently). Absent for a rollout run.

@@ -80,6 +80,12 @@ type TurnRecord struct {
 	// WeightVersion is the weight version that served the call, when the
 	// server reports one.
 	WeightVersion string `json:"weight_version,omitempty"`
+	// Sampling is set only when the call was sent with other sampling
+	// settings than its role's (StepSummary.Sampling names those): every
+	// setting it was sent with, the seed aside. Recording the exception
+	// keeps rollouts.jsonl as small as before for runs that sample as
+	// configured.
+	Sampling *SamplingRecord `json:"sampling,omitempty"`
 }
 
 // ToolCallErrorRecord is a malformed tool call block of a turn's content.

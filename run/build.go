@@ -171,7 +171,9 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
 	b := c.Budgets
 	plannerBudget.MaxTurns, executorBudget.MaxTurns = b.PlannerTurns, b.ExecutorTurns
-	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = b.MaxTokens, b.MaxTokens
+	// A role's own max_tokens overrides the budget's: the agents send the
+	// budget's cap with every call, which would replace the client's.
+	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = c.maxTokens(c.Planner), c.maxTokens(c.Executor)
 	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
 	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
 	var execTools agents.Toolbox = toolbox

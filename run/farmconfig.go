@@ -50,7 +50,7 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
 		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration, Prices: c.Prices,
 		Sink: p.sink, Logger: p.hooks.Logger, OnProgress: p.hooks.OnProgress, OnStep: p.hooks.OnStep,
-		Metrics: farm.NewMetrics(p.hooks.Registerer),
+		Metrics: farm.NewMetrics(p.hooks.Registerer), Sampling: c.samplingRecords(mode),
 	}
 	correctness := p.stack.configure(&fc)
 	if p.store != nil {

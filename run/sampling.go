@@ -49,6 +49,34 @@ func (e EndpointConfig) sampling() llm.Sampling {
 		Stop: e.Stop, MaxTokens: e.MaxTokens, ChatTemplateKwargs: e.ChatTemplateKwargs}
 }
 
+// maxTokens is the completion cap e's calls are sent with: its own
+// max_tokens, else the budget's.
+func (c Config) maxTokens(e EndpointConfig) int {
+	if e.MaxTokens > 0 {
+		return e.MaxTokens
+	}
+	return c.Budgets.MaxTokens
+}
+
+// samplingRecords names the sampling settings of the roles mode runs (the
+// single agent is the executor endpoint's), for every step summary.
+func (c Config) samplingRecords(mode rollout.Mode) map[string]rollout.SamplingRecord {
+	rec := func(e EndpointConfig) rollout.SamplingRecord {
+		mode := e.LogprobsMode
+		if mode == "" {
+			mode = LogprobsRaw
+		}
+		return rollout.SamplingRecord{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, MinP: e.MinP,
+			RepetitionPenalty: e.RepetitionPenalty, PresencePenalty: e.PresencePenalty, FrequencyPenalty: e.FrequencyPenalty,
+			MaxTokens: c.maxTokens(e), Stop: e.Stop, ChatTemplateKwargs: e.ChatTemplateKwargs, LogprobsMode: mode}
+	}
+	out := map[string]rollout.SamplingRecord{"executor": rec(c.Executor)}
+	if mode != rollout.ModeSingle {
+		out["planner"] = rec(c.Planner)
+	}
+	return out
+}
+
 // offPolicy lists the settings of e that make the sampled distribution
 // differ from the model's (empty when e samples on-policy). Unset settings
 // count as the server's, which may be anything (a model's

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/sim/web"
@@ -34,9 +35,13 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 		return nil, nil
 	}
 	training := c.SimTraining()
-	w, err := sim.Start(sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger,
+	opts := sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger,
 		Training: training, CheckpointDir: c.simCheckpoints(), StripReasoning: c.SimStripReasoning,
-		TrainerStepTime: c.SimTrainerStepTime.Duration})
+		TrainerStepTime: c.SimTrainerStepTime.Duration}
+	if err := c.simSampling(&opts, training); err != nil {
+		return nil, err
+	}
+	w, err := sim.Start(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +74,43 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 	c.Search.AllowHosts = append(c.Search.AllowHosts, w.WebHost)
 	logger.Info("simulated world started", "llm", w.LLMURL, "web", w.WebURL)
 	return w, nil
+}
+
+// simSampling sets the sim's logprobs mode and its trainer's temperature
+// from the roles' settings: a role that says logprobs_mode processed gets
+// inference servers launched as vLLM with --logprobs-mode
+// processed_logprobs, and the sim trainer scores at the temperature its
+// trained roles sample at. The sim trainer serves both roles with one
+// temperature, so trained roles that sample at different ones are a
+// configuration error.
+func (c Config) simSampling(o *sim.Options, training bool) error {
+	if o.Dialect != "sglang" && (c.Planner.LogprobsMode == LogprobsProcessed || c.Executor.LogprobsMode == LogprobsProcessed) {
+		o.LogprobsMode = "processed_logprobs"
+	}
+	if !training {
+		return nil
+	}
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		return nil // Validate reports the mode
+	}
+	temps := map[float64][]string{}
+	for _, role := range trainedRoles(mode, c.Train.Role) {
+		e := c.Planner
+		if role == "executor" {
+			e = c.Executor
+		}
+		t := 1.0
+		if e.Temperature != nil && *e.Temperature > 0 {
+			t = *e.Temperature
+		}
+		temps[t] = append(temps[t], role)
+		o.TrainerTemperature = t
+	}
+	if len(temps) > 1 {
+		return fmt.Errorf("%w: planner.temperature and executor.temperature: the sim trainer scores both roles at one sampling temperature; give them the same one", ErrConfig)
+	}
+	return nil
 }
 
 // Getenv returns how the tools read their API keys: os.Getenv, except that

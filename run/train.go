@@ -150,12 +150,15 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 		role      rollout.Role
 		url, base string
 		endpoints []string
+		// temperature is the sampling temperature of the role's samples
+		// (nil: the server's, sent as 1).
+		temperature *float64
 	}
-	planner := side{rollout.RolePlanner, c.Train.PlannerTrainer, c.Train.BaseModelPlanner, c.Planner.URLs}
+	planner := side{rollout.RolePlanner, c.Train.PlannerTrainer, c.Train.BaseModelPlanner, c.Planner.URLs, c.Planner.Temperature}
 	if mode == rollout.ModeSingle {
-		planner.endpoints = c.Executor.URLs
+		planner.endpoints, planner.temperature = c.Executor.URLs, c.Executor.Temperature
 	}
-	executor := side{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs}
+	executor := side{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs, c.Executor.Temperature}
 	var sides []side
 	switch c.Train.Role {
 	case string(rollout.RolePlanner):
@@ -170,10 +173,14 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 		}
 	}
 	for _, s := range sides {
+		temperature := 0.0
+		if s.temperature != nil {
+			temperature = *s.temperature
+		}
 		tr, err := trainerbridge.Open(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
 			LoRARank: c.Train.LoRARank, Seed: int64(c.Seed), Loss: trainerbridge.Loss(c.Train.Loss),
 			ClipLow: c.Train.ClipLow, ClipHigh: c.Train.ClipHigh, Adam: trainerbridge.AdamParams{LearningRate: c.Train.LearningRate},
-			APIKeyEnv: c.Train.APIKeyEnv})
+			APIKeyEnv: c.Train.APIKeyEnv, Temperature: temperature})
 		if err != nil {
 			return nil, fmt.Errorf("%s trainer: %w", s.role, err)
 		}

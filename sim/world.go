@@ -68,6 +68,13 @@ type Options struct {
 	// StripReasoning makes the inference servers' chat template drop
 	// earlier turns' reasoning, as Qwen3's does (see simllm.Config).
 	StripReasoning bool
+	// LogprobsMode is the vLLM dialect's --logprobs-mode of the inference
+	// servers (simllm.Config.LogprobsMode; empty: raw_logprobs).
+	LogprobsMode string
+	// TrainerTemperature is the sampling temperature the sim trainer
+	// divides its logits by when it scores (trainer.SimPolicy's
+	// WithTemperature; 0: 1).
+	TrainerTemperature float64
 }
 
 // World is a running simulated world.
@@ -112,6 +119,7 @@ func Start(opts Options) (*World, error) {
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}
+	cfg.LogprobsMode = opts.LogprobsMode
 	if opts.Slots > 0 {
 		cfg.Slots = opts.Slots
 	}
@@ -139,7 +147,7 @@ func Start(opts Options) (*World, error) {
 		if err != nil {
 			return nil, err
 		}
-		world.trainer, err = trainer.Open(trainer.Config{Policy: trainer.NewSimPolicy(cfg, w), BaseModels: []string{cmp.Or(cfg.Model, simllm.DefaultModel)},
+		world.trainer, err = trainer.Open(trainer.Config{Policy: trainer.NewSimPolicy(cfg, w).WithTemperature(opts.TrainerTemperature), BaseModels: []string{cmp.Or(cfg.Model, simllm.DefaultModel)},
 			CheckpointDir: opts.CheckpointDir, Persist: true, Seed: opts.Seed, Logger: logger, StepTime: opts.TrainerStepTime})
 		if err != nil {
 			return nil, err

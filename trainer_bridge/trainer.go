@@ -74,10 +74,29 @@ type Options struct {
 	// Adam's parameters; zero values take the backend's defaults
 	// (DefaultAdam).
 	Adam AdamParams
+	// Temperature is the sampling temperature of the role's samples (0:
+	// 1). A trainer that computes the logprobs of its importance ratios
+	// and checks itself must divide its logits by it, or it compares the
+	// model at temperature 1 with tokens drawn at another. The generic
+	// HTTP API and the files backend send it; Tinker's API has no field
+	// for it (its built-in losses score at temperature 1).
+	Temperature float64
 	// APIKeyEnv names the environment variable holding the trainer's API
 	// key (empty: the backend's default, e.g. TINKER_API_KEY). The key is
 	// never logged or written.
 	APIKeyEnv string
+}
+
+// WireTemperature returns o.Temperature as the generic API and the files
+// backend send it: 0 (left out of the JSON) when it is 1 or not positive,
+// so that bodies and manifests of on-policy runs are what they were before
+// the field existed, and a service that reads no temperature keeps working
+// for them.
+func (o Options) WireTemperature() float64 {
+	if o.Temperature > 0 && o.Temperature != 1 {
+		return o.Temperature
+	}
+	return 0
 }
 
 // AdamParams are the optimizer's parameters for one step.

@@ -261,9 +261,11 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 			return nil, err
 		}
 		turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
+		turn.Sampling = c.sampling.overridden(req.Sampling)
 		return turn, err
 	}
 	turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
+	turn.Sampling = c.sampling.overridden(req.Sampling)
 	if c.capture && !turn.HasTokens() {
 		return nil, &GiveUpError{Endpoint: e.display, Status: http.StatusOK, Attempts: attempts, Err: ErrMissingTokenIDs}
 	}

@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"reflect"
 	"slices"
 	"time"
 
@@ -11,26 +12,26 @@ import (
 // optional: nil leaves the server's default, and a pointer to zero is sent
 // as zero (temperature 0 means greedy decoding and is honoured).
 type Sampling struct {
-	Temperature *float64
-	TopP        *float64
+	Temperature *float64 `json:"temperature,omitempty"`
+	TopP        *float64 `json:"top_p,omitempty"`
 	// TopK is -1 (or 0) for off on vLLM and SGLang; the openai dialect
 	// never sends it.
-	TopK *int
+	TopK *int `json:"top_k,omitempty"`
 	// MinP, RepetitionPenalty, PresencePenalty and FrequencyPenalty are
 	// vLLM's and SGLang's; the openai dialect sends only the last two.
-	MinP              *float64
-	RepetitionPenalty *float64
-	PresencePenalty   *float64
-	FrequencyPenalty  *float64
+	MinP              *float64 `json:"min_p,omitempty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty,omitempty"`
+	PresencePenalty   *float64 `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty,omitempty"`
 	// MaxTokens caps the completion; 0 leaves the server's default.
-	MaxTokens int
-	Stop      []string
+	MaxTokens int      `json:"max_tokens,omitempty"`
+	Stop      []string `json:"stop,omitempty"`
 	// Seed makes sampling reproducible; a retried request reuses it, so a
 	// retry is idempotent.
-	Seed *int64
+	Seed *int64 `json:"seed,omitempty"`
 	// ChatTemplateKwargs is passed to the chat template, e.g.
 	// {"enable_thinking": false}.
-	ChatTemplateKwargs map[string]any
+	ChatTemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
 }
 
 // merge returns s with every field set in o replacing s's.
@@ -72,6 +73,40 @@ func (s Sampling) merge(o *Sampling) Sampling {
 		s.ChatTemplateKwargs = o.ChatTemplateKwargs
 	}
 	return s
+}
+
+// overridden returns the settings a call merged from the role's settings
+// s and the request's override o was sent with, without its seed, when
+// they differ from the role's: nil when the call sampled as the role does.
+// The seed is per call by design and the completion cap is the role's when
+// the role has one, else the caller's (the agents' budget, which the step
+// summary names as the role's), so neither counts as a difference.
+func (s Sampling) overridden(o *Sampling) *Sampling {
+	if o == nil {
+		return nil
+	}
+	m := s.merge(o)
+	m.Seed = nil
+	ref := s
+	ref.Seed = nil
+	if ref.MaxTokens == 0 {
+		ref.MaxTokens = m.MaxTokens
+	}
+	if m.equal(ref) {
+		return nil
+	}
+	return &m
+}
+
+// equal reports whether s and o hold the same settings.
+func (s Sampling) equal(o Sampling) bool {
+	f := func(a, b *float64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	i := func(a, b *int) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	i64 := func(a, b *int64) bool { return (a == nil) == (b == nil) && (a == nil || *a == *b) }
+	return f(s.Temperature, o.Temperature) && f(s.TopP, o.TopP) && i(s.TopK, o.TopK) && f(s.MinP, o.MinP) &&
+		f(s.RepetitionPenalty, o.RepetitionPenalty) && f(s.PresencePenalty, o.PresencePenalty) &&
+		f(s.FrequencyPenalty, o.FrequencyPenalty) && s.MaxTokens == o.MaxTokens && slices.Equal(s.Stop, o.Stop) &&
+		i64(s.Seed, o.Seed) && reflect.DeepEqual(s.ChatTemplateKwargs, o.ChatTemplateKwargs)
 }
 
 // Request is one chat call.
@@ -131,6 +166,11 @@ type Turn struct {
 	// WeightVersion is the weight version that served the call, when the
 	// server reports one.
 	WeightVersion string `json:"weight_version,omitempty"`
+	// Sampling is set only when the call was sent with other sampling
+	// settings than the client's role (see Sampling.differs): the settings
+	// it was sent with, the seed left out. A turn sent as its role samples
+	// carries none.
+	Sampling *Sampling `json:"sampling,omitempty"`
 
 	// Endpoint is the base URL that served the call, credentials redacted.
 	Endpoint string        `json:"endpoint,omitempty"`

@@ -49,6 +49,7 @@ func simCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stall", Usage: "how long a stall lasts (0: until the client gives up)"},
 			&cli.BoolFlag{Name: "tool-call-parser", Value: true, Usage: "return tool calls as message.tool_calls (false: raw <tool_call> text in content)"},
 			&cli.BoolFlag{Name: "reasoning-parser", Value: true, Usage: "return <think> text as reasoning_content (false: it stays in content)"},
+			&cli.StringFlag{Name: "logprobs-mode", Usage: "the vllm dialect's --logprobs-mode: raw_logprobs (before temperature and top-k/top-p/min-p; the default, as vLLM's) or processed_logprobs (the distribution sampled from); the sglang dialect reports tempered, unfiltered logprobs and takes none"},
 			&cli.BoolFlag{Name: "strip-reasoning", Usage: "chat template drops <think> blocks of earlier assistant turns (breaks the prompt prefix, as Qwen3's does)"},
 			&cli.BoolFlag{Name: "strict", Usage: "reject unknown request fields with 400 (real servers ignore them)"},
 			&cli.StringFlag{Name: "weight-version", Value: simllm.DefaultWeightVersion, Usage: "initial served weight version"},
@@ -142,6 +143,7 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 	cfg.ToolCallParser = c.Bool("tool-call-parser")
 	cfg.ReasoningParser = c.Bool("reasoning-parser")
 	cfg.StripReasoning = c.Bool("strip-reasoning")
+	cfg.LogprobsMode = c.String("logprobs-mode")
 	cfg.Strict = c.Bool("strict")
 	cfg.WeightVersion = c.String("weight-version")
 	cfg.CheckpointDir = c.Path("checkpoint-dir")

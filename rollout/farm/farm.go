@@ -35,6 +35,9 @@ type Config struct {
 	// DropZeroVariance drops zero-variance groups' samples instead of
 	// emitting them with zero advantages.
 	DropZeroVariance bool
+	// Sampling names each role's sampling settings (planner, executor) for
+	// every step summary (StepSummary.Sampling); nil names none.
+	Sampling map[string]rollout.SamplingRecord
 	// Weights are the reward coefficients.
 	Weights rollout.RewardWeights
 	// Scorer judges planner answers against gold answers (r_correct).

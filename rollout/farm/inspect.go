@@ -97,7 +97,7 @@ func trajectoryRecord(tr *agents.Trajectory) (*rollout.TrajectoryRecord, error) 
 		c.Turns[i] = &rollout.TurnRecord{Message: msg, ToolCalls: renumber(turn.ToolCalls, i),
 			ToolCallError: toolCallErrorRecord(turn.ToolCallError), FinishReason: turn.FinishReason,
 			Abort: abortRecord(turn.Abort), StopReason: turn.StopReason, Usage: usageRecord(turn.Usage),
-			WeightVersion: turn.WeightVersion}
+			WeightVersion: turn.WeightVersion, Sampling: samplingRecord(turn.Sampling)}
 	}
 	c.Steps = make([]rollout.StepRecord, len(tr.Steps))
 	for i, s := range tr.Steps {
@@ -169,4 +169,15 @@ func usageRecord(u openai.Usage) rollout.UsageRecord {
 			RejectedPredictionTokens: d.RejectedPredictionTokens}
 	}
 	return r
+}
+
+// samplingRecord is a turn's own sampling settings as rollouts.jsonl
+// records them (nil when it sampled as its role).
+func samplingRecord(s *llm.Sampling) *rollout.SamplingRecord {
+	if s == nil {
+		return nil
+	}
+	return &rollout.SamplingRecord{Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP,
+		RepetitionPenalty: s.RepetitionPenalty, PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty,
+		MaxTokens: s.MaxTokens, Stop: s.Stop, ChatTemplateKwargs: s.ChatTemplateKwargs}
 }

@@ -23,7 +23,9 @@ var strippedFields = map[string]bool{
 	"Trajectory.Started": true, "Trajectory.Duration": true,
 	"Turn.PromptIDs": true, "Turn.CompletionIDs": true, "Turn.Logprobs": true,
 	"Turn.Endpoint": true, "Turn.Latency": true, "Turn.Attempts": true,
-	"Meta.Latency": true, "Meta.CacheHit": true, "Meta.CacheHits": true, "Meta.SharedHits": true, "Meta.Upstream": true,
+	// A turn's own sampling never holds its seed (llm.Sampling.overridden).
+	"Sampling.Seed": true,
+	"Meta.Latency":  true, "Meta.CacheHit": true, "Meta.CacheHits": true, "Meta.SharedHits": true, "Meta.Upstream": true,
 }
 
 // fullTree returns a tree in which every field the record keeps is set
@@ -31,6 +33,7 @@ var strippedFields = map[string]bool{
 // already numbered as inspectionRecord numbers them.
 func fullTree() *agents.Rollout {
 	idx := 0
+	temp, topP, topK, minP, rep, pres, freq := 0.6, 0.9, 20, 0.05, 1.1, 0.2, 0.3
 	calls := []openai.ToolCall{{Index: &idx, ID: "call-0-0", Type: openai.ToolTypeFunction,
 		Function: openai.FunctionCall{Name: "search", Arguments: `{"query":["a <b> & c"]}`}}}
 	planner := &agents.Trajectory{Role: agents.RolePlanner, Task: "q?", Final: "<answer>x</answer>", Answer: "x",
@@ -40,6 +43,9 @@ func fullTree() *agents.Rollout {
 				ReasoningContent: "think", FunctionCall: &openai.FunctionCall{Name: "f", Arguments: "{}"}, ToolCalls: calls, ToolCallID: "t"},
 				ToolCalls: calls, ToolCallError: &llm.FormatError{Index: -1, Raw: "<tool_call>", Reason: "bad"},
 				FinishReason: "tool_calls", StopReason: "</tool_call>", WeightVersion: "7",
+				Sampling: &llm.Sampling{Temperature: &temp, TopP: &topP, TopK: &topK, MinP: &minP, RepetitionPenalty: &rep,
+					PresencePenalty: &pres, FrequencyPenalty: &freq, MaxTokens: 64, Stop: []string{"</x>"},
+					ChatTemplateKwargs: map[string]any{"enable_thinking": false}},
 				Usage: openai.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 15,
 					PromptTokensDetails:     &openai.PromptTokensDetails{AudioTokens: 1, CachedTokens: 4},
 					CompletionTokensDetails: &openai.CompletionTokensDetails{AudioTokens: 1, ReasoningTokens: 2, AcceptedPredictionTokens: 3, RejectedPredictionTokens: 4}}},
@@ -129,7 +135,7 @@ func TestTreeRecordEncodesAsTheRuntimeTree(t *testing.T) {
 	walk(reflect.ValueOf(tree))
 	for _, ty := range []reflect.Type{reflect.TypeFor[agents.Rollout](), reflect.TypeFor[agents.Trajectory](), reflect.TypeFor[llm.Turn](),
 		reflect.TypeFor[openai.ChatCompletionMessage](), reflect.TypeFor[openai.ToolCall](), reflect.TypeFor[openai.FunctionCall](),
-		reflect.TypeFor[llm.FormatError](), reflect.TypeFor[llm.Abort](), reflect.TypeFor[openai.Usage](),
+		reflect.TypeFor[llm.FormatError](), reflect.TypeFor[llm.Abort](), reflect.TypeFor[llm.Sampling](), reflect.TypeFor[openai.Usage](),
 		reflect.TypeFor[openai.PromptTokensDetails](), reflect.TypeFor[openai.CompletionTokensDetails](),
 		reflect.TypeFor[agents.Step](), reflect.TypeFor[agents.CallRecord](), reflect.TypeFor[tools.Meta]()} {
 		for i := range ty.NumField() {

@@ -200,7 +200,8 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 	// The rollouts are all in: a cancellation that arrived during the grace
 	// period must not keep a complete step from being written.
 	wctx := context.WithoutCancel(ctx)
-	sum := rollout.StepSummary{Step: step, PolicyVersion: version, ExecutorPolicyVersion: executorVersion, Queries: len(plan.tasks)}
+	sum := rollout.StepSummary{Step: step, PolicyVersion: version, ExecutorPolicyVersion: executorVersion, Queries: len(plan.tasks),
+		Sampling: f.cfg.Sampling}
 	acc := newSummaryAcc(&sum)
 	w, err := f.beginStep(wctx, step)
 	if err != nil {

@@ -152,6 +152,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 	g := &genRequest{
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop,
+		filters:  filtersOf(req.TopP, req.TopK, req.MinP),
 		logprobs: req.Logprobs, topLogprobs: top, noThinking: noThinking, counter: counter,
 	}
 	return &chatJob{

@@ -16,6 +16,17 @@ const (
 	DialectSGLang = "sglang"
 )
 
+// Logprobs modes of Config.LogprobsMode, as vLLM's --logprobs-mode names
+// them.
+const (
+	// LogprobsRaw reports the policy's probabilities before temperature
+	// and top-k/top-p/min-p (vLLM's default).
+	LogprobsRaw = "raw_logprobs"
+	// LogprobsProcessed reports the probabilities of the distribution
+	// sampled from: tempered, filtered and renormalised.
+	LogprobsProcessed = "processed_logprobs"
+)
+
 // Defaults applied by Config.withDefaults when a field is zero.
 const (
 	DefaultModel         = "sim-qwen3"
@@ -112,6 +123,13 @@ type Config struct {
 	// in reasoning_content, as older vLLM servers did, instead of current
 	// vLLM's reasoning.
 	ReasoningContent bool
+	// LogprobsMode is the vLLM dialect's --logprobs-mode: LogprobsRaw (the
+	// default when empty) or LogprobsProcessed. The SGLang dialect has no
+	// such option and reports, as SGLang does, the tempered probabilities
+	// before top-k/top-p/min-p. Sampling is the same in every mode (after
+	// temperature and the filters); only the reported logprobs differ, and
+	// with temperature 1 and no filter they are the same numbers.
+	LogprobsMode string
 	// StripReasoning makes the chat template drop <think>…</think> from
 	// earlier assistant turns, which breaks the prompt prefix property.
 	StripReasoning bool
@@ -175,6 +193,18 @@ func DefaultConfig() Config {
 	return Config{Dialect: DialectVLLM, ToolCallParser: true, ReasoningParser: true}
 }
 
+// logprobsMode is the policy's reporting mode of c: SGLang's tempered
+// logprobs in the SGLang dialect, else vLLM's LogprobsMode.
+func (c Config) logprobsMode() policy.LogprobsMode {
+	switch {
+	case c.Dialect == DialectSGLang:
+		return policy.LogprobsTempered
+	case c.LogprobsMode == LogprobsProcessed:
+		return policy.LogprobsProcessed
+	}
+	return policy.LogprobsRaw
+}
+
 // withDefaults returns c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
 	if c.Model == "" {
@@ -233,6 +263,14 @@ func (c Config) Validate() error {
 	}
 	if c.NoDevMode && c.Dialect == DialectSGLang {
 		errs = append(errs, errors.New("NoDevMode: SGLang has no dev mode; set it with the vllm dialect only"))
+	}
+	switch c.LogprobsMode {
+	case "", LogprobsRaw, LogprobsProcessed:
+		if c.LogprobsMode != "" && c.Dialect == DialectSGLang {
+			errs = append(errs, fmt.Errorf("LogprobsMode %q: SGLang has no --logprobs-mode (it reports tempered, unfiltered logprobs); set it with the vllm dialect only", c.LogprobsMode))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("LogprobsMode %q: want %q or %q", c.LogprobsMode, LogprobsRaw, LogprobsProcessed))
 	}
 	if c.MaxModelLen < 0 {
 		errs = append(errs, fmt.Errorf("MaxModelLen %d: must be positive (0 means %d)", c.MaxModelLen, DefaultMaxModelLen))

@@ -57,10 +57,17 @@
 // sampling reproducible; without one, a per-server request counter is mixed
 // in so repeated prompts differ while a sequential run replays exactly.
 // Logprobs are the policy's own: the first token of a completion carries the
-// log-probability, under the served policy.Params and before temperature, of
-// the decisions the turn made (rounded to millionths); every other token has
+// log-probability, under the served policy.Params, of the decisions the
+// turn made (rounded to millionths); every other token has
 // logprob 0, as the text is deterministic given the decisions. top_logprobs
 // alternatives are hashed from the prompt and lie below the sampled token.
+// Decisions are sampled after temperature and the request's top_k, top_p
+// and min_p (applied to each decision's outcomes); the reported
+// log-probability is the raw one (before temperature and filters, vLLM's
+// default --logprobs-mode raw_logprobs), the processed one (the
+// distribution sampled from: Config.LogprobsMode processed_logprobs) or, in
+// the SGLang dialect, the tempered one before the filters, as SGLang
+// reports it.
 // Scorer recomputes these logprobs, and their gradients with respect to the
 // params, from a training sequence's token ids and mask alone (scorer.go).
 //

@@ -19,8 +19,10 @@ type genRequest struct {
 	n           int
 	maxTokens   int // cap on completion tokens; always positive here
 	temperature float64
-	seed        *int64
-	stop        []string
+	// filters are the request's top_p, top_k and min_p.
+	filters policy.Filters
+	seed    *int64
+	stop    []string
 	// logprobs asks for per-token logprobs; topLogprobs for that many
 	// alternatives per position (the sampled token first).
 	logprobs    bool
@@ -169,7 +171,7 @@ func (s *Server) generate(ctx context.Context, g *genRequest) ([]genChoice, erro
 			return nil, err
 		}
 		act := s.pol.Act(policy.Request{Messages: g.msgs, Tools: g.tools, Temperature: g.temperature,
-			Rand: s.rngFor(g, sample, i), Params: params, NoReasoning: g.noThinking})
+			Filters: g.filters, Logprobs: s.logprobs, Rand: s.rngFor(g, sample, i), Params: params, NoReasoning: g.noThinking})
 		full := append(s.tok.Encode(RenderAssistant(act)), eos)
 		c, err := s.cut(full, g)
 		if err != nil {

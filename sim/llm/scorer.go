@@ -92,6 +92,20 @@ type UnmatchedTurn struct {
 // The error is for input that is not a sequence at all: mask and seq of
 // different lengths, token ids outside the vocabulary.
 func (sc *Scorer) Score(params *policy.Params, seq []int, mask []bool) (*Scored, error) {
+	return sc.ScoreAt(params, seq, mask, 1)
+}
+
+// ScoreAt is Score with the policy's logits divided by temperature, as a
+// trainer scores a sequence sampled at that temperature: each turn's
+// logprob is the tempered one (policy.ReportedLogprob with
+// policy.LogprobsTempered), equal to what a server in processed mode
+// reports when no top-k, top-p or min-p filtered the request, and its
+// gradient that of the tempered logprob. Temperature 1 (or 0, greedy, or
+// less) is Score.
+func (sc *Scorer) ScoreAt(params *policy.Params, seq []int, mask []bool, temperature float64) (*Scored, error) {
+	if !(temperature > 0) {
+		temperature = 1
+	}
 	if err := sc.checkSeq(seq, mask); err != nil {
 		return nil, fmt.Errorf("score: %w", err)
 	}
@@ -106,9 +120,12 @@ func (sc *Scorer) Score(params *policy.Params, seq []int, mask []bool) (*Scored,
 			out.Unmatched = append(out.Unmatched, UnmatchedTurn{Start: start, End: end, Reason: reason})
 			continue
 		}
+		if temperature != 1 {
+			t.Logprob = policy.ReportedLogprob(t.Decisions, policy.LogprobsTempered, temperature, policy.Filters{})
+		}
 		out.Turns = append(out.Turns, t)
 		out.Logprobs[start] = t.Logprob
-		if grad := turnGrad(params, t.Decisions); grad != nil {
+		if grad := turnGrad(params, t.Decisions, temperature); grad != nil {
 			out.Grads[start] = grad
 		}
 	}
@@ -151,7 +168,7 @@ func maskedRuns(mask []bool) [][2]int {
 
 // turnGrad is the gradient of a turn's logprob, nil when no decision of the
 // turn has parameters.
-func turnGrad(params *policy.Params, ds []policy.Decision) []float64 {
+func turnGrad(params *policy.Params, ds []policy.Decision, temperature float64) []float64 {
 	var grad []float64
 	for i := range ds {
 		if ds[i].Offset < 0 {
@@ -160,7 +177,7 @@ func turnGrad(params *policy.Params, ds []policy.Decision) []float64 {
 		if grad == nil {
 			grad = make([]float64, params.Len())
 		}
-		ds[i].AddGrad(grad)
+		ds[i].AddTemperedGrad(grad, temperature)
 	}
 	return grad
 }

@@ -74,20 +74,25 @@ type client struct {
 	dialect string
 	route   string // "chat" or "generate"
 	noThink bool   // send chat_template_kwargs enable_thinking=false
-	tok     *Tokenizer
-	world   *web.World
-	seed    int
-	calls   int
-	data    []datum
-	drifted int
+	// temperature and topP are sent with every turn (0: 1).
+	temperature, topP float64
+	tok               *Tokenizer
+	world             *web.World
+	seed              int
+	calls             int
+	data              []datum
+	drifted           int
 }
 
 // chatTurn asks /v1/chat/completions for one turn.
 func (c *client) chatTurn(msgs []map[string]any, tools []map[string]any) sampledTurn {
 	c.t.Helper()
 	c.seed++
-	body := map[string]any{"model": DefaultModel, "messages": msgs, "tools": tools, "temperature": 1, "seed": c.seed,
+	body := map[string]any{"model": DefaultModel, "messages": msgs, "tools": tools, "temperature": c.temp(), "seed": c.seed,
 		"logprobs": true, "return_token_ids": true}
+	if c.topP != 0 {
+		body["top_p"] = c.topP
+	}
 	if c.noThink {
 		body["chat_template_kwargs"] = map[string]any{"enable_thinking": false}
 	}
@@ -171,7 +176,10 @@ func (c *client) generateTurn(prompt []int) sampledTurn {
 	c.t.Helper()
 	c.seed++
 	body := map[string]any{"input_ids": prompt, "return_logprob": true,
-		"sampling_params": map[string]any{"temperature": 1, "sampling_seed": c.seed, "max_new_tokens": 4096}}
+		"sampling_params": map[string]any{"temperature": c.temp(), "sampling_seed": c.seed, "max_new_tokens": 4096}}
+	if c.topP != 0 {
+		body["sampling_params"].(map[string]any)["top_p"] = c.topP
+	}
 	st, _, b := post(c.t, c.base+"/generate", body)
 	if st != 200 {
 		c.t.Fatalf("generate: %d %s", st, b)
@@ -308,6 +316,14 @@ func (t *Tokenizer) MustDecode(ids []int) string {
 	return s
 }
 
+// temp is the temperature the client sends.
+func (c *client) temp() float64 {
+	if c.temperature == 0 {
+		return 1
+	}
+	return c.temperature
+}
+
 // playData plays questions (twice each) through route against a server
 // for cfg and returns the data and how many extra data drift split off.
 func playData(t testing.TB, cfg Config, questions int, route string) (*Server, []datum, int) {
@@ -317,12 +333,20 @@ func playData(t testing.TB, cfg Config, questions int, route string) (*Server, [
 // playDataThinking is playData, with enable_thinking=false when noThink.
 func playDataThinking(t testing.TB, cfg Config, questions int, route string, noThink bool) (*Server, []datum, int) {
 	t.Helper()
+	return playDataSampled(t, cfg, questions, route, noThink, 1, 0)
+}
+
+// playDataSampled is playDataThinking sending temperature and, when not 0,
+// top_p with every turn.
+func playDataSampled(t testing.TB, cfg Config, questions int, route string, noThink bool, temperature, topP float64) (*Server, []datum, int) {
+	t.Helper()
 	s, ts := MustServer(t, cfg)
 	w, err := web.Generate(web.Config{Seed: 7, Questions: questions})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &client{t: t, base: ts.URL, dialect: cfg.Dialect, route: route, noThink: noThink, tok: s.Tokenizer(), world: w}
+	c := &client{t: t, base: ts.URL, dialect: cfg.Dialect, route: route, noThink: noThink, tok: s.Tokenizer(), world: w,
+		temperature: temperature, topP: topP}
 	for _, q := range w.Questions {
 		for range 2 {
 			c.playQuestion(q)

@@ -27,6 +27,9 @@ type Server struct {
 	stat *stats
 	// plain is how many ids can be a top_logprobs alternative.
 	plain int
+	// logprobs is the policy's reporting mode for cfg's dialect and
+	// LogprobsMode.
+	logprobs policy.LogprobsMode
 
 	// counter numbers generation requests; it seeds requests without a
 	// seed and derives response ids, so a sequential run is reproducible.
@@ -65,6 +68,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.pc = newPromptCache(s.tok, cfg.CacheBytes-cfg.CacheBytes/2)
 	s.plain = plainTokens(s.tok)
+	s.logprobs = cfg.logprobsMode()
 	s.base, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }

@@ -196,6 +196,7 @@ func (s *Server) prepareGenerate(r *http.Request) (*generateRequest, *genRequest
 	g := &genRequest{
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(sp.Temperature), seed: sp.SamplingSeed, stop: sp.Stop,
+		filters:  filtersOf(sp.TopP, sp.TopK, sp.MinP),
 		logprobs: req.ReturnLogprob, topLogprobs: req.TopLogprobsNum, counter: s.nextCounter(),
 	}
 	return &req, g, nil

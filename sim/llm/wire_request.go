@@ -313,6 +313,22 @@ func checkSampling(f *samplingFields, n int) error {
 	return nil
 }
 
+// filtersOf returns a request's top_p, top_k and min_p as the policy's
+// filters (unset: none).
+func filtersOf(topP *float64, topK *int, minP *float64) policy.Filters {
+	var f policy.Filters
+	if topP != nil {
+		f.TopP = *topP
+	}
+	if topK != nil {
+		f.TopK = *topK
+	}
+	if minP != nil {
+		f.MinP = *minP
+	}
+	return f
+}
+
 // temperatureOr returns the request temperature or the default 1.0.
 func temperatureOr(t *float64) float64 {
 	if t == nil {

@@ -22,6 +22,9 @@ type SimPolicy struct {
 	// lists them for the lookup by containment.
 	gold      map[string]string
 	questions []string
+	// temperature divides the policy's logits when it scores (see
+	// WithTemperature); 0 means 1.
+	temperature float64
 }
 
 var (
@@ -52,6 +55,19 @@ func NewSimPolicy(cfg simllm.Config, w *web.World) *SimPolicy {
 	return p
 }
 
+// WithTemperature returns p scoring every sequence with its logits divided
+// by t, the temperature the inference servers sampled at: the trainer's
+// logprobs and gradients are then those of the distribution sampled from
+// (when no top-k, top-p or min-p filtered it), so its logprob check and
+// importance ratios hold against a server reporting processed logprobs.
+// Tinker's API carries no sampling temperature (its built-in losses score
+// at temperature 1), so the sim trainer is told at launch.
+func (p *SimPolicy) WithTemperature(t float64) *SimPolicy {
+	q := *p
+	q.temperature = t
+	return &q
+}
+
 // Initial returns the default parameters, whatever the base model (the
 // server has already checked it is one it serves).
 func (p *SimPolicy) Initial(string) ([]float64, error) {
@@ -78,7 +94,7 @@ func (p *SimPolicy) Score(params []float64, seq []int, mask []bool) (Scored, err
 	if err != nil {
 		return Scored{}, fmt.Errorf("sim policy: %w", err)
 	}
-	sc, err := p.scorer.Score(pp, seq, mask)
+	sc, err := p.scorer.ScoreAt(pp, seq, mask, p.temperature)
 	if err != nil {
 		return Scored{}, err
 	}

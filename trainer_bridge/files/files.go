@@ -94,7 +94,7 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return trainerbridge.StepResult{}, fmt.Errorf("write step %s: %w", b.IdempotencyKey(), err)
 	}
-	m, err := writeStep(ctx, final, b)
+	m, err := writeStep(ctx, final, b, t.opts.WireTemperature())
 	if errors.Is(err, fs.ErrExist) {
 		// Another writer finished the same step first.
 		if m, rerr := ReadManifest(final); rerr == nil {
@@ -114,6 +114,7 @@ func (t *Trainer) existing(b trainerbridge.Batch, dir string, on Manifest) (trai
 	if err != nil {
 		return trainerbridge.StepResult{}, fmt.Errorf("write step %s: %w", b.IdempotencyKey(), err)
 	}
+	m.Temperature = t.opts.WireTemperature()
 	if !sameManifest(m, on) {
 		return trainerbridge.StepResult{}, fmt.Errorf("write step %s: %w: %s already holds other samples of this step (remove it to write the step again)", b.IdempotencyKey(), trainerbridge.ErrRejected, dir)
 	}
@@ -142,7 +143,7 @@ func (t *Trainer) Close() error { return nil }
 // file synced, the manifest last, and renames the directory to final, so
 // final only ever holds a complete step. It returns an error wrapping
 // fs.ErrExist when final appeared meanwhile.
-func writeStep(ctx context.Context, final string, b trainerbridge.Batch) (m Manifest, err error) {
+func writeStep(ctx context.Context, final string, b trainerbridge.Batch, temperature float64) (m Manifest, err error) {
 	parent := filepath.Dir(final)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return m, err
@@ -169,6 +170,7 @@ func writeStep(ctx context.Context, final string, b trainerbridge.Batch) (m Mani
 	if m, err = Encode(b, seqF, idxF); err != nil {
 		return m, err
 	}
+	m.Temperature = temperature
 	if err := ctx.Err(); err != nil {
 		return m, err
 	}

@@ -64,6 +64,10 @@ type Manifest struct {
 	ExpandedTokens int64 `json:"expanded_tokens"`
 	// Files are the index and the sequences file.
 	Files []FileInfo `json:"files"`
+	// Temperature is the role's sampling temperature, left out when 1
+	// (Options.WireTemperature): a trainer that computes logprobs divides
+	// its logits by it.
+	Temperature float64 `json:"temperature,omitempty"`
 }
 
 // FileInfo names one data file of a step with its size and SHA-256.

@@ -243,7 +243,8 @@ func (t *Trainer) client(timeout time.Duration) *retryablehttp.Client {
 func (t *Trainer) Start(ctx context.Context) error {
 	o := t.cfg.Options
 	req := startRequest{APIVersion: APIVersion, Run: o.Run, Role: o.Role, BaseModel: o.BaseModel, LoRARank: o.LoRARank,
-		Seed: o.Seed, Loss: loss(o.Loss), ClipLow: clip(o.ClipLow), ClipHigh: clip(o.ClipHigh), Adam: o.Adam.WithDefaults()}
+		Seed: o.Seed, Loss: loss(o.Loss), ClipLow: clip(o.ClipLow), ClipHigh: clip(o.ClipHigh), Adam: o.Adam.WithDefaults(),
+		Temperature: o.WireTemperature()}
 	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("start trainer: %w", err)
@@ -292,7 +293,8 @@ func (t *Trainer) Train(ctx context.Context, b trainerbridge.Batch) (trainerbrid
 	}
 	o := t.cfg.Options
 	h := stepHeader{Key: key, Run: b.Run, Role: b.Role, Step: b.Step, PolicyVersion: b.PolicyVersion,
-		Loss: loss(o.Loss), ClipLow: clip(o.ClipLow), ClipHigh: clip(o.ClipHigh), Adam: o.Adam.WithDefaults()}
+		Loss: loss(o.Loss), ClipLow: clip(o.ClipLow), ClipHigh: clip(o.ClipHigh), Adam: o.Adam.WithDefaults(),
+		Temperature: o.WireTemperature()}
 	began := time.Now()
 	body, err := encodeBody(h, b, t.gzip)
 	if err != nil {

@@ -29,6 +29,9 @@ type startRequest struct {
 	ClipLow    float64                  `json:"clip_low"`
 	ClipHigh   float64                  `json:"clip_high"`
 	Adam       trainerbridge.AdamParams `json:"adam"`
+	// Temperature is the role's sampling temperature, left out when 1:
+	// the trainer divides its logits by it when it computes logprobs.
+	Temperature float64 `json:"temperature,omitempty"`
 }
 
 // startResponse is the answer to POST /v1/start.
@@ -52,6 +55,7 @@ type stepHeader struct {
 	ClipLow       float64                  `json:"clip_low"`
 	ClipHigh      float64                  `json:"clip_high"`
 	Adam          trainerbridge.AdamParams `json:"adam"`
+	Temperature   float64                  `json:"temperature,omitempty"`
 }
 
 // jobState is the answer to POST /v1/steps and GET /v1/steps.

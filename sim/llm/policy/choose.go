@@ -90,6 +90,7 @@ func (d *Decision) AddGrad(grad []float64) {
 // given outcomes in order and the most probable outcome after them.
 type chooser struct {
 	temperature float64
+	filters     Filters
 	rng         *rand.Rand
 	params      *Params
 	role        Role
@@ -109,7 +110,7 @@ func newChooser(req Request, params *Params) *chooser {
 	if math.IsNaN(t) || t < 0 {
 		t = 0
 	}
-	return &chooser{temperature: t, rng: req.Rand, params: params, ctx: [3]float64{1, 0, 0}}
+	return &chooser{temperature: t, filters: req.Filters, rng: req.Rand, params: params, ctx: [3]float64{1, 0, 0}}
 }
 
 // greedy reports whether choices take their most probable option: at
@@ -176,6 +177,9 @@ func (c *chooser) decide(kind Kind, feats [][]float64, groups [][]int) int {
 // sample draws an outcome of d with probabilities p reshaped as p^(1/T),
 // working in log space so tiny temperatures do not underflow.
 func (c *chooser) sample(d *Decision, best int) int {
+	if c.filters.active() {
+		return c.sampleFiltered(d, best)
+	}
 	n := d.Outcomes()
 	inv := 1 / c.temperature
 	logBest := math.Log(d.OutcomeProb(best))
@@ -196,6 +200,24 @@ func (c *chooser) sample(d *Decision, best int) int {
 			return g
 		}
 		r -= s
+	}
+	return best
+}
+
+// sampleFiltered draws an outcome of d from its tempered probabilities
+// after the request's filters (see Decision.tempered). It is a path of its
+// own so that unfiltered requests draw exactly as before filters existed.
+func (c *chooser) sampleFiltered(d *Decision, best int) int {
+	s := d.tempered(c.temperature, c.filters, true)
+	r := c.rng.Float64()
+	for g, p := range s {
+		if p == 0 {
+			continue
+		}
+		if r < p {
+			return g
+		}
+		r -= p
 	}
 	return best
 }

@@ -65,6 +65,10 @@ func (p *Policy) Act(req Request) Output {
 			out.Logprob, out.ChoiceProb, out.Decisions = r.Logprob, math.Exp(r.Logprob), r.Decisions
 		}
 	}
+	if req.Logprobs != LogprobsRaw {
+		out.Logprob = ReportedLogprob(out.Decisions, req.Logprobs, req.Temperature, req.Filters)
+		out.ChoiceProb = math.Exp(out.Logprob)
+	}
 	return out
 }
 

@@ -41,6 +41,12 @@ type Request struct {
 	// p^(1/T) and then sampled with Rand.
 	Temperature float64
 	Rand        *rand.Rand
+	// Filters are the request's top-k, top-p and min-p, applied to every
+	// decision's tempered outcomes before it is sampled.
+	Filters Filters
+	// Logprobs is which distribution Output.Logprob describes (raw by
+	// default).
+	Logprobs LogprobsMode
 	// NoReasoning drops the turn's reasoning, as a server does when the
 	// template prefilled an empty think block (enable_thinking=false). It
 	// is part of the request so that Score sees the same text.
@@ -60,10 +66,12 @@ type Output struct {
 	ToolCalls []ToolCall
 	// ChoiceProb is exp(Logprob).
 	ChoiceProb float64
-	// Logprob is the log-probability, under the request's Params and
-	// before temperature, of the decisions this turn made (0 when it made
-	// none); the server puts it on the turn's first token. Score recovers
-	// the same value from the output alone.
+	// Logprob is the log-probability, under the request's Params, of the
+	// decisions this turn made (0 when it made none), as the request's
+	// Logprobs mode reports it: by default before temperature and
+	// filters. The server puts it on the turn's first token. Score
+	// recovers the raw value from the output alone (ReportedLogprob turns
+	// it into the others).
 	Logprob float64
 	// Decisions are the decisions of the turn, in the order made.
 	Decisions []Decision

@@ -64,6 +64,9 @@ type Step struct {
 	Step          int
 	PolicyVersion int64
 	Loss          string
+	// Temperature is the body's sampling temperature (0 when absent,
+	// which means 1).
+	Temperature float64
 	// Samples are the batch, expanded; Sequences is how many distinct
 	// sequences the body held.
 	Samples   []rollout.Sample
@@ -158,6 +161,8 @@ type wireStart struct {
 	Run        string `json:"run"`
 	Role       string `json:"role"`
 	BaseModel  string `json:"base_model"`
+	// Temperature is the role's sampling temperature (absent: 1).
+	Temperature float64 `json:"temperature"`
 }
 
 type wireSequence struct {
@@ -176,6 +181,7 @@ type wireStep struct {
 	ClipLow       float64               `json:"clip_low"`
 	ClipHigh      float64               `json:"clip_high"`
 	Adam          json.RawMessage       `json:"adam"`
+	Temperature   float64               `json:"temperature"`
 	Sequences     []wireSequence        `json:"sequences"`
 	Samples       []rollout.SampleEntry `json:"samples"`
 }
@@ -407,7 +413,7 @@ func (s *Server) train(j *job) {
 	id := b.Run + "/" + b.Role
 	v := max(s.versions[id], b.PolicyVersion) + 1
 	s.versions[id] = v
-	step := Step{Key: j.state.Key, Run: b.Run, Role: rollout.Role(b.Role), Step: b.Step, PolicyVersion: b.PolicyVersion, Loss: b.Loss,
+	step := Step{Key: j.state.Key, Run: b.Run, Role: rollout.Role(b.Role), Step: b.Step, PolicyVersion: b.PolicyVersion, Loss: b.Loss, Temperature: b.Temperature,
 		Sequences: len(b.Sequences), Version: v, Weights: fmt.Sprintf("%s%s/%s/v%d", s.cfg.WeightsPrefix, b.Run, b.Role, v), Gzip: j.gzip}
 	var tokens int
 	for _, e := range b.Samples {
