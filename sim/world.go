@@ -66,6 +66,9 @@ type Options struct {
 	// StripReasoning makes the inference servers' chat template drop
 	// earlier turns' reasoning, as Qwen3's does (see simllm.Config).
 	StripReasoning bool
+	// Faults are the inference servers' injected failures (none by
+	// default).
+	Faults simllm.Faults
 }
 
 // World is a running simulated world.
@@ -104,6 +107,7 @@ func Start(opts Options) (*World, error) {
 	}
 	cfg := simllm.DefaultConfig()
 	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
+	cfg.Faults = opts.Faults
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}
@@ -182,4 +186,14 @@ func (w *World) closeServers() {
 func (w *World) Close() {
 	w.servers.Stop(0)
 	w.closeServers()
+}
+
+// Sabotaged returns the generation requests the world's inference servers
+// broke on purpose (their Faults), the planner's server first.
+func (w *World) Sabotaged() []simllm.Sabotage {
+	var out []simllm.Sabotage
+	for _, s := range w.llm {
+		out = append(out, s.Sabotaged()...)
+	}
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -20,10 +21,36 @@ type resultDigest struct {
 	D      int     `json:"d"`
 	Main   float64 `json:"main"`
 	Failed bool    `json:"failed,omitempty"`
+	// Infra marks an infra failure (its Cause), Retries its retries so
+	// far: a resumed run retries it while retries are left, and a step
+	// excludes its group (FailurePolicy.OnInfra) when none are.
+	Infra    bool   `json:"infra,omitempty"`
+	Cause    string `json:"cause,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Retries  int    `json:"retries,omitempty"`
+}
+
+// kind is the digest's failure class: infra, model (any other failure) or
+// none.
+func (d resultDigest) kind() failure.Kind {
+	switch {
+	case d.Infra:
+		return failure.KindInfra
+	case d.Failed:
+		return failure.KindModel
+	}
+	return failure.KindNone
 }
 
 func digestOf(r *RolloutResult) resultDigest {
-	return resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed()}
+	d := resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed(), Retries: r.Retries}
+	if r.infra() {
+		d.Infra, d.Endpoint = true, r.FailureEndpoint
+	}
+	if r.Failed() || d.Infra {
+		d.Cause = r.FailureCause
+	}
+	return d
 }
 
 // stepResults holds a step's finished results until the step is assembled:

@@ -34,6 +34,7 @@ type Server struct {
 
 	faultMu  sync.Mutex
 	faultRng *rand.Rand
+	sabotage sabotageLog
 
 	versionMu sync.RWMutex
 	version   string
