@@ -23,7 +23,7 @@ func Cause(err error) (cause failure.Cause, endpoint string) {
 		endpoint = ge.Endpoint
 	}
 	var de *DecodeError
-	if endpoint == "" && errors.As(err, &de) {
+	if errors.As(err, &de) && endpoint == "" {
 		endpoint = de.Endpoint
 	}
 	var se *httpretry.StatusError

@@ -97,7 +97,7 @@ var Causes = []CauseInfo{
 	{CauseJudge, KindInfra, "the answer or expert judge failed after its retries"},
 	{CauseAgentService, KindInfra, "an agent service errored or timed out"},
 	{CauseToolOutage, KindInfra, "more than max_tool_outage_fraction of the rollout's tool calls hit a provider outage"},
-	{CauseSetup, KindInfra, "the run could not carry out the rollout (unknown query, prompt template)"},
+	{CauseSetup, KindInfra, "the run could not carry out the rollout (unknown query, prompt template, dead-lettered by crashing workers)"},
 	{CauseInvalidFormat, KindModel, "an answer, report or tool call broke the format"},
 	{CauseTurnBudget, KindModel, "the turn or delegation budget ran out before a final message"},
 	{CauseTokenBudget, KindModel, "the final message was cut by the token limit"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -245,7 +246,7 @@ func executeWithRetries(ctx, stop context.Context, p FailurePolicy, prior result
 	endpoint := ""
 	if prior.Infra {
 		// A resumed run retries what an earlier process stored as infra.
-		causes = append(causes, prior.Cause)
+		causes = append(slices.Clone(prior.RetryCauses), prior.Cause)
 		endpoint = prior.Endpoint
 		r.Retries++
 	}

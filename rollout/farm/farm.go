@@ -271,7 +271,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 		log:     log,
 	}
 	if cfg.Store != nil {
-		f.st = &storeAccess{store: cfg.Store, log: log}
+		f.st = &storeAccess{store: cfg.Store, log: log, retries: cfg.Failures.RolloutRetries}
 	}
 	f.pool = pool.New(cfg.Concurrency)
 	f.newPolicy = newPolicyFor(cfg)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +30,9 @@ type resultDigest struct {
 	Cause    string `json:"cause,omitempty"`
 	Endpoint string `json:"endpoint,omitempty"`
 	Retries  int    `json:"retries,omitempty"`
+	// RetryCauses are an infra result's retried runs' causes, which its
+	// retry on resume carries on.
+	RetryCauses []string `json:"retry_causes,omitempty"`
 }
 
 // kind is the digest's failure class: infra, model (any other failure) or
@@ -45,7 +50,7 @@ func (d resultDigest) kind() failure.Kind {
 func digestOf(r *RolloutResult) resultDigest {
 	d := resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed(), Retries: r.Retries}
 	if r.infra() {
-		d.Infra, d.Endpoint = true, r.FailureEndpoint
+		d.Infra, d.Endpoint, d.RetryCauses = true, r.FailureEndpoint, r.RetryCauses
 	}
 	if r.Failed() || d.Infra {
 		d.Cause = r.FailureCause
@@ -134,6 +139,9 @@ func decodeStoredResult(u rollout.RolloutTask, raw json.RawMessage) (*RolloutRes
 type storeAccess struct {
 	store store.Store
 	log   *slog.Logger
+	// retries is the run's FailurePolicy.RolloutRetries: an infra result
+	// with fewer is stored as a pending retry (see resultKey).
+	retries int
 	// legacyDraws says the run's draws were started by an mgrpo that kept
 	// them under negative step keys: they are read from there too (see
 	// stream_store.go).
@@ -181,7 +189,7 @@ func (a *storeAccess) putResult(ctx context.Context, r *RolloutResult) error {
 	var putErr error
 	err := encodeResult(r, func(raw json.RawMessage) error {
 		putErr = a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
-			return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, r.Task.ID(), raw)
+			return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, a.resultKey(r), raw)
 		})
 		return putErr
 	})
@@ -202,9 +210,42 @@ func (a *storeAccess) digests(ctx context.Context, run string, step int) (map[st
 			if err != nil {
 				return fmt.Errorf("result of %s: %w: %w", id, store.ErrCorrupt, err)
 			}
-			out[id] = d
+			addDigest(out, id, d)
 			return nil
 		})
 	})
 	return out, err
+}
+
+// pendingRetry ends the store key of an infra result kept with retries
+// left (a run stopped in the middle of a rollout's retries), followed by
+// its retries so far. The store keeps the first result stored under a
+// key, so such a result has a key of its own: the rollout's retry, on
+// resume, stores its result under the rollout's id.
+const pendingRetry = "#retry-"
+
+// resultKey is the store key of r: its id, or for an infra result with
+// retries left its pending-retry key.
+func (a *storeAccess) resultKey(r *RolloutResult) string {
+	if r.infra() && r.Retries < a.retries {
+		return r.Task.ID() + pendingRetry + strconv.Itoa(r.Retries)
+	}
+	return r.Task.ID()
+}
+
+// addDigest adds the digest of the result stored under key to out, by
+// rollout id: a rollout's own result wins over pending retries, of which
+// the one with the most retries wins.
+func addDigest(out map[string]resultDigest, key string, d resultDigest) {
+	id, _, pending := strings.Cut(key, pendingRetry)
+	old, ok := out[id]
+	switch {
+	case !pending:
+		out[id] = d
+	case !ok, old.Infra && old.Retries < d.Retries:
+		if ok && !old.Infra {
+			return
+		}
+		out[id] = d
+	}
 }

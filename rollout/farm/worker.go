@@ -99,7 +99,7 @@ func NewWorker(cfg Config, tasks []Task, opts WorkerOptions) (*Worker, error) {
 		cfg.Grace = DefaultGrace
 	}
 	w := &Worker{cfg: cfg, opts: opts.withDefaults(), scoring: newScoring(cfg), tasks: make(map[string]Task, len(tasks)), log: log}
-	w.st = &storeAccess{store: cfg.Store, log: log}
+	w.st = &storeAccess{store: cfg.Store, log: log, retries: cfg.Failures.RolloutRetries}
 	for _, t := range tasks {
 		w.tasks[t.ID] = t
 	}
