@@ -429,3 +429,34 @@ func TestZeroPolicyKeepsTodaysSamples(t *testing.T) {
 		t.Errorf("excluded group %+v; want cause engine_unreachable at %s", e, dead)
 	}
 }
+
+// TestDeadSearchStopsTheRun plays a new user's mistake: a --search-url
+// where nothing answers. Every search is refused, the rollouts that rely
+// on search are infra-tainted after their retries, and the run stops
+// without writing the step, naming the cause and the tool, instead of
+// training on the zeros.
+func TestDeadSearchStopsTheRun(t *testing.T) {
+	pair := newSimPair(t, simllm.Faults{})
+	runner := newSimRunner(t, pair.cleanURL, pair.webURL, simRunnerConfig{mode: rollout.ModeMGRPO, searchURL: deadURL(t)})
+	dir := t.TempDir()
+	cfg := Config{Run: "dead-search", Seed: 3, Steps: 2, BatchSize: 2, GroupSize: 4, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
+		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: 8, Runner: runner, Sink: rollout.DirSink{Dir: dir},
+		Failures: FailurePolicy{RolloutRetries: 1, RetryWait: time.Millisecond, TaintToolOutages: true, MaxToolOutageFraction: 0.5,
+			OnInfra: InfraExclude, StopWhenUseless: true, MaxFailedFraction: 0.5}}
+	f, err := New(cfg, pair.tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sums, err := f.Run(context.Background())
+	if !errors.Is(err, ErrUselessStep) || len(sums) != 0 {
+		t.Fatalf("run: %d steps, %v; want none and ErrUselessStep", len(sums), err)
+	}
+	for _, w := range []string{"still infra failures", "commonest cause tool_outage at tool search (provider serper)", "--resume"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q lacks %q", err, w)
+		}
+	}
+	if _, err := os.Stat(rollout.StepDir(dir, 1)); err == nil {
+		t.Error("the useless step was written")
+	}
+}

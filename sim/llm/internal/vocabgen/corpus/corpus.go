@@ -38,9 +38,10 @@ const minWord, maxWord = 2, 23
 // model's and tools' own text, relative to the module root. The tools'
 // status errors are written by the shared internal/httpretry/status.go, so
 // its text is the tools' text too, as are the failure classes of
-// internal/failure that the tools report.
+// internal/failure that the tools report (class.go; not the failure kinds
+// and causes trajectories record, which no model reads).
 var (
-	literalDirs  = []string{"sim/llm/policy", "tools", "internal/httpretry/status.go", "internal/failure"}
+	literalDirs  = []string{"sim/llm/policy", "tools", "internal/httpretry/status.go", "internal/failure/class.go"}
 	templateDirs = []string{"agents/prompts"}
 )
 
