@@ -94,7 +94,9 @@ func TestClassify(t *testing.T) {
 			scoring := Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), Scorer: c.scorer, ExpertFallback: rollout.DefaultExpertFallback}
 			task := rollout.RolloutTask{Run: "r", Step: 1, QueryID: "q", K: 0}
 			r := executeWithRetries(context.Background(), context.Background(), c.policy, resultDigest{}, nil, slog.New(slog.DiscardHandler),
-				func(ctx context.Context) RolloutResult { return Execute(ctx, c.runner, scoring, task, Task{ID: "q", Answer: "x"}) })
+				func(ctx context.Context) RolloutResult {
+					return Execute(ctx, c.runner, scoring, task, Task{ID: "q", Answer: "x"})
+				})
 			if r.FailureKind != c.kind || r.FailureCause != c.cause {
 				t.Errorf("kind %q, cause %q; want %q, %q", r.FailureKind, r.FailureCause, c.kind, c.cause)
 			}
