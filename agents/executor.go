@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
 // ExecutorConfig configures the executor (sub-agent).
@@ -57,6 +59,7 @@ func (e *Executor) Run(ctx context.Context, task, key string, seed int64, index 
 	}
 	if err != nil {
 		traj.Error = err.Error()
+		traj.fail(failure.CauseSetup, "")
 		return traj
 	}
 	e.newLoop(key, seed, true).run(ctx, system, user, traj)

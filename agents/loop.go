@@ -2,6 +2,7 @@ package agents
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
 // prepareFunc turns one tool call into the work that carries it out. It
@@ -56,6 +58,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		}
 		if err := ctx.Err(); err != nil {
 			traj.Error = fmt.Sprintf("turn %d: %v", turn, context.Cause(ctx))
+			traj.fail(contextCause(ctx), "")
 			return msgs
 		}
 		seed := deriveSeed(l.seed, "turn", turn)
@@ -67,7 +70,12 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		}
 		if err != nil {
 			reason := err.Error()
+			cause, endpoint := llm.Cause(err)
+			if t.Partial() && cause == failure.CauseOther {
+				cause, endpoint = failure.CauseServerAbort, t.Endpoint
+			}
 			if ctx.Err() != nil {
+				cause = contextCause(ctx)
 				// The rollout's deadline or a shutdown cut the call: that
 				// is the reason, the call's own error only how.
 				reason = fmt.Sprintf("%v; the call in flight: %v", context.Cause(ctx), err)
@@ -80,6 +88,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 				reason += fmt.Sprintf(" (its partial generation of %d tokens is kept as the last turn)", len(t.CompletionIDs))
 			}
 			traj.Error = fmt.Sprintf("turn %d: %s", turn, reason)
+			traj.fail(cause, endpoint)
 			return msgs
 		}
 		traj.Turns = append(traj.Turns, t)
@@ -92,6 +101,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 			text, err := l.prompts.render(PromptFormatError, map[string]any{"Reason": step.FormatError})
 			if err != nil {
 				traj.Error = err.Error()
+				traj.fail(failure.CauseSetup, "")
 				return msgs
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
@@ -115,6 +125,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 			text, err := l.prompts.render(PromptAnswerNow, map[string]any{"Report": l.report})
 			if err != nil {
 				traj.Error = err.Error()
+				traj.fail(failure.CauseSetup, "")
 				return msgs
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
@@ -165,6 +176,25 @@ func (l *loop) nearContextLimit(t *llm.Turn) bool {
 		used = t.Usage.PromptTokens + t.Usage.CompletionTokens
 	}
 	return used >= l.budget.ContextTokens-l.budget.AnswerNowMargin
+}
+
+// fail classifies the trajectory's Error by its cause (see
+// internal/failure's class table).
+func (t *Trajectory) fail(cause failure.Cause, endpoint string) {
+	t.FailureKind, t.FailureCause = failure.KindOf(cause), cause
+	if t.FailureKind == failure.KindInfra {
+		t.FailureEndpoint = endpoint
+	}
+}
+
+// contextCause is the failure cause of a trajectory whose context ended:
+// its rollout's own wall-clock limit (the model's doing: it looped), or
+// anything else (a shutdown, a restart at a weight update) that is not.
+func contextCause(ctx context.Context) failure.Cause {
+	if errors.Is(context.Cause(ctx), ErrWallClock) {
+		return failure.CauseWallClock
+	}
+	return failure.CauseInterrupted
 }
 
 // formatError records a format violation.

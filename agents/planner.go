@@ -123,6 +123,7 @@ func (p *Planner) Run(ctx context.Context, q Query) *Rollout {
 	}
 	if err != nil {
 		traj.Error = err.Error()
+		traj.fail(failure.CauseSetup, "")
 	} else {
 		l := &loop{
 			model: p.cfg.Model, tools: ptools, budget: p.cfg.Budget, prompts: p.cfg.Prompts,

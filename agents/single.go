@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
 // Single is the single-agent baseline: one model with search and visit that
@@ -42,6 +44,7 @@ func (s *Single) Run(ctx context.Context, q Query) *Rollout {
 	}
 	if err != nil {
 		traj.Error = err.Error()
+		traj.fail(failure.CauseSetup, "")
 	} else {
 		l := s.exec.snapshot(ctx).newLoop(q.Key+"/single", deriveSeed(q.Seed, RoleSingle), false)
 		l.run(ctx, system, user, traj)

@@ -49,6 +49,9 @@ type Trajectory struct {
 	// counts and metrics. Both are empty when Error is.
 	FailureKind  failure.Kind `json:"failure_kind,omitempty"`
 	FailureCause string       `json:"failure_cause,omitempty"`
+	// FailureEndpoint is the endpoint an infra failure names (the model
+	// server that did not answer), credentials redacted; empty when none.
+	FailureEndpoint string `json:"failure_endpoint,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`

@@ -134,6 +134,39 @@ type StepSummary struct {
 	ExtraDraws       int   `json:"extra_draws,omitempty"`
 	DiscardedGroups  []int `json:"discarded_groups,omitempty"`
 	ExtraDrawsCapped bool  `json:"extra_draws_capped,omitempty"`
+
+	// The failure counts (see docs/architecture.md's class table), each
+	// omitted when zero. InfraFailures counts, by cause, every run of a
+	// rollout that was an infra failure, the retried runs included;
+	// RolloutRetries the runs made again; InfraRollouts the rollouts still
+	// infra after their retries. ExcludedGroups counts the groups kept out
+	// of the step's batches for them (--on-infra-failure exclude), and
+	// Excluded says which and why. ModelFailures counts, by reason, the
+	// rollouts whose planner (single agent) failed for the model's own
+	// doing (scored 0 and trained); ToolOutages the tool calls whose
+	// provider failed after the tool's retries.
+	InfraFailures  map[string]int  `json:"infra_failures,omitempty"`
+	RolloutRetries int             `json:"rollout_retries,omitempty"`
+	InfraRollouts  int             `json:"infra_rollouts,omitempty"`
+	ExcludedGroups int             `json:"excluded_groups,omitempty"`
+	Excluded       []ExcludedGroup `json:"excluded,omitempty"`
+	ModelFailures  map[string]int  `json:"model_failures,omitempty"`
+	ToolOutages    int             `json:"tool_outages,omitempty"`
+	// InfraAffected counts the rollouts that met an infra failure in any
+	// run (retried or not); InfraEndpoint is the endpoint their failures
+	// named most often.
+	InfraAffected int    `json:"infra_affected,omitempty"`
+	InfraEndpoint string `json:"infra_endpoint,omitempty"`
+}
+
+// ExcludedGroup is a group a step kept out of its batches: its query, the
+// first of its rollouts that stayed an infra failure after its retries,
+// that failure's cause and the endpoint it names.
+type ExcludedGroup struct {
+	QueryID  string `json:"query_id"`
+	Rollout  string `json:"rollout"`
+	Cause    string `json:"cause"`
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // RoleTraining is one role's optimizer step on a step's samples.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
 // Config is a run's whole configuration, as a YAML file holds it (keys in
@@ -41,8 +43,17 @@ type Config struct {
 	// SimTrainerStepTime is how long the sim trainer's optimizer step
 	// takes, as a GPU step would (train --sim).
 	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" category:"sim" flag:"sim-trainer-step-time" scope:"train" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`
-	Store              string   `yaml:"store" category:"store" flag:"store" scope:"farm" doc:"the run's store {{URL}}: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
-	Workers            int      `yaml:"workers" category:"store" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
+	// SimFaults are the sim inference servers' injected failures, to see
+	// what a run does with an unreliable cluster.
+	SimFaults SimFaultsConfig `yaml:"sim_faults" category:"sim" flag:"sim-fault" doc:"--sim: failures the simulated inference servers inject"`
+	Store     string          `yaml:"store" category:"store" flag:"store" scope:"farm" doc:"the run's store {{URL}}: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
+	// The failure policy (see docs/architecture.md, "What is scored,
+	// retried and excluded").
+	RolloutRetries        int     `yaml:"rollout_retries" category:"failures" flag:"rollout-retries" scope:"farm" doc:"{{N}} times an infra-failed rollout (an engine, judge or tool provider that did not answer) runs again, same task and seed, with backoff (0: never)"`
+	MaxToolOutageFraction float64 `yaml:"max_tool_outage_fraction" category:"failures" flag:"max-tool-outage-fraction" scope:"farm" doc:"a rollout whose tool calls hit provider outages (5xx, 429, timeout, refused) on more than this fraction of its calls counts as an infra failure, retried and excluded as one (in [0, 1]; 1: never)"`
+	OnInfraFailure        string  `yaml:"on_infra_failure" category:"failures" flag:"on-infra-failure" scope:"farm" doc:"a rollout still an infra failure after its retries: exclude its group from the step's batches, counted (exclude, the default), or train it as a zero reward (zero, the behaviour before failure classes)"`
+	MaxFailedFraction     float64 `yaml:"max_failed_fraction" category:"failures" flag:"max-failed-fraction" scope:"farm" doc:"stop the run (exit 1, the step not written) when more than this fraction of a step's rollouts are still infra failures after their retries, or when all of them failed (in [0, 1])"`
+	Workers               int     `yaml:"workers" category:"store" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
 
 	Planner  EndpointConfig `yaml:"planner" category:"endpoints" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
 	Executor EndpointConfig `yaml:"executor" category:"endpoints" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`
@@ -107,6 +118,28 @@ type SearchConfig struct {
 	MaxQueries int      `yaml:"max_queries" doc:"queries per search call"`
 	Results    int      `yaml:"results" doc:"results per query"`
 	Rate       float64  `yaml:"rate" doc:"provider requests per second (0: unlimited)"`
+}
+
+// SimFaultsConfig are the faults the sim's inference servers inject
+// (mgrpo sim's --fault-* flags).
+type SimFaultsConfig struct {
+	Rate503    float64  `yaml:"rate_503" flag:"503" doc:"rate of generation requests answered 503 (in [0, 1])"`
+	Rate500    float64  `yaml:"rate_500" flag:"500" doc:"rate of generation requests answered 500 (in [0, 1])"`
+	RateDrop   float64  `yaml:"rate_drop" flag:"drop" doc:"rate of connections dropped mid-answer (in [0, 1])"`
+	DeathFor   Duration `yaml:"endpoint_death" flag:"endpoint-death" doc:"the servers answer 503 to every generation request for {{DURATION}} after every death_every requests (0: never)"`
+	DeathEvery int      `yaml:"death_every" flag:"death-every" zero:"200" doc:"with endpoint_death: {{N}} generation requests between deaths"`
+}
+
+// simFaults returns the sim servers' faults.
+func (f SimFaultsConfig) simFaults() simllm.Faults {
+	out := simllm.Faults{Rate503: f.Rate503, Rate500: f.Rate500, RateDrop: f.RateDrop}
+	if f.DeathFor.Duration > 0 {
+		out.DeathFor, out.DeathEvery = f.DeathFor.Duration, f.DeathEvery
+		if out.DeathEvery == 0 {
+			out.DeathEvery = 200
+		}
+	}
+	return out
 }
 
 // RewardsConfig holds the reward coefficients.
@@ -184,6 +217,8 @@ func DefaultConfig() Config {
 	return Config{
 		Seed: 1, Steps: 1, BatchSize: 8, GroupSize: 8, DBar: "auto", Mode: string(rollout.ModeMGRPO),
 		Concurrency: 64, Format: "jsonl", Grace: Duration{30 * time.Second}, Workers: -1,
+		RolloutRetries: farm.DefaultRolloutRetries, MaxToolOutageFraction: farm.DefaultMaxToolOutageFraction,
+		OnInfraFailure: string(farm.InfraExclude), MaxFailedFraction: farm.DefaultMaxFailedFraction,
 		Planner:  OnPolicySampling(EndpointConfig{Dialect: "vllm"}),
 		Executor: OnPolicySampling(EndpointConfig{Dialect: "vllm"}),
 		Reasoner: EndpointConfig{Dialect: "openai"},

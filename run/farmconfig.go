@@ -52,6 +52,12 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 		Sink: p.sink, Logger: p.hooks.Logger, OnProgress: p.hooks.OnProgress, OnStep: p.hooks.OnStep,
 		Metrics: farm.NewMetrics(p.hooks.Registerer), Sampling: c.samplingRecords(mode),
 	}
+	onInfra, err := farm.ParseInfraPolicy(c.OnInfraFailure)
+	if err != nil {
+		return farm.Config{}, "", fmt.Errorf("%w: %s: %w", ErrConfig, name("on_infra_failure", "on-infra-failure"), err)
+	}
+	fc.Failures = farm.FailurePolicy{RolloutRetries: c.RolloutRetries, TaintToolOutages: true, MaxToolOutageFraction: c.MaxToolOutageFraction,
+		OnInfra: onInfra, StopWhenUseless: true, MaxFailedFraction: c.MaxFailedFraction}
 	correctness := p.stack.configure(&fc)
 	if p.store != nil {
 		fc.Store = p.store

@@ -28,9 +28,10 @@ var Categories = []struct{ Key, Title string }{
 	{"tools", "3. tools"},
 	{"timeouts", "4. timeouts"},
 	{"training", "5. rewards and training"},
-	{"store", "6. store and resume"},
-	{"output", "7. output"},
-	{"sim", "8. simulated world"},
+	{"failures", "6. failures"},
+	{"store", "7. store and resume"},
+	{"output", "8. output"},
+	{"sim", "9. simulated world"},
 }
 
 // Category returns the title of the category key ("" for none). Help lists

@@ -37,7 +37,7 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 	training := c.SimTraining()
 	opts := sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger,
 		Training: training, CheckpointDir: c.simCheckpoints(), StripReasoning: c.SimStripReasoning,
-		TrainerStepTime: c.SimTrainerStepTime.Duration}
+		TrainerStepTime: c.SimTrainerStepTime.Duration, Faults: c.SimFaults.simFaults()}
 	if err := c.simSampling(&opts, training); err != nil {
 		return nil, err
 	}

@@ -50,6 +50,35 @@ func (c Config) Validate() error {
 	if c.Concurrency < 1 {
 		p.add("concurrency", "concurrency", "%d: must be at least 1 (rollouts in flight)", c.Concurrency)
 	}
+	if c.RolloutRetries < 0 {
+		p.add("rollout_retries", "rollout-retries", "%d: must not be negative (0: never retry)", c.RolloutRetries)
+	}
+	if f := c.MaxToolOutageFraction; !(f >= 0 && f <= 1) {
+		p.add("max_tool_outage_fraction", "max-tool-outage-fraction", "%v: must be in [0, 1]", f)
+	}
+	if f := c.MaxFailedFraction; !(f >= 0 && f <= 1) {
+		p.add("max_failed_fraction", "max-failed-fraction", "%v: must be in [0, 1]", f)
+	}
+	if _, err := farm.ParseInfraPolicy(c.OnInfraFailure); err != nil {
+		p.add("on_infra_failure", "on-infra-failure", "%v", err)
+	}
+	for _, r := range []struct {
+		key, flag string
+		v         float64
+	}{{"sim_faults.rate_503", "sim-fault-503", c.SimFaults.Rate503}, {"sim_faults.rate_500", "sim-fault-500", c.SimFaults.Rate500}, {"sim_faults.rate_drop", "sim-fault-drop", c.SimFaults.RateDrop}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			p.add(r.key, r.flag, "%v: must be in [0, 1]", r.v)
+		}
+	}
+	if c.SimFaults.Rate503+c.SimFaults.Rate500+c.SimFaults.RateDrop > 1 {
+		p.add("sim_faults", "sim-fault-503", "the rates sum to more than 1")
+	}
+	if c.SimFaults.DeathFor.Duration < 0 {
+		p.add("sim_faults.endpoint_death", "sim-fault-endpoint-death", "%v: must not be negative (0: never)", c.SimFaults.DeathFor.Duration)
+	}
+	if c.SimFaults.DeathEvery < 0 {
+		p.add("sim_faults.death_every", "sim-fault-death-every", "%d: must not be negative", c.SimFaults.DeathEvery)
+	}
 	if c.Workers < -1 {
 		p.add("workers", "workers", "%d: want -1 (auto), 0 (coordinate only) or the rollouts this process runs", c.Workers)
 	}

@@ -75,6 +75,9 @@ type Options struct {
 	// divides its logits by when it scores (trainer.SimPolicy's
 	// WithTemperature; 0: 1).
 	TrainerTemperature float64
+	// Faults are the inference servers' injected failures (none by
+	// default).
+	Faults simllm.Faults
 }
 
 // World is a running simulated world.
@@ -116,6 +119,7 @@ func Start(opts Options) (*World, error) {
 	}
 	cfg := simllm.DefaultConfig()
 	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
+	cfg.Faults = opts.Faults
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}
@@ -209,4 +213,14 @@ func WebHandler(w *web.World, logger *slog.Logger, opts ...web.HandlerOption) ht
 		}
 		pages.ServeHTTP(rw, r)
 	})
+}
+
+// Sabotaged returns the generation requests the world's inference servers
+// broke on purpose (their Faults), the planner's server first.
+func (w *World) Sabotaged() []simllm.Sabotage {
+	var out []simllm.Sabotage
+	for _, s := range w.llm {
+		out = append(out, s.Sabotaged()...)
+	}
+	return out
 }

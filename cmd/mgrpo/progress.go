@@ -174,11 +174,37 @@ func (t *stepTable) row(s rollout.StepSummary) {
 	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, sig3(s.Accuracy), sig3(s.MeanMainReward), sig3(s.MeanSubReward),
 		s.DBar, fmt.Sprintf("%d/%d", s.PlannerSamples, s.ExecutorSamples), s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
 		sig3(s.RolloutsPerSecond), sig3(s.CompletionTokensPerSecond))
+	if line := failureLine(s); line != "" {
+		fmt.Fprintln(t.w, line)
+	}
 	if line := trainingLine(s); line != "" {
 		fmt.Fprintln(t.w, line)
 	}
 	t.steps++
 	t.usage.Add(s.Usage)
+}
+
+// failureLine gives a step's infrastructure failure counts under its row
+// when it met any ("" otherwise: the failed and fmterr columns already say
+// what the model did): infra failures by cause, the rollouts retried, the
+// groups excluded, tool outages, and then the model failures by reason.
+func failureLine(s rollout.StepSummary) string {
+	if len(s.InfraFailures) == 0 && s.RolloutRetries == 0 && s.ExcludedGroups == 0 && s.ToolOutages == 0 {
+		return ""
+	}
+	byCause := func(m map[string]int) string {
+		n, parts := 0, []string{}
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			n += m[k]
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+		if n == 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%d (%s)", n, strings.Join(parts, ", "))
+	}
+	return fmt.Sprintf("     failures: infra %s, %d retries, %d groups excluded, %d tool outages; model %s",
+		byCause(s.InfraFailures), s.RolloutRetries, s.ExcludedGroups, s.ToolOutages, byCause(s.ModelFailures))
 }
 
 // trainingLine describes a trained step's training under its row

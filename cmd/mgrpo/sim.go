@@ -44,6 +44,8 @@ func simCommand() *cli.Command {
 			&cli.Float64Flag{Name: "fault-malformed", Usage: "rate of malformed JSON bodies"},
 			&cli.Float64Flag{Name: "fault-stall", Usage: "rate of stalled requests"},
 			&cli.Float64Flag{Name: "fault-stall-stream", Usage: "rate of streams that stop mid-way (after --stream-stall-after events; unstreamed requests it hits stall)"},
+			&cli.DurationFlag{Name: "fault-endpoint-death", Usage: "the inference server stops answering (503 to every generation request) for `DURATION` after every --fault-death-every requests: a restart or a lost node, outlasting the clients' retries"},
+			&cli.IntFlag{Name: "fault-death-every", Value: 200, Usage: "with --fault-endpoint-death: `N` generation requests between deaths"},
 			&cli.IntFlag{Name: "stream-stall-after", Value: simllm.DefaultStreamStallAfter, Usage: "events a stalled stream sends before it stops"},
 			&cli.DurationFlag{Name: "retry-after", Value: time.Second, Usage: "Retry-After of injected 429s"},
 			&cli.DurationFlag{Name: "stall", Usage: "how long a stall lasts (0: until the client gives up)"},
@@ -136,9 +138,13 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 		RateMalformed:    c.Float64("fault-malformed"),
 		RateStall:        c.Float64("fault-stall"),
 		RateStallStream:  c.Float64("fault-stall-stream"),
+		DeathFor:         c.Duration("fault-endpoint-death"),
 		StreamStallAfter: c.Int("stream-stall-after"),
 		RetryAfter:       c.Duration("retry-after"),
 		StallDuration:    c.Duration("stall"),
+	}
+	if cfg.Faults.DeathFor > 0 {
+		cfg.Faults.DeathEvery = c.Int("fault-death-every")
 	}
 	cfg.ToolCallParser = c.Bool("tool-call-parser")
 	cfg.ReasoningParser = c.Bool("reasoning-parser")

@@ -24,6 +24,10 @@ type stepPlan struct {
 	// restarts counts the step's rollouts restarted at a weight update
 	// (PartialRestart); nil when nobody counts.
 	restarts *atomic.Int64
+	// prior holds, by unit, the digest of an infra result a resumed run
+	// found stored with retries left: the unit runs again as its next
+	// retry. Nil or zero for the others.
+	prior map[int]resultDigest
 }
 
 // planStep returns the schedule of step (1-based): the next batch tasks of
@@ -50,6 +54,8 @@ type assembly struct {
 	counters          rollout.StepCounters
 	planner, executor int
 	stats             []rollout.QueryStats
+	// excluded are the groups kept out of the batches (exclude).
+	excluded []rollout.ExcludedGroup
 }
 
 // assembleStep groups a step's results by query (result q*K+k is rollout k
@@ -58,21 +64,46 @@ type assembly struct {
 // in task and rollout order whatever order the rollouts finished in. It
 // takes the results one query at a time and hands each query's files to
 // emit, so a step never needs to be in memory whole; each result is also
-// added to acc.
-func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPlan, group int,
+// added to acc. With exclude, a group holding a rollout that is still an
+// infra failure is excluded: its rollouts' inspection lines are written,
+// but it has no samples and no statistics line, and it is counted.
+func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.SampleBuilder, plan stepPlan, group int, exclude bool,
 	results stepResults, acc *summaryAcc, emit func(rollout.StepFiles) error) (assembly, error) {
 	var out assembly
 	rs := make([]*RolloutResult, group)
 	for q, t := range plan.tasks {
+		if exclude {
+			ex, err := excludedGroup(ctx, plan, q, group, results, rs)
+			if err != nil {
+				return assembly{}, err
+			}
+			if ex != nil {
+				files := rollout.StepFiles{Rollouts: make([]json.RawMessage, 0, group), RolloutsCompact: true}
+				for k := range rs {
+					acc.addResult(rs[k], true)
+					line, err := inspectionRecord(t, rs[k])
+					if err != nil {
+						return assembly{}, fmt.Errorf("assemble step %d: encode %s: %w", plan.step, rs[k].describe(), err)
+					}
+					files.Rollouts = append(files.Rollouts, json.RawMessage(line))
+				}
+				if err := emit(files); err != nil {
+					return assembly{}, err
+				}
+				out.excluded = append(out.excluded, *ex)
+				clear(rs)
+				continue
+			}
+		}
 		in := rollout.GroupInput{QueryID: t.ID, Rollouts: make([]rollout.RolloutRewards, group)}
 		tr := rollout.GroupTrajectories{Planner: make([]rollout.Trajectory, group), Executors: make([][]rollout.Trajectory, group)}
 		for k := range rs {
-			r, err := results.get(ctx, q*group+k)
-			if err != nil {
-				return assembly{}, fmt.Errorf("assemble step %d: %w", plan.step, err)
-			}
-			if r.Task.QueryID != t.ID || r.Task.K != k {
-				return assembly{}, fmt.Errorf("assemble step %d: result %s in the slot of query %q rollout %d", plan.step, r.Task.ID(), t.ID, k)
+			r := rs[k]
+			if r == nil {
+				var err error
+				if r, err = groupResult(ctx, plan, q, k, group, results); err != nil {
+					return assembly{}, err
+				}
 			}
 			rs[k] = r
 			acc.add(r)
@@ -115,6 +146,36 @@ func assembleStep(ctx context.Context, cfg rollout.GroupConfig, b rollout.Sample
 		clear(rs)
 	}
 	return out, nil
+}
+
+// groupResult returns result k of query q of plan, checking its slot.
+func groupResult(ctx context.Context, plan stepPlan, q, k, group int, results stepResults) (*RolloutResult, error) {
+	t := plan.tasks[q]
+	r, err := results.get(ctx, q*group+k)
+	if err != nil {
+		return nil, fmt.Errorf("assemble step %d: %w", plan.step, err)
+	}
+	if r.Task.QueryID != t.ID || r.Task.K != k {
+		return nil, fmt.Errorf("assemble step %d: result %s in the slot of query %q rollout %d", plan.step, r.Task.ID(), t.ID, k)
+	}
+	return r, nil
+}
+
+// excludedGroup reads query q's results into rs and returns what excludes
+// the group (its first infra rollout), nil when nothing does.
+func excludedGroup(ctx context.Context, plan stepPlan, q, group int, results stepResults, rs []*RolloutResult) (*rollout.ExcludedGroup, error) {
+	var ex *rollout.ExcludedGroup
+	for k := range rs {
+		r, err := groupResult(ctx, plan, q, k, group, results)
+		if err != nil {
+			return nil, err
+		}
+		rs[k] = r
+		if ex == nil && r.infra() {
+			ex = &rollout.ExcludedGroup{QueryID: plan.tasks[q].ID, Rollout: r.Task.ID(), Cause: r.FailureCause, Endpoint: r.FailureEndpoint}
+		}
+	}
+	return ex, nil
 }
 
 // sampleTrajectory is what sample building needs of one trajectory. A

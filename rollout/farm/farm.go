@@ -62,6 +62,10 @@ type Config struct {
 	// PadTokenID is the token of padding samples (queries in which no
 	// rollout delegated, mode mgrpo).
 	PadTokenID int
+	// Failures is what the farm does with infra failures: retries, the
+	// exclusion of their groups and when a run stops as useless. The zero
+	// value is the behaviour from before the failure classes.
+	Failures FailurePolicy
 	// Grace is how long in-flight rollouts may finish after the context is
 	// cancelled before they are abandoned; 0 means DefaultGrace.
 	Grace time.Duration
@@ -193,6 +197,7 @@ func (c Config) Validate() error {
 	if c.Grace < 0 {
 		add("Grace %v: must not be negative (0 means %v)", c.Grace, DefaultGrace)
 	}
+	c.Failures.validate(add)
 	return errors.Join(errs...)
 }
 
@@ -269,7 +274,7 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 		log:     log,
 	}
 	if cfg.Store != nil {
-		f.st = &storeAccess{store: cfg.Store, log: log}
+		f.st = &storeAccess{store: cfg.Store, log: log, retries: cfg.Failures.RolloutRetries}
 	}
 	f.pool = pool.New(cfg.Concurrency)
 	f.newPolicy = newPolicyFor(cfg)

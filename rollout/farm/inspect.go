@@ -20,14 +20,17 @@ import (
 // for call I of turn T wherever they appear. Token ids and logprobs are
 // left out too: the samples hold them, and the per-turn prompt ids would
 // make the file quadratic in the conversation length. Messages, tool calls,
-// observations, answers, errors, finish reasons and usage stay.
+// observations, answers, errors and their failure classes, finish reasons
+// and usage stay; the endpoint a failure names and a rollout's retries
+// (which depend on routing and timing) are in the store's result and the
+// step's summary instead.
 func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
 	tree, err := treeRecord(r.Tree)
 	if err != nil {
 		return nil, err
 	}
 	rec := rollout.RolloutRecord{ID: r.Task.ID(), Task: r.Task, Question: t.Question, GoldAnswer: t.Answer, Error: r.Error,
-		Scores: r.Scores, Tree: tree}
+		FailureKind: r.FailureKind, FailureCause: r.FailureCause, Scores: r.Scores, Tree: tree}
 	rec.Drifts = append(rec.Drifts, r.Planner.Drifts)
 	errs := []string{r.Planner.SequenceError}
 	failed := r.Planner.SequenceError != ""

@@ -20,7 +20,7 @@ import (
 // leaves out or writes as zero (see inspectionRecord).
 var strippedFields = map[string]bool{
 	"Rollout.Started": true, "Rollout.Duration": true,
-	"Trajectory.Started": true, "Trajectory.Duration": true,
+	"Trajectory.Started": true, "Trajectory.Duration": true, "Trajectory.FailureEndpoint": true,
 	"Turn.PromptIDs": true, "Turn.CompletionIDs": true, "Turn.Logprobs": true,
 	"Turn.Endpoint": true, "Turn.Latency": true, "Turn.Attempts": true,
 	// A turn's own sampling never holds its seed (llm.Sampling.overridden).

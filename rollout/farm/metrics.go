@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
 // Metrics are the farm's Prometheus collectors: rollouts finished and in
@@ -17,6 +19,8 @@ type Metrics struct {
 	steps         prometheus.Counter
 	phase         *prometheus.HistogramVec
 	drifts        prometheus.Counter
+	retries       *prometheus.CounterVec
+	excluded      prometheus.Counter
 	policyVersion prometheus.Gauge
 	mainReward    prometheus.Gauge
 	accuracy      prometheus.Gauge
@@ -35,8 +39,14 @@ const (
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mgrpo_farm_rollouts_total", Help: "Rollouts finished, by result (ok or failed; a failed rollout is scored 0 and kept).",
-		}, []string{"result"}),
+			Name: "mgrpo_farm_rollouts_total", Help: "Rollouts finished, by result (ok or failed) and failure class (infra, model; empty for none): a model failure is scored 0 and trained, an infra one retried and, still infra, its group excluded (--on-infra-failure).",
+		}, []string{"result", "class"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_farm_rollout_retries_total", Help: "Rollouts run again after an infra failure, by the failure's cause.",
+		}, []string{"cause"}),
+		excluded: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mgrpo_farm_excluded_groups_total", Help: "Groups kept out of a step's batches because a rollout stayed an infra failure after its retries.",
+		}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mgrpo_farm_rollouts_in_flight", Help: "Rollouts started and not yet finished.",
 		}),
@@ -62,10 +72,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	// Both results exist from the start, so a rate over them is defined
 	// before the first failure.
-	m.rollouts.WithLabelValues("ok")
-	m.rollouts.WithLabelValues("failed")
+	m.rollouts.WithLabelValues("ok", "")
+	m.rollouts.WithLabelValues("failed", "")
 	if reg != nil {
-		reg.MustRegister(m.rollouts, m.inFlight, m.steps, m.phase, m.drifts, m.policyVersion, m.mainReward, m.accuracy)
+		reg.MustRegister(m.rollouts, m.retries, m.excluded, m.inFlight, m.steps, m.phase, m.drifts, m.policyVersion, m.mainReward, m.accuracy)
 	}
 	return m
 }
@@ -77,8 +87,9 @@ func (m *Metrics) started() {
 	}
 }
 
-// finished counts a rollout that ended, failed or not.
-func (m *Metrics) finished(failed bool) {
+// finished counts a rollout that ended, failed or not, with its failure
+// class (kind: infra, model or none).
+func (m *Metrics) finished(failed bool, kind failure.Kind) {
 	if m == nil {
 		return
 	}
@@ -87,7 +98,21 @@ func (m *Metrics) finished(failed bool) {
 	if failed {
 		result = "failed"
 	}
-	m.rollouts.WithLabelValues(result).Inc()
+	m.rollouts.WithLabelValues(result, string(kind)).Inc()
+}
+
+// retried counts a rollout run again after an infra failure of cause.
+func (m *Metrics) retried(cause string) {
+	if m != nil {
+		m.retries.WithLabelValues(cause).Inc()
+	}
+}
+
+// excludedGroups counts groups a written step kept out of its batches.
+func (m *Metrics) excludedGroups(n int) {
+	if m != nil {
+		m.excluded.Add(float64(n))
+	}
 }
 
 // stepStarted records the policy version a step samples with.

@@ -158,6 +158,7 @@ func (f *Farm) rolloutStep(ctx context.Context, step int) (stepRollouts, error) 
 	version, executorVersion := f.policyVersions()
 	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version, executorVersion)
 	plan.restarts = new(atomic.Int64)
+	plan.prior = map[int]resultDigest{}
 	f.log.Info("step start", "step", step, "queries", len(plan.tasks), "rollouts", len(plan.units), "policy_version", version, "executor_policy_version", executorVersion)
 	f.cfg.Metrics.stepStarted(version)
 	var (
@@ -186,6 +187,10 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 	plan, results, digests, start, rolloutTime := r.plan, r.results, r.digests, r.start, r.rolloutTime
 	step, version, executorVersion := plan.step, plan.policyVersion, plan.executorVersion
 
+	if err := checkUseful(f.cfg.Failures, step, digests); err != nil {
+		f.log.Error("run stopped: the step cannot be useful", "step", step, "error", err)
+		return stepOutcome{}, err
+	}
 	d := make([]int, len(digests))
 	for i := range digests {
 		d[i] = digests[i].D
@@ -208,7 +213,7 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 		return stepOutcome{}, err
 	}
 	batches := f.trainedBatches()
-	asm, err := assembleStep(wctx, gcfg, builder, plan, f.cfg.GroupSize, results, acc, func(files rollout.StepFiles) error {
+	asm, err := assembleStep(wctx, gcfg, builder, plan, f.cfg.GroupSize, f.cfg.Failures.excludes(), results, acc, func(files rollout.StepFiles) error {
 		if err := w.Append(wctx, files); err != nil {
 			return fmt.Errorf("rollout step %d: %w", step, err)
 		}
@@ -236,6 +241,8 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 
 	acc.finish()
 	sum.Counters = asm.counters
+	sum.ExcludedGroups, sum.Excluded = len(asm.excluded), asm.excluded
+	f.cfg.Metrics.excludedGroups(len(asm.excluded))
 	sum.PlannerSamples, sum.ExecutorSamples = asm.planner, asm.executor
 	if f.cfg.Mode.TrainsExecutor() {
 		sum.DBar = dbar

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -48,6 +49,28 @@ type RolloutResult struct {
 	// planner turns that form no sequences); empty for a rollout that ran to
 	// its end. A failed rollout is scored 0 with invalid format.
 	Error string `json:"error,omitempty"`
+	// FailureKind, FailureCause and FailureEndpoint classify the rollout
+	// (see internal/failure's class table): set when it failed, and when
+	// it ran to its end but an executor, a judge or too many of its tool
+	// calls met an infrastructure failure. Empty for a rollout that
+	// neither failed nor met one.
+	FailureKind     failure.Kind `json:"failure_kind,omitempty"`
+	FailureCause    string       `json:"failure_cause,omitempty"`
+	FailureEndpoint string       `json:"failure_endpoint,omitempty"`
+	// Retries is how many times the rollout ran again after an infra
+	// failure (this result is the last run's); RetryCauses are the causes
+	// of the runs retried, in order.
+	// RetryEndpoint is the endpoint the last retried run's failure named.
+	Retries       int      `json:"retries,omitempty"`
+	RetryCauses   []string `json:"retry_causes,omitempty"`
+	RetryEndpoint string   `json:"retry_endpoint,omitempty"`
+	// ToolOutages counts its tool calls whose provider failed after the
+	// tool's retries (5xx, 429, timeout, refused connection).
+	ToolOutages int `json:"tool_outages,omitempty"`
+
+	// toolCalls counts its tool calls (delegations aside); it does not
+	// travel.
+	toolCalls int
 }
 
 // Failed reports whether the rollout failed.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -119,6 +120,15 @@ type storedResult struct {
 	Executors      []storedTrajectory    `cbor:"executors"`
 	ScoringSeconds float64               `cbor:"scoring_seconds,omitempty"`
 	Error          string                `cbor:"error,omitempty"`
+	// The failure class and retries; a resumed run retries an infra
+	// result whose retries are not used up.
+	FailureKind     failure.Kind `cbor:"failure_kind,omitempty"`
+	FailureCause    string       `cbor:"failure_cause,omitempty"`
+	FailureEndpoint string       `cbor:"failure_endpoint,omitempty"`
+	Retries         int          `cbor:"retries,omitempty"`
+	RetryCauses     []string     `cbor:"retry_causes,omitempty"`
+	RetryEndpoint   string       `cbor:"retry_endpoint,omitempty"`
+	ToolOutages     int          `cbor:"tool_outages,omitempty"`
 }
 
 type storedTrajectory struct {
@@ -136,7 +146,9 @@ func (t storedTrajectory) result() TrajectoryResult {
 
 func toStored(r *RolloutResult) storedResult {
 	s := storedResult{Task: r.Task, Tree: r.Tree, Scores: r.Scores, Planner: toStoredTrajectory(r.Planner),
-		ScoringSeconds: r.ScoringSeconds, Error: r.Error}
+		ScoringSeconds: r.ScoringSeconds, Error: r.Error,
+		FailureKind: r.FailureKind, FailureCause: r.FailureCause, FailureEndpoint: r.FailureEndpoint,
+		Retries: r.Retries, RetryCauses: r.RetryCauses, RetryEndpoint: r.RetryEndpoint, ToolOutages: r.ToolOutages}
 	if r.Executors != nil {
 		s.Executors = make([]storedTrajectory, len(r.Executors))
 		for i, e := range r.Executors {
@@ -148,7 +160,9 @@ func toStored(r *RolloutResult) storedResult {
 
 func (s storedResult) result() *RolloutResult {
 	r := &RolloutResult{Task: s.Task, Tree: s.Tree, Scores: s.Scores, Planner: s.Planner.result(),
-		ScoringSeconds: s.ScoringSeconds, Error: s.Error}
+		ScoringSeconds: s.ScoringSeconds, Error: s.Error,
+		FailureKind: s.FailureKind, FailureCause: s.FailureCause, FailureEndpoint: s.FailureEndpoint,
+		Retries: s.Retries, RetryCauses: s.RetryCauses, RetryEndpoint: s.RetryEndpoint, ToolOutages: s.ToolOutages}
 	if s.Executors != nil {
 		r.Executors = make([]TrajectoryResult, len(s.Executors))
 		for i, e := range s.Executors {

@@ -112,13 +112,21 @@ func (f *Farm) scheduleStep(ctx context.Context, plan stepPlan) (map[int]resultD
 		return nil, err
 	}
 	finished := make(map[int]resultDigest, len(have))
+	retry := 0
 	for i, u := range plan.units {
 		if d, ok := have[u.ID()]; ok {
+			if d.Infra && d.Retries < f.cfg.Failures.RolloutRetries {
+				// Stored as an infra failure with retries left: run it
+				// again as its next retry, never keep it as a zero.
+				plan.prior[i] = d
+				retry++
+				continue
+			}
 			finished[i] = d
 		}
 	}
-	if len(finished) > 0 {
-		f.log.Info("step resumed: rollouts already done are kept", "step", plan.step, "done", len(finished), "rollouts", len(plan.units))
+	if len(finished) > 0 || retry > 0 {
+		f.log.Info("step resumed: rollouts already done are kept", "step", plan.step, "done", len(finished), "retried", retry, "rollouts", len(plan.units))
 	}
 	return finished, nil
 }

@@ -61,6 +61,7 @@ func (r *AgentRunner) validateFor(mode rollout.Mode) error {
 func Execute(ctx context.Context, runner Runner, scoring Scoring, task rollout.RolloutTask, t Task) RolloutResult {
 	res := RolloutResult{Task: task}
 	res.Tree, res.Error = runSafely(ctx, runner, task, t)
+	runnerFailed := res.Error != "" || res.Tree.Planner == nil
 	if res.Tree.Planner == nil {
 		res.Tree.Planner = &agents.Trajectory{Role: agents.RolePlanner, Task: t.Question, Error: "runner returned no planner trajectory"}
 	}
@@ -79,6 +80,7 @@ func Execute(ctx context.Context, runner Runner, scoring Scoring, task rollout.R
 	scored := time.Now()
 	scoring.Score(ctx, t, &res)
 	res.ScoringSeconds = time.Since(scored).Seconds()
+	classify(&res, runnerFailed)
 	return res
 }
 

@@ -48,7 +48,9 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			}
 			if units.Go(func(unitCtx context.Context) {
 				f.cfg.Metrics.started()
-				r := f.executeUnit(unitCtx, plan, i)
+				r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, plan.prior[i], f.cfg.Metrics, f.log, func(c context.Context) RolloutResult {
+					return f.executeUnit(c, plan, i)
+				})
 				digests[i] = digestOf(&r)
 				failures[i] = firstLine(r.Error)
 				putErrs[i] = results.put(unitCtx, i, &r)
@@ -74,7 +76,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 	var putErr error
 	finish := func(i int) {
 		d := digests[i]
-		f.cfg.Metrics.finished(d.Failed)
+		f.cfg.Metrics.finished(d.Failed, d.kind())
 		if putErrs[i] != nil && putErr == nil {
 			putErr = putErrs[i]
 		}

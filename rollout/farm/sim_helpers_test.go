@@ -80,6 +80,10 @@ type simRunnerConfig struct {
 	rollout agents.RolloutBudget
 	// retry is the model clients' retry policy (zero: the client default).
 	retry llm.RetryPolicy
+	// wrap, when set, wraps each role's model client (to record calls).
+	wrap func(agents.Model) agents.Model
+	// searchURL overrides the search provider's base URL (a faulty one).
+	searchURL string
 }
 
 // newSimRunner wires real clients and tools to the sim servers, as the
@@ -109,8 +113,12 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 	if err != nil {
 		tb.Fatal(err)
 	}
+	searchURL := webURL
+	if rc.searchURL != "" {
+		searchURL = rc.searchURL
+	}
 	box, err := tools.NewWebToolbox(tools.WebConfig{
-		Search:      search.Config{Name: "serper", BaseURL: webURL, Getenv: func(string) string { return "sim-key" }},
+		Search:      search.Config{Name: "serper", BaseURL: searchURL, Getenv: func(string) string { return "sim-key" }},
 		AllowHosts:  []string{u.Host},
 		VisitBudget: rc.visitBudget,
 	})
@@ -121,7 +129,13 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 	if rb == (agents.RolloutBudget{}) {
 		rb = agents.DefaultRolloutBudget()
 	}
-	execCfg := agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()}
+	model := func(role string) agents.Model {
+		if rc.wrap != nil {
+			return rc.wrap(client(role))
+		}
+		return client(role)
+	}
+	execCfg := agents.ExecutorConfig{Model: model("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()}
 	if rc.mode == rollout.ModeSingle {
 		s, err := agents.NewSingle(execCfg, rb)
 		if err != nil {
@@ -133,7 +147,7 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 	if err != nil {
 		tb.Fatal(err)
 	}
-	p, err := agents.NewPlanner(agents.PlannerConfig{Model: client("planner"), Executor: exec,
+	p, err := agents.NewPlanner(agents.PlannerConfig{Model: model("planner"), Executor: exec,
 		Budget: agents.DefaultPlannerBudget(), Rollout: rb})
 	if err != nil {
 		tb.Fatal(err)

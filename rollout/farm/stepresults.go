@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -20,10 +23,39 @@ type resultDigest struct {
 	D      int     `json:"d"`
 	Main   float64 `json:"main"`
 	Failed bool    `json:"failed,omitempty"`
+	// Infra marks an infra failure (its Cause), Retries its retries so
+	// far: a resumed run retries it while retries are left, and a step
+	// excludes its group (FailurePolicy.OnInfra) when none are.
+	Infra    bool   `json:"infra,omitempty"`
+	Cause    string `json:"cause,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Retries  int    `json:"retries,omitempty"`
+	// RetryCauses are an infra result's retried runs' causes, which its
+	// retry on resume carries on.
+	RetryCauses []string `json:"retry_causes,omitempty"`
+}
+
+// kind is the digest's failure class: infra, model (any other failure) or
+// none.
+func (d resultDigest) kind() failure.Kind {
+	switch {
+	case d.Infra:
+		return failure.KindInfra
+	case d.Failed:
+		return failure.KindModel
+	}
+	return failure.KindNone
 }
 
 func digestOf(r *RolloutResult) resultDigest {
-	return resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed()}
+	d := resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed(), Retries: r.Retries}
+	if r.infra() {
+		d.Infra, d.Endpoint, d.RetryCauses = true, r.FailureEndpoint, r.RetryCauses
+	}
+	if r.Failed() || d.Infra {
+		d.Cause = r.FailureCause
+	}
+	return d
 }
 
 // stepResults holds a step's finished results until the step is assembled:
@@ -107,6 +139,9 @@ func decodeStoredResult(u rollout.RolloutTask, raw json.RawMessage) (*RolloutRes
 type storeAccess struct {
 	store store.Store
 	log   *slog.Logger
+	// retries is the run's FailurePolicy.RolloutRetries: an infra result
+	// with fewer is stored as a pending retry (see resultKey).
+	retries int
 	// legacyDraws says the run's draws were started by an mgrpo that kept
 	// them under negative step keys: they are read from there too (see
 	// stream_store.go).
@@ -154,7 +189,7 @@ func (a *storeAccess) putResult(ctx context.Context, r *RolloutResult) error {
 	var putErr error
 	err := encodeResult(r, func(raw json.RawMessage) error {
 		putErr = a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
-			return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, r.Task.ID(), raw)
+			return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, a.resultKey(r), raw)
 		})
 		return putErr
 	})
@@ -175,9 +210,42 @@ func (a *storeAccess) digests(ctx context.Context, run string, step int) (map[st
 			if err != nil {
 				return fmt.Errorf("result of %s: %w: %w", id, store.ErrCorrupt, err)
 			}
-			out[id] = d
+			addDigest(out, id, d)
 			return nil
 		})
 	})
 	return out, err
+}
+
+// pendingRetry ends the store key of an infra result kept with retries
+// left (a run stopped in the middle of a rollout's retries), followed by
+// its retries so far. The store keeps the first result stored under a
+// key, so such a result has a key of its own: the rollout's retry, on
+// resume, stores its result under the rollout's id.
+const pendingRetry = "#retry-"
+
+// resultKey is the store key of r: its id, or for an infra result with
+// retries left its pending-retry key.
+func (a *storeAccess) resultKey(r *RolloutResult) string {
+	if r.infra() && r.Retries < a.retries {
+		return r.Task.ID() + pendingRetry + strconv.Itoa(r.Retries)
+	}
+	return r.Task.ID()
+}
+
+// addDigest adds the digest of the result stored under key to out, by
+// rollout id: a rollout's own result wins over pending retries, of which
+// the one with the most retries wins.
+func addDigest(out map[string]resultDigest, key string, d resultDigest) {
+	id, _, pending := strings.Cut(key, pendingRetry)
+	old, ok := out[id]
+	switch {
+	case !pending:
+		out[id] = d
+	case !ok, old.Infra && old.Retries < d.Retries:
+		if ok && !old.Infra {
+			return
+		}
+		out[id] = d
+	}
 }

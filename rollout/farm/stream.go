@@ -259,13 +259,19 @@ func (s *streamer) launch(ctx context.Context, d *draw) error {
 		}
 	}
 	for k, u := range d.plan.units {
-		if dg, ok := have[u.ID()]; ok {
+		dg, ok := have[u.ID()]
+		if ok && !(dg.Infra && dg.Retries < f.cfg.Failures.RolloutRetries) {
 			d.digests[k] = dg
 			d.have++
 			continue
 		}
+		// Not stored, or stored as an infra failure with retries left: a
+		// resumed run retries it rather than keep it as a zero.
+		prior := dg
 		s.units <- func(unitCtx context.Context) {
-			r := f.executeUnit(unitCtx, d.plan, k)
+			r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, prior, f.cfg.Metrics, f.log, func(c context.Context) RolloutResult {
+				return f.executeUnit(c, d.plan, k)
+			})
 			out := unitDone{d: d, k: k, digest: digestOf(&r), failure: firstLine(r.Error)}
 			if f.st != nil {
 				out.err = f.st.putDrawResult(unitCtx, d.n, &r)
@@ -287,7 +293,7 @@ func (s *streamer) launch(ctx context.Context, d *draw) error {
 // finished takes one finished rollout.
 func (s *streamer) finished(u unitDone) error {
 	f := s.f
-	f.cfg.Metrics.finished(u.digest.Failed)
+	f.cfg.Metrics.finished(u.digest.Failed, u.digest.kind())
 	if u.err != nil {
 		return fmt.Errorf("draw %d: %w", u.d.n, u.err)
 	}
@@ -328,7 +334,8 @@ func (s *streamer) finished(u unitDone) error {
 func (s *streamer) complete(d *draw) {
 	s.seq++
 	d.seq = s.seq
-	if !s.f.cfg.DropZeroVariance || !zeroVariance(d.digests) {
+	infra := s.f.cfg.Failures.excludes() && anyInfra(d.digests)
+	if !infra && (!s.f.cfg.DropZeroVariance || !zeroVariance(d.digests)) {
 		return
 	}
 	limit := cmp.Or(s.f.cfg.Training.MaxExtraDraws, DefaultMaxExtraDraws(s.f.cfg.BatchSize))
@@ -339,7 +346,21 @@ func (s *streamer) complete(d *draw) {
 	s.discarded = append(s.discarded, d.n)
 	delete(s.active, d.n)
 	s.assigned[d.n] = true
+	if infra {
+		s.f.log.Info("group discarded: a rollout is still an infra failure after its retries", "draw", d.n, "query", d.plan.tasks[0].ID, "step", s.shipped+1, "discarded", len(s.discarded))
+		return
+	}
 	s.f.log.Info("group discarded: its main rewards are all equal", "draw", d.n, "query", d.plan.tasks[0].ID, "step", s.shipped+1, "discarded", len(s.discarded))
+}
+
+// anyInfra reports whether a rollout of a group is still an infra failure.
+func anyInfra(ds []resultDigest) bool {
+	for _, d := range ds {
+		if d.Infra {
+			return true
+		}
+	}
+	return false
 }
 
 // zeroVariance reports whether every rollout of a group has the same main

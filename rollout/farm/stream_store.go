@@ -170,7 +170,7 @@ func (a *storeAccess) drawDigests(ctx context.Context, run string, n int) (map[s
 			if err != nil {
 				return fmt.Errorf("result of %s: %w: %w", id, store.ErrCorrupt, err)
 			}
-			out[id] = d
+			addDigest(out, id, d)
 			return nil
 		})
 	})
@@ -192,7 +192,7 @@ func (a *storeAccess) putDrawResult(ctx context.Context, n int, r *RolloutResult
 	var putErr error
 	err := encodeResult(r, func(raw json.RawMessage) error {
 		putErr = a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
-			return a.store.PutDrawResult(ctx, r.Task.Run, n, r.Task.ID(), raw)
+			return a.store.PutDrawResult(ctx, r.Task.Run, n, a.resultKey(r), raw)
 		})
 		return putErr
 	})

@@ -1,10 +1,11 @@
 package farm
 
 import (
+	"strings"
+
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
-	"strings"
 )
 
 // The names the search and visit tools record in their calls' metadata.
@@ -51,6 +52,10 @@ type summaryAcc struct {
 	mainSum, subSum, correctSum                float64
 	plannerOK, execOK, subScored, trajectories int
 	lengths                                    map[string][]int
+	// excludedRollouts and excludedSubs count what excluded groups held.
+	excludedRollouts, excludedSubs int
+	// infraEndpoints counts the endpoints infra failures named.
+	infraEndpoints map[string]int
 }
 
 func newSummaryAcc(sum *rollout.StepSummary) *summaryAcc {
@@ -70,6 +75,12 @@ func (a *summaryAcc) formatError(reason string) {
 
 // add counts one result.
 func (a *summaryAcc) add(r *RolloutResult) {
+	a.addResult(r, false)
+}
+
+// addResult counts one result; the rewards of a result whose group is
+// excluded count in no mean (they were not trained).
+func (a *summaryAcc) addResult(r *RolloutResult, excluded bool) {
 	sum := a.sum
 	// The step's versions are its oldest rollout's (a resumed step may mix
 	// rollouts sampled before and after a weight update).
@@ -88,8 +99,15 @@ func (a *summaryAcc) add(r *RolloutResult) {
 	if r.Failed() {
 		sum.FailedRollouts++
 	}
-	a.mainSum += r.Scores.Main
-	a.correctSum += r.Scores.Correct
+	a.countFailures(r)
+	if excluded {
+		a.excludedRollouts++
+		a.excludedSubs += len(r.Scores.Subs)
+	}
+	if !excluded {
+		a.mainSum += r.Scores.Main
+		a.correctSum += r.Scores.Correct
+	}
 	if r.Scores.FormatOK {
 		a.plannerOK++
 	}
@@ -110,8 +128,10 @@ func (a *summaryAcc) add(r *RolloutResult) {
 		if s.ExpertError != "" {
 			sum.ExpertErrors++
 		}
-		a.subSum += s.Reward
-		a.subScored++
+		if !excluded {
+			a.subSum += s.Reward
+			a.subScored++
+		}
 	}
 	for _, tr := range append([]TrajectoryResult{r.Planner}, r.Executors...) {
 		sum.DriftEvents += tr.Drifts
@@ -150,15 +170,88 @@ func (a *summaryAcc) finish() {
 		}
 		sum.ToolErrorRate = float64(n) / float64(sum.ToolCalls)
 	}
-	if n := float64(sum.Rollouts); n > 0 {
+	if n := float64(sum.Rollouts - a.excludedRollouts); n > 0 {
 		sum.MeanMainReward = a.mainSum / n
 		sum.Accuracy = a.correctSum / n
+	}
+	if n := float64(sum.Rollouts); n > 0 {
 		sum.PlannerFormatValid = float64(a.plannerOK) / n
 	}
+	if n := a.subScored + a.excludedSubs; n > 0 {
+		sum.ExecutorFormatValid = float64(a.execOK) / float64(n)
+	}
 	if a.subScored > 0 {
-		sum.ExecutorFormatValid = float64(a.execOK) / float64(a.subScored)
 		sum.MeanSubReward = a.subSum / float64(a.subScored)
 	}
+}
+
+// countFailures adds r's failure counts: its infra runs by cause (the
+// retried ones too), its retries, a model failure by reason, its tool
+// outages.
+func (a *summaryAcc) countFailures(r *RolloutResult) {
+	sum := a.sum
+	infra := func(cause string) {
+		if sum.InfraFailures == nil {
+			sum.InfraFailures = map[string]int{}
+		}
+		sum.InfraFailures[cause]++
+	}
+	for _, c := range r.RetryCauses {
+		infra(c)
+	}
+	sum.RolloutRetries += r.Retries
+	sum.ToolOutages += r.ToolOutages
+	if r.Retries > 0 || r.infra() {
+		sum.InfraAffected++
+		ep := r.RetryEndpoint
+		if r.infra() {
+			ep = r.FailureEndpoint
+		}
+		if ep != "" {
+			if a.infraEndpoints == nil {
+				a.infraEndpoints = map[string]int{}
+			}
+			a.infraEndpoints[ep]++
+			if c, top := a.infraEndpoints[ep], a.infraEndpoints[sum.InfraEndpoint]; c > top || c == top && ep < sum.InfraEndpoint {
+				sum.InfraEndpoint = ep
+			}
+		}
+	}
+	switch {
+	case r.infra():
+		infra(r.FailureCause)
+		sum.InfraRollouts++
+	case r.FailureKind == failure.KindModel || !r.Scores.FormatOK:
+		reason := r.FailureCause
+		if reason == "" {
+			reason = modelReason(r)
+		}
+		if sum.ModelFailures == nil {
+			sum.ModelFailures = map[string]int{}
+		}
+		sum.ModelFailures[reason]++
+	}
+}
+
+// modelReason names the model failure of a rollout that ran to its end
+// with an invalid format.
+func modelReason(r *RolloutResult) string {
+	p := r.Tree.Planner
+	if p == nil {
+		return failure.CauseOther
+	}
+	for _, e := range p.FormatErrors {
+		switch {
+		case strings.Contains(e, "turn budget"), strings.Contains(e, "delegation budget"):
+			return failure.CauseTurnBudget
+		case strings.Contains(e, "token limit"):
+			return failure.CauseTokenBudget
+		}
+	}
+	if r.Planner.SequenceError != "" {
+		return failure.CauseSequenceAssembly
+	}
+	return failure.CauseInvalidFormat
 }
 
 // countTrajectory adds a trajectory's model calls, tokens, truncations and

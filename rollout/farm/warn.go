@@ -36,10 +36,31 @@ func (w *warnings) atStart(cfg Config, tasks int) {
 // visits: the agents then learn from error observations, which usually
 // means the pages' host needs --allow-host.
 func (w *warnings) afterStep(sum rollout.StepSummary) {
+	w.infra(sum)
 	if w.ssrfWarned || sum.VisitCalls < minVisitsForWarning || 2*sum.VisitsRefused <= sum.VisitCalls {
 		return
 	}
 	w.ssrfWarned = true
 	w.log.Warn("the SSRF guard refused most page visits; allow the pages' host with --allow-host HOST[:PORT] (search.allow_hosts) if it is yours",
 		"step", sum.Step, "visits_refused", sum.VisitsRefused, "visit_calls", sum.VisitCalls)
+}
+
+// infraWarnFraction is the share of a step's rollouts meeting infra
+// failures above which the run warns.
+const infraWarnFraction = 0.1
+
+// infra warns when more than infraWarnFraction of a step's rollouts met an
+// infra failure (retried or not), naming the endpoint most of them named:
+// the cluster, not the policy, is then shaping the step.
+func (w *warnings) infra(sum rollout.StepSummary) {
+	if sum.Rollouts == 0 || float64(sum.InfraAffected) <= infraWarnFraction*float64(sum.Rollouts) {
+		return
+	}
+	endpoint := sum.InfraEndpoint
+	if endpoint == "" {
+		endpoint = "(none named)"
+	}
+	w.log.Warn("more than 10% of the step's rollouts met infrastructure failures; check the endpoint",
+		"step", sum.Step, "rollouts_affected", sum.InfraAffected, "rollouts", sum.Rollouts, "endpoint", endpoint,
+		"infra_failures", sum.InfraFailures, "rollout_retries", sum.RolloutRetries, "excluded_groups", sum.ExcludedGroups)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/internal/pool"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/store"
@@ -98,7 +99,7 @@ func NewWorker(cfg Config, tasks []Task, opts WorkerOptions) (*Worker, error) {
 		cfg.Grace = DefaultGrace
 	}
 	w := &Worker{cfg: cfg, opts: opts.withDefaults(), scoring: newScoring(cfg), tasks: make(map[string]Task, len(tasks)), log: log}
-	w.st = &storeAccess{store: cfg.Store, log: log}
+	w.st = &storeAccess{store: cfg.Store, log: log, retries: cfg.Failures.RolloutRetries}
 	for _, t := range tasks {
 		w.tasks[t.ID] = t
 	}
@@ -200,7 +201,7 @@ func (w *Worker) serveLease(ctx context.Context, l store.Lease) {
 	r := w.execute(ctx, task)
 	close(stopExtend)
 	<-extended
-	w.cfg.Metrics.finished(r.Failed())
+	w.cfg.Metrics.finished(r.Failed(), digestOf(&r).kind())
 	if context.Cause(ctx) != nil {
 		return
 	}
@@ -223,7 +224,9 @@ func (w *Worker) execute(ctx context.Context, task rollout.RolloutTask) RolloutR
 	if !ok {
 		return failedResult(ctx, w.scoring, task, Task{ID: task.QueryID}, fmt.Sprintf("query %q is not among the run's tasks", task.QueryID))
 	}
-	return Execute(ctx, w.cfg.Runner, w.scoring, task, t)
+	return executeWithRetries(ctx, ctx, w.cfg.Failures, resultDigest{}, w.cfg.Metrics, w.log, func(ctx context.Context) RolloutResult {
+		return Execute(ctx, w.cfg.Runner, w.scoring, task, t)
+	})
 }
 
 // failedResult is the result of a rollout that could not run, scored as
@@ -236,5 +239,6 @@ func failedResult(ctx context.Context, scoring Scoring, task rollout.RolloutTask
 type failingRunner string
 
 func (f failingRunner) Run(_ context.Context, _ rollout.RolloutTask, t Task) *agents.Rollout {
-	return &agents.Rollout{Question: t.Question, Planner: &agents.Trajectory{Role: agents.RolePlanner, Task: t.Question, Error: string(f)}}
+	return &agents.Rollout{Question: t.Question, Planner: &agents.Trajectory{Role: agents.RolePlanner, Task: t.Question, Error: string(f),
+		FailureKind: failure.KindInfra, FailureCause: failure.CauseSetup}}
 }

@@ -82,6 +82,13 @@ type Faults struct {
 	RetryAfter time.Duration
 	// StallDuration bounds a stall; zero stalls until the client disconnects.
 	StallDuration time.Duration
+	// DeathEvery and DeathFor make the endpoint die for a window: after
+	// every DeathEvery-th generation request it answers 503 to every
+	// generation request for DeathFor (a server restarting, a node lost),
+	// long enough to outlast a client's retries. Zero DeathEvery (the
+	// default) never dies.
+	DeathEvery int
+	DeathFor   time.Duration
 }
 
 // total returns the summed rates.
@@ -318,6 +325,12 @@ func (c Config) Validate() error {
 	}
 	if c.Faults.StreamStallAfter < 0 {
 		errs = append(errs, fmt.Errorf("Faults.StreamStallAfter %d: must not be negative (0 means %d)", c.Faults.StreamStallAfter, DefaultStreamStallAfter))
+	}
+	if c.Faults.DeathEvery < 0 {
+		errs = append(errs, fmt.Errorf("Faults.DeathEvery %d: must not be negative (0: never dies)", c.Faults.DeathEvery))
+	}
+	if c.Faults.DeathEvery > 0 && c.Faults.DeathFor <= 0 {
+		errs = append(errs, fmt.Errorf("Faults.DeathFor %v: must be positive with DeathEvery", c.Faults.DeathFor))
 	}
 	if c.Faults.StallDuration < 0 {
 		errs = append(errs, fmt.Errorf("Faults.StallDuration %v: must not be negative (0 stalls until the client leaves)", c.Faults.StallDuration))

@@ -21,9 +21,12 @@ const (
 	faultStall     = "stall"
 	// faultStallStream is a stream that stops mid-way (Faults.RateStallStream).
 	faultStallStream = "stall_stream"
+	// faultDeath is a request answered 503 in a death window
+	// (Faults.DeathEvery).
+	faultDeath = "death"
 )
 
-var faultKinds = []string{fault500, fault503, fault429, faultDrop, faultMalformed, faultStall, faultStallStream}
+var faultKinds = []string{fault500, fault503, fault429, faultDrop, faultMalformed, faultStall, faultStallStream, faultDeath}
 
 // drawFault draws the fault of one request ("" for none) from the seeded
 // fault RNG: one uniform draw against the cumulative rates.
@@ -51,12 +54,18 @@ func (s *Server) drawFault() string {
 func (s *Server) withFaults(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		kind := s.drawFault()
+		if s.dead() {
+			kind = faultDeath
+		}
 		if kind != "" {
 			s.countFault(kind)
+			s.logSabotage(r, kind)
 		}
 		switch kind {
 		case "":
 			h(w, r)
+		case faultDeath:
+			s.writeFaultError(w, r, http.StatusServiceUnavailable, "The server is not answering (an endpoint death injected by the simulator).")
 		case fault500:
 			s.writeFaultError(w, r, http.StatusInternalServerError, "Internal server error (injected by the simulator).")
 		case fault503:

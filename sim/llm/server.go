@@ -37,6 +37,7 @@ type Server struct {
 
 	faultMu  sync.Mutex
 	faultRng *rand.Rand
+	sabotage sabotageLog
 
 	versionMu sync.RWMutex
 	version   string
