@@ -92,5 +92,5 @@ func executorSide(ctx context.Context, flags Config, opts TrainOptions) error {
 	defer training.Close()
 	return farm.TrainSide(ctx, farm.SideConfig{Store: st, Run: rec.ID, Role: rollout.RoleExecutor,
 		Trainer: training.Trainers[rollout.RoleExecutor], Syncer: training.Syncers[rollout.RoleExecutor], Steps: opts.SideSteps,
-		MaxStaleness: cfg.Train.MaxStaleness, StalePolicy: farm.StalePolicy(recorded.StalePolicy), Logger: opts.Logger})
+		MaxStaleness: cfg.Train.MaxStaleness, StalePolicy: farm.StalePolicy(recorded.StalePolicy), Grace: cfg.Grace.Duration, Logger: opts.Logger})
 }

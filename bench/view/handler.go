@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,6 +37,9 @@ type Handler struct {
 	logger *slog.Logger
 	tmpl   *template.Template
 	mux    *http.ServeMux
+	// det and perToken are Options'.
+	det      Detokenizer
+	perToken bool
 
 	mu       sync.Mutex
 	indexes  map[string]*fileIndex
@@ -54,6 +58,24 @@ var _ http.Handler = (*Handler)(nil)
 // summary.jsonl nor a step directory. logger receives request failures;
 // nil discards them.
 func New(dir string, logger *slog.Logger) (*Handler, error) {
+	return NewWithOptions(dir, Options{Logger: logger})
+}
+
+// Options are the handler's optional parts.
+type Options struct {
+	// Logger receives request failures; nil discards them.
+	Logger *slog.Logger
+	// Detokenizer decodes the token view's spans; nil shows the text the
+	// farm kept for each turn instead.
+	Detokenizer Detokenizer
+	// PerToken says the detokenizer is cheap (in process), so each token
+	// shows its own text, not only each span.
+	PerToken bool
+}
+
+// NewWithOptions is New with the optional parts.
+func NewWithOptions(dir string, o Options) (*Handler, error) {
+	logger := o.Logger
 	if err := checkRun(dir); err != nil {
 		return nil, err
 	}
@@ -65,11 +87,12 @@ func New(dir string, logger *slog.Logger) (*Handler, error) {
 		return nil, fmt.Errorf("view templates: %w", err)
 	}
 	h := &Handler{dir: dir, name: filepath.Base(filepath.Clean(dir)), logger: logger, tmpl: tmpl,
-		indexes: map[string]*fileIndex{}}
+		det: o.Detokenizer, perToken: o.PerToken, indexes: map[string]*fileIndex{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.serveRun)
 	mux.HandleFunc("GET /curves.svg", h.serveCurves)
 	mux.HandleFunc("GET /style.css", serveStyle)
+	mux.HandleFunc("GET /search", h.serveSearch)
 	mux.HandleFunc("GET /step/{step}", h.serveStep)
 	mux.HandleFunc("GET /step/{step}/query/{query}", h.serveQuery)
 	mux.HandleFunc("GET /step/{step}/query/{query}/rollout/{k}", h.serveRollout)
@@ -88,6 +111,7 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(100*x, 'f', 1, 64) + "%"
 	},
 	"esc": url.PathEscape,
+	"num": num,
 	"add": func(a, b int) int { return a + b },
 	// dict builds a template argument from key, value pairs.
 	"dict": func(kv ...any) (map[string]any, error) {
@@ -171,23 +195,86 @@ func paginate(r *http.Request, base string, total, per int) pager {
 	p, _ := strconv.Atoi(r.URL.Query().Get("page"))
 	p = min(max(p, 1), pages)
 	pg := pager{Page: p, Pages: pages, Total: total, From: (p - 1) * per, To: min(p*per, total)}
+	sep := "?"
+	if strings.Contains(base, "?") {
+		sep = "&"
+	}
 	if p > 1 {
-		pg.PrevURL = base + "?page=" + strconv.Itoa(p-1)
+		pg.PrevURL = base + sep + "page=" + strconv.Itoa(p-1)
 	}
 	if p < pages {
-		pg.NextURL = base + "?page=" + strconv.Itoa(p+1)
+		pg.NextURL = base + sep + "page=" + strconv.Itoa(p+1)
 	}
 	return pg
 }
 
 // runPage is the run page's data.
 type runPage struct {
-	Steps      []stepEntry
+	Steps      []runRow
 	Pager      pager
 	Done       int
 	InProgress int
 	// Usage is the cost meter's total over the run's written steps.
 	Usage rollout.Usage
+	// Plots are the per-step curves of the written steps.
+	Plots []template.HTML
+	// Training says some step was trained (mgrpo train): the table shows
+	// its columns.
+	Training bool
+	// AllFailed lists the steps whose rollouts all failed.
+	AllFailed []int
+}
+
+// runRow is one row of the run page's step table.
+type runRow struct {
+	stepEntry
+	AllFailed bool
+	Training  []trainingRow
+	Checks    int
+}
+
+// allFailed reports whether every rollout of a written step failed.
+func allFailed(s *rollout.StepSummary) bool {
+	return s != nil && s.Rollouts > 0 && s.FailedRollouts >= s.Rollouts
+}
+
+// runPlots draws the curves of the run page from the written steps'
+// summaries: rewards, accuracy and response length, and the planner's loss
+// per token for a training run.
+func runPlots(steps []stepEntry) (plots []template.HTML, training bool) {
+	var xs []int
+	var reward, acc, sub, length, loss []float64
+	var lossXs []int
+	for _, s := range steps {
+		if s.Summary == nil {
+			continue
+		}
+		sum := s.Summary
+		xs = append(xs, s.Step)
+		reward, acc, sub = append(reward, sum.MeanMainReward), append(acc, sum.Accuracy), append(sub, sum.MeanSubReward)
+		length = append(length, sum.ResponseTokens["planner"].Mean+sum.ResponseTokens["single"].Mean)
+		if len(sum.Training) > 0 {
+			training = true
+			for _, row := range trainingRows(sum)[:1] {
+				if row.HasLoss {
+					lossXs, loss = append(lossXs, s.Step), append(loss, row.LossPerToken)
+				}
+			}
+		}
+	}
+	if len(xs) == 0 {
+		return nil, training
+	}
+	plots = []template.HTML{
+		linePlot("plot-reward", "mean main reward R_M", xs, reward),
+		linePlot("plot-accuracy", "accuracy", xs, acc),
+		linePlot("plot-subreward", "mean sub reward R_S", xs, sub),
+		linePlot("plot-length", "planner response tokens (mean)", xs, length),
+	}
+	if len(loss) > 0 {
+		plots = append(plots, linePlot("plot-loss", "planner loss per token", lossXs, loss))
+	}
+	return plots, training
 }
 
 func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request) {
@@ -202,8 +289,18 @@ func (h *Handler) serveRun(w http.ResponseWriter, r *http.Request) {
 				p.InProgress++
 			}
 		}
+		for _, s := range steps {
+			if allFailed(s.Summary) {
+				p.AllFailed = append(p.AllFailed, s.Step)
+			}
+		}
+		p.Plots, p.Training = runPlots(steps)
 		p.Pager = paginate(r, "/", len(steps), stepsPerPage)
-		p.Steps = steps[p.Pager.From:p.Pager.To]
+		for _, s := range steps[p.Pager.From:p.Pager.To] {
+			row := runRow{stepEntry: s, AllFailed: allFailed(s.Summary), Training: trainingRows(s.Summary)}
+			row.Checks = checksFailed(row.Training)
+			p.Steps = append(p.Steps, row)
+		}
 	}
 	h.render(w, r, "run", "run "+h.name, p, err)
 }

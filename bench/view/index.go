@@ -77,7 +77,53 @@ type rolloutMeta struct {
 		Correct  float64 `json:"correct"`
 		Main     float64 `json:"main"`
 	} `json:"scores"`
+	// Drifts counts the drift splits of the planner (first) and each
+	// executor.
+	Drifts []int `json:"drifts"`
+	// Tree is what the query page shows of the tree: the answer and the
+	// number of turns (the turns' contents are skipped).
+	Tree *struct {
+		Answer  string `json:"answer"`
+		Planner *struct {
+			Turns []struct{} `json:"turns"`
+		} `json:"planner"`
+		Executors []struct{} `json:"executors"`
+	} `json:"tree"`
 	Line int `json:"-"`
+}
+
+// drifted reports whether any trajectory of the rollout was split by
+// chat-template drift.
+func (m *rolloutMeta) drifted() bool {
+	for _, d := range m.Drifts {
+		if d > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// answer and turns are the tree's final answer and planner turns ("" and
+// 0 without a tree).
+func (m *rolloutMeta) answer() string {
+	if m.Tree == nil {
+		return ""
+	}
+	return m.Tree.Answer
+}
+
+func (m *rolloutMeta) turns() int {
+	if m.Tree == nil || m.Tree.Planner == nil {
+		return 0
+	}
+	return len(m.Tree.Planner.Turns)
+}
+
+func (m *rolloutMeta) executors() int {
+	if m.Tree == nil {
+		return 0
+	}
+	return len(m.Tree.Executors)
 }
 
 // rolloutKey is the byRollout key of rollout k of query q.

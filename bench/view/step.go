@@ -2,8 +2,11 @@ package view
 
 import (
 	"errors"
+	"fmt"
+	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -21,6 +24,26 @@ type stepData struct {
 	Question string
 	Gold     string
 	QueryID  string
+
+	// The step page's filter and search, the number of queries they
+	// keep of Total, the histograms of the step's rewards and advantages,
+	// its training records and whether all its rollouts failed.
+	Filter    queryFilter
+	Filters   []filterLink
+	Total     int
+	Kept      int
+	Hists     []template.HTML
+	Training  []trainingRow
+	AllFailed bool
+	// PrevURL and NextURL link the neighbouring queries (query page) or
+	// rollouts (rollout page) of the step, "" at either end.
+	PrevURL, NextURL string
+}
+
+// filterLink is one filter of the step page with its link.
+type filterLink struct {
+	Name, Label, URL string
+	Active           bool
 }
 
 // queryRow is one query of a step with its K rollouts.
@@ -29,6 +52,8 @@ type queryRow struct {
 	Question string
 	Stats    rollout.QueryStats
 	Rollouts []rolloutRow
+	// ZeroVariance says all K main rewards are equal.
+	ZeroVariance bool
 }
 
 // rolloutRow is one rollout of a query: its reward (R_M), the advantage its
@@ -43,6 +68,14 @@ type rolloutRow struct {
 	Correct   *float64
 	FormatOK  bool
 	Error     string
+	// ID is the rollout's id in rollouts.jsonl; Answer, Turns (the
+	// planner's) and Executors come from its tree; Drifted says a
+	// trajectory of it was split by drift.
+	ID        string
+	Answer    string
+	Turns     int
+	Executors int
+	Drifted   bool
 	// Samples are the rollout's planner sample lines (several after drift
 	// splits).
 	Samples []int
@@ -83,12 +116,14 @@ func queryRowOf(sf stepFiles, qs rollout.QueryStats) queryRow {
 			m := sf.rollouts.rollouts[lines[0]]
 			c := m.Scores.Correct
 			rr.Correct, rr.FormatOK, rr.Error = &c, m.Scores.FormatOK, m.Error
+			rr.ID, rr.Answer, rr.Turns, rr.Executors, rr.Drifted = m.ID, m.answer(), m.turns(), m.executors(), m.drifted()
 			if row.Question == "" {
 				row.Question = m.Question
 			}
 		}
 		row.Rollouts = append(row.Rollouts, rr)
 	}
+	row.ZeroVariance = row.zeroVariance()
 	return row
 }
 
@@ -116,11 +151,47 @@ func (h *Handler) stepBase(r *http.Request) (stepData, []rollout.QueryStats, ste
 
 func (h *Handler) serveStep(w http.ResponseWriter, r *http.Request) {
 	d, stats, sf, err := h.stepBase(r)
+	if err == nil {
+		d.Filter, err = filterOf(r)
+	}
 	if err == nil && !d.Writing {
-		d.Pager = paginate(r, "/step/"+strconv.Itoa(d.Step), len(stats), queriesPerPage)
-		for _, qs := range stats[d.Pager.From:d.Pager.To] {
-			d.Queries = append(d.Queries, queryRowOf(sf, qs))
+		base := "/step/" + strconv.Itoa(d.Step)
+		for _, f := range filterNames {
+			fl := queryFilter{Filter: f.Name, Q: d.Filter.Q}
+			d.Filters = append(d.Filters, filterLink{Name: f.Name, Label: f.Label, URL: base + "?" + fl.query(), Active: f.Name == d.Filter.Filter})
 		}
+		var kept []queryRow
+		var rewards, advantages []float64
+		failed := 0
+		for _, qs := range stats {
+			row := queryRowOf(sf, qs)
+			for _, rr := range row.Rollouts {
+				rewards = append(rewards, rr.Reward)
+				if rr.Advantage != nil {
+					advantages = append(advantages, *rr.Advantage)
+				}
+				if rr.Error != "" {
+					failed++
+				}
+			}
+			if d.Filter.keeps(row) {
+				kept = append(kept, row)
+			}
+		}
+		d.Total, d.Kept = len(stats), len(kept)
+		d.AllFailed = allFailed(d.Summary) || (d.Summary == nil && len(rewards) > 0 && failed == len(rewards))
+		d.Training = trainingRows(d.Summary)
+		if len(rewards) > 0 {
+			d.Hists = append(d.Hists, histogram("hist-reward", "rewards R_M ("+strconv.Itoa(len(rewards))+" rollouts)", rewards))
+		}
+		if len(advantages) > 0 {
+			d.Hists = append(d.Hists, histogram("hist-advantage", "planner advantages ("+strconv.Itoa(len(advantages))+" rollouts)", advantages))
+		}
+		if q := d.Filter.query(); q != "" {
+			base += "?" + q
+		}
+		d.Pager = paginate(r, base, len(kept), queriesPerPage)
+		d.Queries = kept[d.Pager.From:d.Pager.To]
 	}
 	h.render(w, r, "step", "step "+strconv.Itoa(d.Step), d, err)
 }
@@ -130,8 +201,14 @@ func (h *Handler) serveQuery(w http.ResponseWriter, r *http.Request) {
 	q := r.PathValue("query")
 	if err == nil {
 		err = notFound("step %d has no query %q", d.Step, q)
-		for _, qs := range stats {
+		for i, qs := range stats {
 			if qs.QueryID == q {
+				if i > 0 {
+					d.PrevURL = fmt.Sprintf("/step/%d/query/%s", d.Step, url.PathEscape(stats[i-1].QueryID))
+				}
+				if i+1 < len(stats) {
+					d.NextURL = fmt.Sprintf("/step/%d/query/%s", d.Step, url.PathEscape(stats[i+1].QueryID))
+				}
 				row := queryRowOf(sf, qs)
 				d.Queries, d.QueryID, d.Question, err = []queryRow{row}, q, row.Question, nil
 				if lines := sf.rollouts.byRollout[rolloutKey(q, 0)]; len(lines) > 0 {

@@ -2,11 +2,13 @@ package view
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/mgrpo/mgrpo/rollout"
 )
@@ -21,6 +23,14 @@ type tokenCell struct {
 	// "g4" for a generated one by the sampler's probability, from likely
 	// (≥ 0.9) to unlikely (< 0.01).
 	Class string
+	// Text is the token's own text (an in-process tokenizer), shown with
+	// visible whitespace; "" shows the id.
+	Text string
+}
+
+// shownText makes a token's whitespace visible.
+func shownText(s string) string {
+	return strings.NewReplacer("\n", "↵", "\t", "→").Replace(s)
 }
 
 // logprobClass buckets a generated token's sampler logprob.
@@ -58,6 +68,10 @@ type samplePage struct {
 	// First and Last report whether this page shows the sample's first or
 	// last token, where the drift boundaries are marked.
 	First, Last bool
+	// Spans are the page's tokens by span, each with its text; TextNote
+	// says why the text is not the tokenizer's, when it is not.
+	Spans    []tokenSpan
+	TextNote string
 }
 
 func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request) {
@@ -127,6 +141,93 @@ func (h *Handler) serveSample(w http.ResponseWriter, r *http.Request) {
 			}
 			p.Tokens = append(p.Tokens, c)
 		}
+		p.Spans, p.TextNote = h.tokenSpans(r.Context(), ix, sf, &p)
 	}
 	h.render(w, r, "sample", fmt.Sprintf("step %d %s sample %d", d.Step, role, line), p, err)
+}
+
+// tokenSpans groups the page's tokens by span and gives each span its
+// text: the detokenizer's, or what the farm kept for the trajectory's
+// turns (read from rollouts.jsonl).
+func (h *Handler) tokenSpans(ctx context.Context, ix *fileIndex, sf stepFiles, p *samplePage) ([]tokenSpan, string) {
+	s := &p.Sample
+	mask := s.LossMask
+	if len(mask) != len(s.InputIDs) {
+		mask = make([]int8, len(s.InputIDs))
+		copy(mask, s.LossMask)
+	}
+	spans := spansOf(mask)
+	traj, turn0 := h.trajectoryOf(ix, sf, p.Meta)
+	// Only the spans this page shows are labelled (a detokenizer call
+	// each), then cut to the page.
+	var shown []tokenSpan
+	for _, sp := range spans {
+		if sp.To > p.Pager.From && sp.From < p.Pager.To {
+			shown = append(shown, sp)
+		}
+	}
+	// A page after the first starts mid-trajectory: its first completion
+	// is preceded by those of earlier pages.
+	for _, sp := range spans {
+		if sp.Mask == 1 && sp.To <= p.Pager.From {
+			turn0++
+		}
+	}
+	note := labelSpans(ctx, shown, s.InputIDs, traj, turn0, p.Pager.From == 0, h.det)
+	for i := range shown {
+		sp := &shown[i]
+		sp.FirstShown = sp.From >= p.Pager.From
+		for _, c := range p.Tokens {
+			if c.Pos >= sp.From && c.Pos < sp.To {
+				if h.perToken && sp.Source == SourceTokenizer {
+					if t, err := h.det.Detokenize(ctx, []int{c.ID}); err == nil {
+						c.Text = shownText(t)
+					}
+				}
+				sp.Tokens = append(sp.Tokens, c)
+			}
+		}
+	}
+	return shown, note
+}
+
+// trajectoryOf finds the sample's trajectory in the rollout's tree (the
+// original's for a duplicated or borrowed executor entry) and the turn
+// its first completion is, counting the completions of earlier parts of a
+// trajectory split by drift. It returns nil when rollouts.jsonl does not
+// hold it.
+func (h *Handler) trajectoryOf(ix *fileIndex, sf stepFiles, m sampleMeta) (*rollout.TrajectoryRecord, int) {
+	k, sub := m.Rollout, m.SubIndex
+	if m.DuplicateOf != nil {
+		k, sub = m.DuplicateOf.Rollout, &m.DuplicateOf.SubIndex
+	}
+	lines := sf.rollouts.byRollout[rolloutKey(m.QueryID, k)]
+	if len(lines) == 0 {
+		return nil, 0
+	}
+	rec, err := readRecord(sf.rollouts, lines[0])
+	if err != nil || rec.Tree == nil {
+		return nil, 0
+	}
+	var traj *rollout.TrajectoryRecord
+	switch {
+	case m.Role == string(rollout.RoleExecutor) && sub != nil && *sub >= 0 && *sub < len(rec.Tree.Executors):
+		traj = rec.Tree.Executors[*sub]
+	case m.Role != string(rollout.RoleExecutor):
+		traj = rec.Tree.Planner
+	}
+	turn0 := 0
+	for part := 1; part < m.Part; part++ {
+		raw, err := ix.readLine(m.Line - m.Part + part)
+		if err != nil {
+			break
+		}
+		var prev struct {
+			LossMask []int8 `json:"loss_mask"`
+		}
+		if json.Unmarshal(raw, &prev) == nil {
+			turn0 += generatedSpans(prev.LossMask)
+		}
+	}
+	return traj, turn0
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -149,6 +150,7 @@ func (h *Handler) serveRollout(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		p.Step.Question, p.Step.Gold = p.Rec.Question, p.Rec.GoldAnswer
+		p.Step.PrevURL, p.Step.NextURL = neighbours(d.Step, stats, q, k)
 		for _, qs := range stats {
 			if qs.QueryID == q && k < len(qs.MainRewards) {
 				p.Row = queryRowOf(sf, qs).Rollouts[k]
@@ -182,4 +184,32 @@ func (h *Handler) serveRollout(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	h.render(w, r, "rollout", fmt.Sprintf("step %d query %s rollout %d", d.Step, q, k), p, err)
+}
+
+// neighbours returns the links of the rollouts before and after rollout k
+// of query q in the step's order (queries as stats.jsonl lists them, each
+// query's rollouts by k), "" at either end.
+func neighbours(step int, stats []rollout.QueryStats, q string, k int) (prev, next string) {
+	type ref struct {
+		q string
+		k int
+	}
+	var order []ref
+	at := -1
+	for _, qs := range stats {
+		for kk := range qs.MainRewards {
+			if qs.QueryID == q && kk == k {
+				at = len(order)
+			}
+			order = append(order, ref{qs.QueryID, kk})
+		}
+	}
+	link := func(r ref) string { return fmt.Sprintf("/step/%d/query/%s/rollout/%d", step, url.PathEscape(r.q), r.k) }
+	if at > 0 {
+		prev = link(order[at-1])
+	}
+	if at >= 0 && at+1 < len(order) {
+		next = link(order[at+1])
+	}
+	return prev, next
 }

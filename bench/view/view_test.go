@@ -102,12 +102,12 @@ func TestPages(t *testing.T) {
 		status     int
 		want, not  []string
 	}{
-		{"run", "/", 200, []string{`<tr data-step="1">`, StateDone, `<tr data-step="2">`, StateNoSummary, `<tr data-step="3">`, StateWriting, `src="/curves.svg"`, "1 step(s) done, 2 in progress"}, nil},
+		{"run", "/", 200, []string{`<tr data-step="1">`, StateDone, `<tr data-step="2">`, StateNoSummary, `<tr data-step="3">`, StateWriting, `id="plots"`, `id="plot-reward"`, `href="/curves.svg"`, "1 step(s) done, 2 in progress"}, nil},
 		{"step page 1", "/step/1", 200, []string{`data-query="q0"`, `data-query="q19"`, "page 1 of 2", `href="/step/1?page=2"`, `/step/1/sample/planner/0">#0</a> <a class="sample" href="/step/1/sample/planner/1">#1</a>`, `<td class="advantage">-1.000</td>`}, []string{`data-query="q20"`}},
 		{"step page 2", "/step/1?page=2", 200, []string{`data-query="q20"`, `data-query="q24"`, "page 2 of 2"}, []string{`data-query="q0"`}},
 		{"step without summary", "/step/2", 200, []string{StateNoSummary, `data-query="q0"`}, nil},
 		{"step being written", "/step/3", 200, []string{StateWriting, "still being written"}, []string{"error"}},
-		{"query", "/step/1/query/q3", 200, []string{"question of q3", "gold-q3", `data-k="1"`}, nil},
+		{"query", "/step/1/query/q3", 200, []string{"question of q3", "gold-q3", `id="side"`, `<th class="k">rollout 1</th>`, `<td class="answer">answer-q3</td>`, `id="prev" rel="prev" href="/step/1/query/q2"`, `id="next" rel="next" href="/step/1/query/q4"`}, nil},
 		{"rollout tree", "/step/1/query/q3/rollout/0", 200, []string{"OBS-q3", "REPORT-q3", "JUDGE SAYS q3", "EXPERT 7/10", `href="#executor-0"`, `id="executor-0"`, "llm-judge", "answer-q3"}, nil},
 		{"drift part 1", "/step/1/sample/planner/0", 200, []string{`id="drift-end"`, `/step/1/sample/planner/1">sample #1`, "part 1 of 2", `<span id="ngenerated">2</span>`}, []string{`id="drift-start"`}},
 		{"drift part 2", "/step/1/sample/planner/1", 200, []string{`id="drift-start"`, `/step/1/sample/planner/0">sample #0`, "part 2 of 2", `class="t g0" data-mask="1"`, `class="t g3" data-mask="1"`, `class="t p" data-mask="0"`}, []string{`id="drift-end"`}},

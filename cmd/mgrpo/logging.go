@@ -10,6 +10,9 @@ import (
 )
 
 // newLogger builds the process logger from --log-level and --log-format.
+// Text to a terminal is for a person (consoleHandler: one format with the
+// bar and the step table, no line repeating a table row); text to a file
+// or a pipe stays slog's key=value lines, and json is structured.
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -18,6 +21,9 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	opts := &slog.HandlerOptions{Level: lvl}
 	switch strings.ToLower(format) {
 	case "text":
+		if con, ok := w.(*console); ok && con.terminal {
+			return slog.New(newConsoleHandler(con, lvl)), nil
+		}
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil

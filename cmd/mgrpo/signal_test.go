@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
@@ -93,5 +94,46 @@ func waitFor(t *testing.T, buf *lockedBuffer, s string) {
 			t.Fatalf("no %q in:\n%s", s, buf.String())
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestInterruptDuringTrainingFinishesIt interrupts `mgrpo train --sim`
+// while the sim trainer's optimizer step of step 1 is in flight (each
+// takes 3 s): the call finishes within the grace period, so step 1 is
+// trained and recorded, and no later step starts.
+func TestInterruptDuringTrainingFinishesIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains in the sim world")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	signals := make(chan os.Signal, 2)
+	done := make(chan int, 1)
+	var stderr lockedBuffer
+	go func() {
+		done <- runMain(context.Background(), append([]string{"mgrpo"}, simTrainArgs(out, 3, "--sim-trainer-step-time", "3s")...),
+			&bytes.Buffer{}, &stderr, signals, func(int) {})
+	}()
+	waitFor(t, &stderr, `msg="step done" step=1`)
+	signals <- syscall.SIGINT
+	var code int
+	select {
+	case code = <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no exit within the grace period:\n%s", stderr.String())
+	}
+	log := stderr.String()
+	stop, trained := strings.Index(log, "stopping: in-flight work"), strings.Index(log, `msg="step trained" step=1`)
+	if stop < 0 || trained < stop {
+		t.Errorf("step 1 was not trained after the interrupt (exit %d):\n%s", code, log)
+	}
+	sums, err := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != 1 || sums[0].Training["planner"].Version != 1 || sums[0].Training["executor"].Version != 1 {
+		t.Errorf("summaries %+v; want step 1 alone, trained to version 1 for both roles", sums)
+	}
+	if strings.Contains(log, `msg="step start" step=2`) {
+		t.Error("step 2 started after the interrupt")
 	}
 }

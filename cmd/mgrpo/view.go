@@ -12,6 +12,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/bench/view"
 	"github.com/mgrpo/mgrpo/internal/httpserve"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
 // viewShutdownGrace is how long open page requests get to finish once the
@@ -28,6 +29,10 @@ func viewCommand() *cli.Command {
 			"be going (steps being written show as in progress). Prints the page's URL and serves until interrupted.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "listen", Value: "127.0.0.1:8080", Usage: "`ADDR` to serve on (port 0 picks a free one)"},
+			&cli.StringFlag{Name: "tokenizer", Value: "sim", Usage: "`NAME` of the tokenizer that decodes the token view: sim (the sim's, used on a sample only where its text matches what the run kept; other runs show the kept text) or none (the kept text)"},
+			&cli.StringFlag{Name: "detokenize-url", Usage: "decode the token view with the /detokenize route of the engine at `URL` (vLLM or SGLang base URL) instead of --tokenizer"},
+			&cli.StringFlag{Name: "detokenize-model", Usage: "served `MODEL` name to send with --detokenize-url"},
+			&cli.StringFlag{Name: "detokenize-dialect", Value: "vllm", Usage: "`DIALECT` of --detokenize-url: vllm or sglang"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
@@ -35,7 +40,21 @@ func viewCommand() *cli.Command {
 			}
 			dir := c.Args().First()
 			logger := loggerOf(c)
-			h, err := view.New(dir, logger)
+			opts := view.Options{Logger: logger}
+			switch tk := c.String("tokenizer"); {
+			case c.String("detokenize-url") != "":
+				det, err := newEngineDetokenizer(c.String("detokenize-url"), c.String("detokenize-model"), c.String("detokenize-dialect"))
+				if err != nil {
+					return err
+				}
+				opts.Detokenizer = det
+			case tk == "sim":
+				opts.Detokenizer, opts.PerToken = simDetokenizer{simllm.NewTokenizer()}, true
+			case tk == "none":
+			default:
+				return usagef("--tokenizer %q: want sim or none", tk)
+			}
+			h, err := view.NewWithOptions(dir, opts)
 			if err != nil {
 				return usagef("view: %w", err)
 			}

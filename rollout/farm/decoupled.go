@@ -91,7 +91,10 @@ type SideConfig struct {
 	// is trained (StaleKeep); logged either way.
 	MaxStaleness int
 	StalePolicy  StalePolicy
-	Logger       *slog.Logger
+	// Grace is how long the training in flight (train, sync, record) may
+	// go on after ctx is cancelled; 0 means DefaultGrace.
+	Grace  time.Duration
+	Logger *slog.Logger
 }
 
 // TrainSide runs one side of a decoupled run: it follows the run's step
@@ -140,37 +143,49 @@ func TrainSide(ctx context.Context, cfg SideConfig) error {
 				samples = kept
 			}
 		}
-		start := time.Now()
-		res, err := cfg.Trainer.Train(ctx, trainerbridge.Batch{Run: cfg.Run, Role: cfg.Role, Step: step, PolicyVersion: version, Samples: samples})
-		if err != nil {
-			return fmt.Errorf("train step %d (%s, %d samples): %w (fix the cause and start this side again)", step, role, len(samples), err)
-		}
-		trained := time.Since(start)
-		if cfg.Syncer != nil && res.Weights != "" {
-			if err := cfg.Syncer.Sync(ctx, role, res.Weights, res.Version, step); err != nil {
-				return fmt.Errorf("step %d: sync the %s weights (version %d) to the endpoints: %w", step, role, res.Version, err)
-			}
-		}
-		state, err := captureTrainerState(cfg.Trainer, cfg.Role)
-		if err != nil {
-			return fmt.Errorf("step %d: %w", step, err)
-		}
-		if err := a.saveTrainerState(ctx, cfg.Run, cfg.Role, step, state); err != nil {
+		if err := trainSideStep(ctx, cfg, a, log, step, version, samples, source); err != nil {
 			return err
 		}
-		// The version first: the other side reads it once the step shows
-		// as trained.
-		if err := a.retry(ctx, "publish the "+role+" version", func(ctx context.Context) error {
-			if err := cfg.Store.SetPolicyVersion(ctx, cfg.Run, role, res.Version); err != nil {
-				return err
-			}
-			return cfg.Store.SetPolicyVersion(ctx, cfg.Run, role+TrainedStepSuffix, int64(step))
-		}); err != nil {
-			return err
-		}
-		log.Info("role trained", "step", step, "role", role, "samples", len(samples), "samples_from", source, "version", res.Version,
-			"weights", res.Weights, "train_seconds", trained.Seconds(), "metrics", res.Metrics)
 	}
+	return nil
+}
+
+// trainSideStep trains, syncs and publishes one step of a decoupled side;
+// once ctx is cancelled it gets cfg.Grace to finish.
+func trainSideStep(ctx context.Context, cfg SideConfig, a *storeAccess, log *slog.Logger, step int, version int64, samples []rollout.Sample, source string) error {
+	role := string(cfg.Role)
+	ctx, stop := withGrace(ctx, cmp.Or(cfg.Grace, DefaultGrace))
+	defer stop()
+	start := time.Now()
+	res, err := cfg.Trainer.Train(ctx, trainerbridge.Batch{Run: cfg.Run, Role: cfg.Role, Step: step, PolicyVersion: version, Samples: samples})
+	if err != nil {
+		return fmt.Errorf("train step %d (%s, %d samples): %w (fix the cause and start this side again)", step, role, len(samples), err)
+	}
+	trained := time.Since(start)
+	if cfg.Syncer != nil && res.Weights != "" {
+		if err := cfg.Syncer.Sync(ctx, role, res.Weights, res.Version, step); err != nil {
+			return fmt.Errorf("step %d: sync the %s weights (version %d) to the endpoints: %w", step, role, res.Version, err)
+		}
+	}
+	state, err := captureTrainerState(cfg.Trainer, cfg.Role)
+	if err != nil {
+		return fmt.Errorf("step %d: %w", step, err)
+	}
+	if err := a.saveTrainerState(ctx, cfg.Run, cfg.Role, step, state); err != nil {
+		return err
+	}
+	// The version first: the other side reads it once the step shows
+	// as trained.
+	if err := a.retry(ctx, "publish the "+role+" version", func(ctx context.Context) error {
+		if err := cfg.Store.SetPolicyVersion(ctx, cfg.Run, role, res.Version); err != nil {
+			return err
+		}
+		return cfg.Store.SetPolicyVersion(ctx, cfg.Run, role+TrainedStepSuffix, int64(step))
+	}); err != nil {
+		return err
+	}
+	log.Info("role trained", "step", step, "role", role, "samples", len(samples), "samples_from", source, "version", res.Version,
+		"weights", res.Weights, "train_seconds", trained.Seconds(), "metrics", res.Metrics)
 	return nil
 }
 

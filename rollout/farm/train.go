@@ -150,8 +150,12 @@ func (f *Farm) awaitPeers(ctx context.Context, step int) error {
 // weights and records it all in sum. A trainer that fails or a sync that
 // fails stops the run; the step's files stay on disk, and a resumed run
 // trains the step again (the trainers' idempotency keys make a batch
-// already trained harmless).
+// already trained harmless). An interruption (ctx cancelled) gives the
+// training in flight the run's grace period to finish before it is
+// cancelled.
 func (f *Farm) trainStep(ctx context.Context, out *stepOutcome) error {
+	ctx, stop := withGrace(ctx, f.cfg.Grace)
+	defer stop()
 	t := f.cfg.Training
 	sum := &out.summary
 	step := sum.Step
