@@ -5,10 +5,10 @@
 // cache with TTL and the current policy version per role.
 //
 // The interfaces here are split by concern (Runs, Stats, Queue, Results,
-// Draws, Cache, Versions); a Store is all of them. Backends live in sub-packages
-// (store/sqlite for one machine, embedded; store/redis across machines) and
-// are chosen by URL scheme with store/backends.Open. Every backend runs the
-// one conformance suite of store/storetest.
+// Draws, Cache, Versions, Locks); a Store is all of them. Backends live in
+// sub-packages (store/sqlite for one machine, embedded; store/redis across
+// machines) and are chosen by URL scheme with store/backends.Open. Every
+// backend runs the one conformance suite of store/storetest.
 //
 // The store imports the pure M-GRPO layer (package rollout) for its
 // records and nothing above it: results travel as the farm's JSON, opaque
@@ -58,6 +58,7 @@ type Store interface {
 	Draws
 	Cache
 	Versions
+	Locks
 	Close() error
 }
 
