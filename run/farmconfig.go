@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
@@ -21,6 +22,8 @@ type farmParts struct {
 	store store.Store
 	// resume continues the run found in store.
 	resume bool
+	// lease is the coordinator's lease (0: the farm's default).
+	lease time.Duration
 	// training trains each step (nil: rollouts only).
 	training *Training
 	// sink receives the steps' files (nil: a worker, which writes none).
@@ -66,6 +69,7 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 			}
 			fc.Resume = p.resume
 			fc.Queue, fc.Concurrency = c.Queue()
+			fc.Worker.Lease = p.lease
 		}
 	}
 	if p.training != nil {

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
+	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/backends"
 )
 
@@ -23,6 +25,11 @@ type RolloutOptions struct {
 	// Force writes the run into an out directory that holds files that are
 	// not a run's.
 	Force bool
+	// Lease is the coordinator's lease (0: farm.DefaultLease): its lock on
+	// the run, renewed every third of it, is taken over by another
+	// coordinator that long after this process died; the rollouts it runs
+	// itself from the queue are leased for as long.
+	Lease time.Duration
 	Hooks
 }
 
@@ -48,9 +55,36 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if resume && cfg.StoreURL() == "" {
 		return nil, invalid(errors.New("--resume: a run kept in memory (--store none) cannot be resumed; runs resume from their store"))
 	}
+	if opts.Lease != 0 && opts.Lease < time.Second {
+		return nil, invalid(fmt.Errorf("--lease %v: must be at least 1s (the run's lock is renewed every third of it)", opts.Lease))
+	}
 	storeFile, _ := backends.SQLitePath(cfg.StoreURL())
 	if err := checkOutDir(cfg.Out, resume, opts.Force, cfg.Store == "", storeFile); err != nil {
 		return nil, invalid(err)
+	}
+	// What a run that fails before its first rollout created is removed,
+	// so that a refused run leaves nothing on disk (its store first of all).
+	started := false
+	defer removeUnlessStarted(cfg, &started)()
+	// The store is opened and the run locked before anything of the run is
+	// touched (a partial step directory removed, the sim's task file
+	// written): a second coordinator of the run stops here.
+	runStore, err := OpenStore(ctx, cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	outer := ctx
+	var lock *farm.RunLock
+	if runStore != nil {
+		// Closed after the stack, whose tools use it as their cache.
+		defer runStore.Close()
+		if ctx, lock, err = farm.LockRun(ctx, runStore, cfg.Run, opts.Lease, logger); err != nil {
+			if errors.Is(err, store.ErrLocked) {
+				return nil, invalid(fmt.Errorf("the run's store (%s): %w", redact.URL(cfg.StoreURL()), err))
+			}
+			return nil, err
+		}
+		defer lock.Release()
 	}
 	if resume {
 		removed, err := rollout.RemoveTempSteps(cfg.Out)
@@ -80,19 +114,9 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if err := cfg.CheckTasks(tasks, source); err != nil {
 		return nil, err
 	}
-	// What a run that fails before its first rollout created is removed,
-	// so that a refused run leaves nothing on disk (its store first of all).
-	started := false
-	defer removeUnlessStarted(cfg, &started)()
-	runStore, err := OpenStore(ctx, cfg, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
 	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !cfg.Sim,
 		Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	if runStore != nil {
-		// Closed after the stack, whose tools use it as their cache.
-		defer runStore.Close()
 		queued, local := cfg.Queue()
 		logger.Info("run store", "store", redact.URL(cfg.StoreURL()), "queue", queued, "local_rollouts", local, "resume", resume)
 		bopts.SharedCache = runStore
@@ -102,7 +126,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		return nil, err
 	}
 	defer stack.Close()
-	parts := farmParts{stack: stack, store: runStore, resume: resume, hooks: opts.Hooks,
+	parts := farmParts{stack: stack, store: runStore, resume: resume, lease: opts.Lease, hooks: opts.Hooks,
 		sink: &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"}}
 	if train {
 		var states map[rollout.Role][]byte
@@ -137,9 +161,12 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		opts.OnStart()
 	}
 	summaries, err := f.Run(ctx)
+	if lost := context.Cause(ctx); err != nil && errors.Is(lost, farm.ErrRunLockLost) {
+		return summaries, fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, lost)
+	}
 	if err != nil {
 		hint := ""
-		if ctx.Err() != nil && cfg.StoreURL() != "" {
+		if outer.Err() != nil && cfg.StoreURL() != "" {
 			hint = " (the steps written are complete: continue the run with the same command and --resume)"
 		}
 		return summaries, fmt.Errorf("rollout stopped after %d of %d steps%s: %w", len(summaries), cfg.Steps, hint, err)

@@ -52,8 +52,9 @@ type Locks interface {
 	// when o (by Token) holds it, and returns o with Expires set. A lock
 	// held by another owner whose lease has passed is taken over. A lock
 	// held by another owner under a live lease returns a *LockedError
-	// (wrapping ErrLocked) with that owner and its Expires. The run need
-	// not exist.
+	// (wrapping ErrLocked) with that owner (its Token included, so that a
+	// caller that knows it dead can UnlockRun it) and its Expires. The run
+	// need not exist.
 	LockRun(ctx context.Context, run string, o Owner, lease time.Duration) (Owner, error)
 	// UnlockRun releases run's lock when o holds it; otherwise (released
 	// already, taken over by another) it does nothing. Idempotent.

@@ -11,13 +11,13 @@ import (
 
 // lockRunScript: KEYS lock; ARGV token, host, pid, started, lease in ms.
 // Replies {1} when the lock is taken or renewed, {0, host, pid, started,
-// ms left} when another owner holds it. A stale lock has expired away (its
+// ms left, token} when another owner holds it. A stale lock has expired away (its
 // TTL is the lease, by the server's clock), so it is simply taken.
 var lockRunScript = script(`'hash'`, `
 local cur = redis.call('HGET', KEYS[1], 'token')
 if cur and cur ~= ARGV[1] then
   local h = redis.call('HMGET', KEYS[1], 'host', 'pid', 'started')
-  return {0, h[1] or '', h[2] or '', h[3] or '', redis.call('PTTL', KEYS[1])}
+  return {0, h[1] or '', h[2] or '', h[3] or '', redis.call('PTTL', KEYS[1]), cur}
 end
 redis.call('HSET', KEYS[1], 'token', ARGV[1], 'host', ARGV[2], 'pid', ARGV[3], 'started', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
@@ -51,11 +51,11 @@ func (s *Store) LockRun(ctx context.Context, run string, o store.Owner, lease ti
 		o.Expires = sent.Add(lease)
 		return o, nil
 	}
-	if len(reply) != 5 {
+	if len(reply) != 6 {
 		return o, fmt.Errorf("lock run %s: %w", run, corrupt(key, fmt.Errorf("lock script replied %v", reply)))
 	}
 	str := func(v any) string { s, _ := v.(string); return s }
-	held := store.Owner{Host: str(reply[1])}
+	held := store.Owner{Host: str(reply[1]), Token: str(reply[5])}
 	held.PID, _ = strconv.Atoi(str(reply[2]))
 	held.Started, _ = time.Parse(time.RFC3339Nano, str(reply[3]))
 	left, _ := reply[4].(int64)

@@ -37,6 +37,9 @@ func testLocks(t *testing.T, b Backend) {
 	if h := le.Owner; h.Host != "box-a" || h.PID != 101 || !h.Started.Equal(started) || time.Until(h.Expires) <= 0 || time.Until(h.Expires) > long {
 		t.Errorf("LockedError's owner %+v: want box-a, pid 101, started %v, expiring within %v", h, started, long)
 	}
+	if le.Owner.Token != a.Token {
+		t.Errorf("LockedError's owner token %q, want %q (a caller that knows the holder dead releases its lock with it)", le.Owner.Token, a.Token)
+	}
 	if le.Run != "r1" {
 		t.Errorf("LockedError's run %q, want r1", le.Run)
 	}
