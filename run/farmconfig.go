@@ -22,6 +22,8 @@ type farmParts struct {
 	store store.Store
 	// resume continues the run found in store.
 	resume bool
+	// rebuild rebuilds the store's view of the run from its step files.
+	rebuild bool
 	// lease is the coordinator's lease (0: the farm's default).
 	lease time.Duration
 	// training trains each step (nil: rollouts only).
@@ -68,6 +70,9 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 				fc.RunConfig = recordedEquivalent(ctx, p.store, c.Run, fc.RunConfig)
 			}
 			fc.Resume = p.resume
+			if p.rebuild {
+				fc.RebuildFrom = c.Out
+			}
 			fc.Queue, fc.Concurrency = c.Queue()
 			fc.Worker.Lease = p.lease
 		}

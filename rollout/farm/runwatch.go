@@ -102,7 +102,7 @@ func (a *storeAccess) checkRun(ctx context.Context, run string, created time.Tim
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rec, err := a.store.Run(cctx, run)
-	const todo = "the rollouts stored since its last written step are gone, written steps are kept: start a new run (a new --run or --out), or continue it with --resume once the store holds the run again (see docs/store.md, Redis persistence)"
+	const todo = "the rollouts stored since its last written step are gone, written steps are kept: start a new run (a new --run or --out), continue it with --resume once the store holds the run again, or with --resume --rebuild-store to rebuild the store's view from the step files (see docs/store.md, Redis persistence)"
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: run %q: its record is gone from the store (a Redis restarted without persistence, or flushed?); %s", ErrRunLost, run, todo)
