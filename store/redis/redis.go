@@ -139,7 +139,9 @@ var codes = []struct {
 	err    error
 }{
 	{"WRONGTYPE", store.ErrCorrupt},
-	{"NOGROUP", store.ErrCorrupt},
+	// A queue stream without its consumer group lost who holds what.
+	{"NOGROUP", store.ErrQueueLost},
+	{"QUEUELOST", store.ErrQueueLost},
 	{"CORRUPT", store.ErrCorrupt},
 	{"NOTFOUND", store.ErrNotFound},
 	{"LEASELOST", store.ErrLeaseLost},
