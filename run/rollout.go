@@ -178,7 +178,8 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		opts.OnStart()
 	}
 	summaries, err := f.Run(ctx)
-	if lost := context.Cause(ctx); err != nil && errors.Is(lost, farm.ErrRunLockLost) {
+	if lost := context.Cause(ctx); err != nil && lost != nil && outer.Err() == nil {
+		// The run lock stopped the run: taken over, or the store unusable.
 		return summaries, fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, lost)
 	}
 	if err != nil {

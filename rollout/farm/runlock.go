@@ -38,12 +38,13 @@ type RunLock struct {
 // LockRun takes run's lock in st for this process for lease (0:
 // DefaultLease), retrying while the store is unreachable. The lock of a
 // coordinator that ran on this host under a process id that no longer
-// exists is taken over at once; that of another host only after its lease.
-// A lock another live coordinator holds returns an error wrapping a *store.LockedError
-// (and so store.ErrLocked) that names it. It returns a context derived from ctx that is
-// canceled, with a cause wrapping ErrRunLockLost, if another coordinator
-// takes the lock over; the caller runs the run under it and calls Release
-// when the run ends.
+// exists is taken over at once; that of another host only after its
+// lease. A lock another live coordinator holds returns an error wrapping
+// a *store.LockedError (and so store.ErrLocked) that names it. LockRun
+// returns a context derived from ctx that is canceled if another
+// coordinator takes the lock over (the cause wraps ErrRunLockLost) or
+// the store cannot take a renewal (the cause wraps store.ErrUnusable);
+// the caller runs the run under it and calls Release when the run ends.
 func LockRun(ctx context.Context, st store.Store, run string, lease time.Duration, log *slog.Logger) (context.Context, *RunLock, error) {
 	if lease <= 0 {
 		lease = DefaultLease
@@ -117,6 +118,13 @@ func (l *RunLock) renew(ctx context.Context) {
 			lost := fmt.Errorf("%w: run %q: %w; this process could not renew its lock for a lease (%s) and stops: make sure one coordinator runs the run, then continue it with --resume", ErrRunLockLost, l.run, le, l.lease)
 			l.st.log.Error("the run's lock was taken over: stopping", "run", l.run, "error", lost)
 			l.cancel(lost)
+			return
+		case errors.Is(err, store.ErrUnusable):
+			// A store that cannot take a write (out of memory, read-only, a
+			// full disk) stops the run, which would otherwise wait for
+			// workers that stop for the same reason.
+			l.st.log.Error("the store cannot serve the run: stopping", "op", "renew the run's lock", "error", err)
+			l.cancel(fmt.Errorf("store: renew the run's lock: %w (what is stored is kept: repair the store — free disk space, make it writable, give Redis memory or permissions — and continue the run with --resume)", err))
 			return
 		case ctx.Err() == nil:
 			l.st.log.Warn("renewing the run's lock failed; retrying at the next renewal", "run", l.run, "error", err)
