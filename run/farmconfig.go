@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
@@ -21,6 +22,10 @@ type farmParts struct {
 	store store.Store
 	// resume continues the run found in store.
 	resume bool
+	// rebuild rebuilds the store's view of the run from its step files.
+	rebuild bool
+	// lease is the coordinator's lease (0: the farm's default).
+	lease time.Duration
 	// training trains each step (nil: rollouts only).
 	training *Training
 	// sink receives the steps' files (nil: a worker, which writes none).
@@ -71,7 +76,11 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 				fc.RunConfig = recordedEquivalent(ctx, p.store, c.Run, fc.RunConfig)
 			}
 			fc.Resume = p.resume
+			if p.rebuild {
+				fc.RebuildFrom = c.Out
+			}
 			fc.Queue, fc.Concurrency = c.Queue()
+			fc.Worker.Lease = p.lease
 		}
 	}
 	if p.training != nil {

@@ -13,6 +13,7 @@ func TestCheckOutDir(t *testing.T) {
 		files         []string // relative paths; a trailing / makes a directory
 		missing       bool
 		resume, force bool
+		rebuild       bool
 		wantErr       string // "" for no error
 		// storeFile is a --store sqlite:// file (in the directory), "" for
 		// the run directory's own store.db.
@@ -34,6 +35,12 @@ func TestCheckOutDir(t *testing.T) {
 		{name: "resume with a --store sqlite:// file gone", files: []string{"step-000001/"}, resume: true, storeFile: "elsewhere.db", wantErr: "no /"},
 		{name: "resume with a --store sqlite:// file", files: []string{"elsewhere.db", "step-000001/"}, resume: true, storeFile: "elsewhere.db"},
 		{name: "resume a run of a --store sqlite:// killed before its first step", files: []string{"elsewhere.db:empty"}, resume: true, storeFile: "elsewhere.db"},
+		{name: "the empty store's message names --rebuild-store", files: []string{"store.db:empty", "step-000001/"}, resume: true, wantErr: "--rebuild-store"},
+		{name: "the gone store's message names --rebuild-store", files: []string{"step-000001/"}, resume: true, wantErr: "--rebuild-store"},
+		{name: "rebuild an empty store beside steps", files: []string{"store.db:empty", "step-000001/"}, resume: true, rebuild: true},
+		{name: "rebuild a store gone beside steps", files: []string{"step-000001/"}, resume: true, rebuild: true},
+		{name: "rebuild an empty --store sqlite:// file beside steps", files: []string{"elsewhere.db:empty", "step-000001/"}, resume: true, rebuild: true, storeFile: "elsewhere.db"},
+		{name: "rebuild a directory without a run", files: []string{"notes.txt"}, resume: true, rebuild: true, wantErr: "holds no run"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +69,7 @@ func TestCheckOutDir(t *testing.T) {
 			if tt.storeFile != "" {
 				storeFile = filepath.Join(dir, tt.storeFile)
 			}
-			err := checkOutDir(dir, tt.resume, tt.force, tt.storeFile == "", storeFile)
+			err := checkOutDir(dir, tt.resume, tt.rebuild, tt.force, tt.storeFile == "", storeFile)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("error %v, want none", err)

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
+	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/backends"
 )
 
@@ -23,6 +25,17 @@ type RolloutOptions struct {
 	// Force writes the run into an out directory that holds files that are
 	// not a run's.
 	Force bool
+	// RebuildStore, with Resume, rebuilds the store's view of a run whose
+	// store lost it (emptied, or a Redis back without its data) from the
+	// step files in the out directory: the written steps are recorded as
+	// written, with the statistics of their stats.jsonl and the summaries
+	// of summary.jsonl, and not rerun.
+	RebuildStore bool
+	// Lease is the coordinator's lease (0: farm.DefaultLease): its lock on
+	// the run, renewed every third of it, is taken over by another
+	// coordinator that long after this process died; the rollouts it runs
+	// itself from the queue are leased for as long.
+	Lease time.Duration
 	Hooks
 }
 
@@ -48,9 +61,47 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if resume && cfg.StoreURL() == "" {
 		return nil, invalid(errors.New("--resume: a run kept in memory (--store none) cannot be resumed; runs resume from their store"))
 	}
+	if opts.Lease != 0 && opts.Lease < time.Second {
+		return nil, invalid(fmt.Errorf("--lease %v: must be at least 1s (the run's lock is renewed every third of it)", opts.Lease))
+	}
+	if opts.RebuildStore && !resume {
+		return nil, invalid(errors.New("--rebuild-store rebuilds the store of a run being continued: add --resume"))
+	}
+	if opts.RebuildStore && train {
+		return nil, invalid(errors.New("--rebuild-store: a training run's trainer states and policy versions live only in its store, so its store cannot be rebuilt from the step files; start a new run in a new --out"))
+	}
 	storeFile, _ := backends.SQLitePath(cfg.StoreURL())
-	if err := checkOutDir(cfg.Out, resume, opts.Force, cfg.Store == "", storeFile); err != nil {
+	if err := checkOutDir(cfg.Out, resume, opts.RebuildStore, opts.Force, cfg.Store == "", storeFile); err != nil {
 		return nil, invalid(err)
+	}
+	// What a run that fails before its first rollout created is removed,
+	// so that a refused run leaves nothing on disk (its store first of all).
+	started := false
+	defer removeUnlessStarted(cfg, &started)()
+	// The store is opened and the run locked before anything of the run is
+	// touched (a partial step directory removed, the sim's task file
+	// written): a second coordinator of the run stops here.
+	runStore, err := OpenStore(ctx, cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	outer := ctx
+	var lock *farm.RunLock
+	if runStore != nil {
+		// Closed after the stack, whose tools use it as their cache.
+		defer runStore.Close()
+		if ctx, lock, err = farm.LockRun(ctx, runStore, cfg.Run, opts.Lease, logger); err != nil {
+			if errors.Is(err, store.ErrLocked) {
+				return nil, invalid(fmt.Errorf("the run's store (%s): %w", redact.URL(cfg.StoreURL()), err))
+			}
+			return nil, err
+		}
+		defer lock.Release()
+		if resume {
+			if err := checkStoreHoldsRun(ctx, runStore, cfg, opts.RebuildStore); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if resume {
 		removed, err := rollout.RemoveTempSteps(cfg.Out)
@@ -80,19 +131,9 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if err := cfg.CheckTasks(tasks, source); err != nil {
 		return nil, err
 	}
-	// What a run that fails before its first rollout created is removed,
-	// so that a refused run leaves nothing on disk (its store first of all).
-	started := false
-	defer removeUnlessStarted(cfg, &started)()
-	runStore, err := OpenStore(ctx, cfg, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
 	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !cfg.Sim,
 		Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	if runStore != nil {
-		// Closed after the stack, whose tools use it as their cache.
-		defer runStore.Close()
 		queued, local := cfg.Queue()
 		logger.Info("run store", "store", redact.URL(cfg.StoreURL()), "queue", queued, "local_rollouts", local, "resume", resume)
 		bopts.SharedCache = runStore
@@ -102,7 +143,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		return nil, err
 	}
 	defer stack.Close()
-	parts := farmParts{stack: stack, store: runStore, resume: resume, hooks: opts.Hooks,
+	parts := farmParts{stack: stack, store: runStore, resume: resume, rebuild: opts.RebuildStore, lease: opts.Lease, hooks: opts.Hooks,
 		sink: &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"}}
 	if train {
 		var states map[rollout.Role][]byte
@@ -137,9 +178,13 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		opts.OnStart()
 	}
 	summaries, err := f.Run(ctx)
+	if lost := context.Cause(ctx); err != nil && lost != nil && outer.Err() == nil {
+		// The run lock stopped the run: taken over, or the store unusable.
+		return summaries, fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, lost)
+	}
 	if err != nil {
 		hint := ""
-		if ctx.Err() != nil && cfg.StoreURL() != "" {
+		if outer.Err() != nil && cfg.StoreURL() != "" {
 			hint = " (the steps written are complete: continue the run with the same command and --resume)"
 		}
 		return summaries, fmt.Errorf("rollout stopped after %d of %d steps%s: %w", len(summaries), cfg.Steps, hint, err)
@@ -153,8 +198,8 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 // the run's store is its directory's own store.db, runDirStore). A resumed
 // run whose step files are written needs its SQLite store (storeFile, the
 // file of a sqlite:// store; "" for another store) to exist and not be
-// empty, wherever it is.
-func checkOutDir(out string, resume, force, runDirStore bool, storeFile string) error {
+// empty, wherever it is, unless rebuild (--rebuild-store) rebuilds it.
+func checkOutDir(out string, resume, rebuild, force, runDirStore bool, storeFile string) error {
 	entries, err := os.ReadDir(out)
 	if errors.Is(err, os.ErrNotExist) {
 		if resume && runDirStore {
@@ -178,7 +223,7 @@ func checkOutDir(out string, resume, force, runDirStore bool, storeFile string) 
 		if runDirStore {
 			storeFile = filepath.Join(out, StoreFile)
 		}
-		if storeFile == "" {
+		if storeFile == "" || rebuild && len(steps) > 0 {
 			return nil
 		}
 		info, err := os.Stat(storeFile)
@@ -190,9 +235,9 @@ func checkOutDir(out string, resume, force, runDirStore bool, storeFile string) 
 			if runDirStore {
 				name = StoreFile
 			}
-			return fmt.Errorf("--resume: --out %s holds %d step(s) but no %s: the run's store is gone, so its finished rollouts cannot be told apart from the rest; start a new run in a new --out", out, len(steps), name)
+			return fmt.Errorf("--resume: --out %s holds %d step(s) but no %s: the run's store is gone, so its finished rollouts cannot be told apart from the rest; add --rebuild-store to rebuild the store from the step files, or start a new run in a new --out", out, len(steps), name)
 		case err == nil && info.Size() == 0 && len(steps) > 0:
-			return fmt.Errorf("--resume: %s is empty (0 bytes) beside %d written step(s) in --out %s: the run's store was lost, and resuming would redo rollouts whose steps are written; start a new run in a new --out", storeFile, len(steps), out)
+			return fmt.Errorf("--resume: %s is empty (0 bytes) beside %d written step(s) in --out %s: the run's store was lost, and resuming would redo rollouts whose steps are written; add --rebuild-store to rebuild the store from the step files, or start a new run in a new --out", storeFile, len(steps), out)
 		}
 		return nil
 	}

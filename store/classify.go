@@ -25,7 +25,8 @@ var (
 // Transient reports whether err may go away by itself, so that the call
 // is worth retrying: ErrUnavailable and failures the backend did not
 // classify (a refused connection, a timeout, a reset). An answer of the
-// store (ErrNotFound, ErrConflict, ErrLeaseLost), damaged data
+// store (ErrNotFound, ErrConflict, ErrLeaseLost, ErrLocked), a lost queue
+// (ErrQueueLost), damaged data
 // (ErrCorrupt), ErrUnusable, a closed store and a canceled context are
 // not transient.
 func Transient(err error) bool {
@@ -35,7 +36,7 @@ func Transient(err error) bool {
 	case errors.Is(err, ErrUnavailable):
 		return true
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrConflict), errors.Is(err, ErrCorrupt),
-		errors.Is(err, ErrLeaseLost), errors.Is(err, ErrClosed), errors.Is(err, ErrUnusable),
+		errors.Is(err, ErrLeaseLost), errors.Is(err, ErrLocked), errors.Is(err, ErrQueueLost), errors.Is(err, ErrClosed), errors.Is(err, ErrUnusable),
 		errors.Is(err, context.Canceled):
 		return false
 	}

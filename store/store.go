@@ -5,10 +5,10 @@
 // cache with TTL and the current policy version per role.
 //
 // The interfaces here are split by concern (Runs, Stats, Queue, Results,
-// Draws, Cache, Versions); a Store is all of them. Backends live in sub-packages
-// (store/sqlite for one machine, embedded; store/redis across machines) and
-// are chosen by URL scheme with store/backends.Open. Every backend runs the
-// one conformance suite of store/storetest.
+// Draws, Cache, Versions, Locks); a Store is all of them. Backends live in
+// sub-packages (store/sqlite for one machine, embedded; store/redis across
+// machines) and are chosen by URL scheme with store/backends.Open. Every
+// backend runs the one conformance suite of store/storetest.
 //
 // The store imports the pure M-GRPO layer (package rollout) for its
 // records and nothing above it: results travel as the farm's JSON, opaque
@@ -46,6 +46,11 @@ var (
 	ErrCorrupt = errors.New("store data unreadable")
 	// ErrClosed: the store was closed by this process.
 	ErrClosed = errors.New("store closed")
+	// ErrQueueLost: the run's work queue vanished under its record (a
+	// backend whose queue lives apart from the record: Redis's stream
+	// deleted, or its consumer group destroyed), so the tasks enqueued
+	// can no longer be handed out or told apart.
+	ErrQueueLost = errors.New("the run's work queue is gone")
 )
 
 // Store is a whole shared store. Close releases its connections; it is
@@ -58,6 +63,7 @@ type Store interface {
 	Draws
 	Cache
 	Versions
+	Locks
 	Close() error
 }
 
@@ -224,7 +230,8 @@ type Queue interface {
 	// dead-lettered task completed by a late holder leaves the dead
 	// letters and counts as done.
 	Complete(ctx context.Context, l Lease) error
-	// Counts returns the sizes of run's queue.
+	// Counts returns the sizes of run's queue. It and Claim fail with
+	// ErrQueueLost when the queue of tasks once enqueued is gone.
 	Counts(ctx context.Context, run string) (QueueCounts, error)
 	// DeadLetters returns run's dead-lettered tasks in the order they died.
 	DeadLetters(ctx context.Context, run string) ([]DeadTask, error)

@@ -12,11 +12,11 @@ import (
 	"time"
 )
 
-// startRedisServer starts a redis-server of the test's own on a free port,
-// without persistence, and returns it with its port.
-func startRedisServer(t *testing.T, port int) *exec.Cmd {
+// startRedisServer starts a redis-server of the test's own on port,
+// without persistence and with extra arguments, and returns it.
+func startRedisServer(t *testing.T, port int, extra ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command("redis-server", "--port", fmt.Sprint(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	cmd := exec.Command("redis-server", append([]string{"--port", fmt.Sprint(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, extra...)...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func runTrain(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := run.TrainOptions{RolloutOptions: run.RolloutOptions{Resume: c.Bool("resume"), Force: c.Bool("force")}, KeepMaxStaleness: c.IsSet("max-staleness")}
+	opts := run.TrainOptions{RolloutOptions: run.RolloutOptions{Resume: c.Bool("resume"), Force: c.Bool("force"), RebuildStore: c.Bool("rebuild-store"), Lease: c.Duration("lease")}, KeepMaxStaleness: c.IsSet("max-staleness")}
 	if c.IsSet("steps") {
 		opts.SideSteps = c.Int("steps")
 	}

@@ -96,6 +96,11 @@ type Config struct {
 	// stored results are kept and the rest is run with the same seeds.
 	// Without it a run of which Store holds steps is refused.
 	Resume bool
+	// RebuildFrom, with Resume, names the directory whose step files
+	// (step-NNNNNN/stats.jsonl and summary.jsonl) rebuild the store's view
+	// of a run the store lost: each step written there is recorded as
+	// written, with its statistics from the files, and not rerun ("": none).
+	RebuildFrom string
 	// Queue hands each step's rollouts out through Store's queue, to
 	// `mgrpo worker` processes and to Concurrency local ones (0: this
 	// process only coordinates). Needs Store.

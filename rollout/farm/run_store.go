@@ -88,6 +88,11 @@ func (f *Farm) openRun(ctx context.Context) (map[int]store.StepRecord, error) {
 			written[s.Step] = s
 		}
 	}
+	if f.cfg.Resume && f.cfg.RebuildFrom != "" && len(steps) == 0 {
+		if written, err = f.rebuildSteps(ctx, f.cfg.RebuildFrom); err != nil {
+			return nil, err
+		}
+	}
 	if f.cfg.Resume {
 		f.log.Info("resuming run", "run", run, "steps_written", len(written))
 	}

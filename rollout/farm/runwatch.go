@@ -10,9 +10,10 @@ import (
 )
 
 // ErrRunLost: the store no longer holds the run this process serves — its
-// record is gone (a Redis restarted without persistence, or flushed) or
-// the run was created anew (its record's Created, the run's incarnation
-// marker, changed). The rollouts stored since the last written step went
+// record is gone (a Redis restarted without persistence, or flushed), the
+// run was created anew (its record's Created, the run's incarnation
+// marker, changed), or its work queue vanished under the record
+// (store.ErrQueueLost). The rollouts stored since the last written step went
 // with it, so the process stops instead of waiting for them.
 var ErrRunLost = errors.New("the store lost the run")
 
@@ -96,13 +97,13 @@ func (a *storeAccess) watchRun(ctx context.Context, run string, period time.Dura
 }
 
 // checkRun returns an error wrapping ErrRunLost when the store no longer
-// holds the incarnation created of run, nil otherwise (a store that does
-// not answer included).
+// holds the incarnation created of run or its queue, nil otherwise (a
+// store that does not answer included).
 func (a *storeAccess) checkRun(ctx context.Context, run string, created time.Time, timeout time.Duration) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	rec, err := a.store.Run(cctx, run)
-	const todo = "the rollouts stored since its last written step are gone, written steps are kept: start a new run (a new --run or --out), or continue it with --resume once the store holds the run again (see docs/store.md, Redis persistence)"
+	const todo = "the rollouts stored since its last written step are gone, written steps are kept: start a new run (a new --run or --out), continue it with --resume once the store holds the run again, or with --resume --rebuild-store to rebuild the store's view from the step files (see docs/store.md, Redis persistence)"
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: run %q: its record is gone from the store (a Redis restarted without persistence, or flushed?); %s", ErrRunLost, run, todo)
@@ -111,6 +112,9 @@ func (a *storeAccess) checkRun(ctx context.Context, run string, created time.Tim
 	case !rec.Created.Equal(created):
 		return fmt.Errorf("%w: run %q was created anew in the store (at %s; this process serves the run created at %s); %s", ErrRunLost, run,
 			rec.Created.UTC().Format(time.RFC3339Nano), created.UTC().Format(time.RFC3339Nano), todo)
+	}
+	if _, err := a.store.Counts(cctx, run); errors.Is(err, store.ErrQueueLost) {
+		return fmt.Errorf("%w: run %q: its record is kept but its work queue is gone (%w), so the rollouts queued cannot be handed out; written steps are kept: stop every coordinator and worker of the run, delete the run's keys from the store (with redis-cli, every key matching PREFIX{RUN}:*) and continue with --resume --rebuild-store, or start a new run (a new --run or --out)", ErrRunLost, run, err)
 	}
 	return nil
 }

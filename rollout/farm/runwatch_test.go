@@ -18,7 +18,7 @@ import (
 type lossyStore struct {
 	store.Store
 	created  time.Time
-	lost     atomic.Int32 // 0: holds the run, 1: record gone, 2: recreated
+	lost     atomic.Int32 // 0: holds the run, 1: record gone, 2: recreated, 3: queue gone
 	failures atomic.Int32 // transient failures to answer first
 }
 
@@ -36,9 +36,17 @@ func (s *lossyStore) Run(ctx context.Context, id string) (store.RunRecord, error
 	return store.RunRecord{ID: id, Created: s.created}, nil
 }
 
+func (s *lossyStore) Counts(ctx context.Context, run string) (store.QueueCounts, error) {
+	if s.lost.Load() == 3 {
+		return store.QueueCounts{}, fmt.Errorf("queue counts of run %s: %w", run, store.ErrQueueLost)
+	}
+	return store.QueueCounts{}, nil
+}
+
 // TestWatchRunStopsOnALostRun: a run whose record vanishes, or is created
 // anew, cancels the watched context within a period and ends with
-// ErrRunLost naming what was lost and what to do; a store that is only
+// ErrRunLost naming what was lost and what to do (its queue gone under a
+// kept record included); a store that is only
 // unreachable for a while is no loss.
 func TestWatchRunStopsOnALostRun(t *testing.T) {
 	for _, tc := range []struct {
@@ -48,6 +56,7 @@ func TestWatchRunStopsOnALostRun(t *testing.T) {
 	}{
 		{"record gone", 1, "record is gone"},
 		{"created anew", 2, "created anew"},
+		{"queue gone", 3, "work queue is gone"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &lossyStore{created: time.Now()}

@@ -123,6 +123,11 @@ func (w *Worker) Serve(ctx context.Context) (err error) {
 		return err
 	}
 	defer func() { err = endWatch(err) }()
+	// A rollout whose result the store cannot take (ErrUnusable: out of
+	// memory, read-only, a full disk) stops the worker: retrying does not
+	// cure it, and its lease expiring would only have it redone in vain.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	w.log.Info("worker serving", "worker", w.opts.Name, "run", w.cfg.Run, "concurrency", w.cfg.Concurrency, "lease", w.opts.Lease)
 	runs := pool.New(w.cfg.Concurrency).NewGroup(ctx, w.cfg.Grace, func(error) error {
 		return fmt.Errorf("worker stopped: rollouts abandoned after the %v grace period", w.cfg.Grace)
@@ -155,8 +160,11 @@ func (w *Worker) Serve(ctx context.Context) (err error) {
 			break
 		}
 		for _, l := range leases {
-			runs.Start(func(runCtx context.Context) { w.serveLease(runCtx, l) })
+			runs.Start(func(runCtx context.Context) { w.serveLease(runCtx, l, stop) })
 		}
+	}
+	if cause := context.Cause(ctx); serveErr == nil && errors.Is(cause, store.ErrUnusable) {
+		serveErr = cause
 	}
 	runs.Stop(serveErr)
 	if !runs.Drain() {
@@ -167,8 +175,10 @@ func (w *Worker) Serve(ctx context.Context) (err error) {
 
 // serveLease runs one claimed task, extending its lease while it runs,
 // then stores its result and completes it. A lease lost to another worker
-// stops the rollout: the other worker's result will count.
-func (w *Worker) serveLease(ctx context.Context, l store.Lease) {
+// stops the rollout: the other worker's result will count. A store that
+// cannot take the result (store.ErrUnusable) stops the worker through
+// stop.
+func (w *Worker) serveLease(ctx context.Context, l store.Lease, stop context.CancelCauseFunc) {
 	task := l.Task
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -209,6 +219,10 @@ func (w *Worker) serveLease(ctx context.Context, l store.Lease) {
 		w.log.Warn("rollout failed", "rollout", task.ID(), "error", firstLine(r.Error))
 	}
 	if err := w.st.putResult(ctx, &r); err != nil {
+		if errors.Is(err, store.ErrUnusable) {
+			stop(err)
+			return
+		}
 		w.log.Error("storing a result failed; the lease will expire and the rollout be redone", "rollout", task.ID(), "error", err)
 		return
 	}

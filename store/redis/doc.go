@@ -39,6 +39,7 @@
 //	P{R}:files:N     hash    file name → contents, for step N
 //	P{R}:draws       hash    draw number → draw record JSON (streamed runs)
 //	P{R}:drawresults:N hash  task id → result JSON, for draw N
+//	P{R}:lock        hash    token, host, pid, started of the run's coordinator; its TTL is the lock's lease
 //	Pcache:K         string  the tool cache's value of key K, with its TTL
 //
 // # Leases on a stream

@@ -61,7 +61,7 @@ func (s *Store) Claim(ctx context.Context, r store.ClaimRequest) ([]store.Lease,
 	end := time.Now().Add(r.Wait)
 	for {
 		start := time.Now()
-		res, err := claimScript.Run(ctx, s.client, []string{k.queue, k.leases, k.dead},
+		res, err := claimScript.Run(ctx, s.client, []string{k.queue, k.leases, k.dead, k.tasks},
 			group, r.Worker, r.Max, millis(r.Lease), max(r.MaxAttempts, 0)).Slice()
 		if err != nil {
 			if ctxErr := ctxEnded(ctx); ctxErr != nil {
@@ -200,7 +200,7 @@ func (s *Store) Complete(ctx context.Context, l store.Lease) error {
 // Counts returns the sizes of run's queue.
 func (s *Store) Counts(ctx context.Context, run string) (store.QueueCounts, error) {
 	k := s.keys(run)
-	n, err := countsScript.Run(ctx, s.client, []string{k.queue, k.leases, k.done, k.dead}).Int64Slice()
+	n, err := countsScript.Run(ctx, s.client, []string{k.queue, k.leases, k.done, k.dead, k.tasks}, group).Int64Slice()
 	if err != nil {
 		return store.QueueCounts{}, fmt.Errorf("queue counts of run %s: %w", run, mapErr(err))
 	}

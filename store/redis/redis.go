@@ -115,6 +115,7 @@ func (s *Store) Close() error {
 type runKeys struct {
 	base                                                          string
 	run, steps, stats, versions, queue, tasks, leases, done, dead string
+	lock                                                          string
 }
 
 func (s *Store) keys(run string) runKeys {
@@ -122,6 +123,7 @@ func (s *Store) keys(run string) runKeys {
 	return runKeys{
 		base: b, run: b + "run", steps: b + "steps", stats: b + "stats", versions: b + "versions",
 		queue: b + "queue", tasks: b + "tasks", leases: b + "leases", done: b + "done", dead: b + "dead",
+		lock: b + "lock",
 	}
 }
 
@@ -137,7 +139,9 @@ var codes = []struct {
 	err    error
 }{
 	{"WRONGTYPE", store.ErrCorrupt},
-	{"NOGROUP", store.ErrCorrupt},
+	// A queue stream without its consumer group lost who holds what.
+	{"NOGROUP", store.ErrQueueLost},
+	{"QUEUELOST", store.ErrQueueLost},
 	{"CORRUPT", store.ErrCorrupt},
 	{"NOTFOUND", store.ErrNotFound},
 	{"LEASELOST", store.ErrLeaseLost},

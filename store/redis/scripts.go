@@ -102,10 +102,31 @@ end
 return added
 `)
 
-// claimScript: KEYS queue, leases, dead; ARGV group, worker, max, lease
-// ms, max attempts (0: no limit). Replies {leases, last entry id, ms to the
-// next lease deadline or -1}, each lease {entry id, task JSON, attempt}.
-var claimScript = script(`'stream', 'zset', 'stream'`, `
+// queueLost is the Lua check, on KEYS[1] a queue stream and KEYS[n] its
+// tasks hash, that a queue which was given tasks still has its stream and
+// its consumer group ARGV[1]; it replies QUEUELOST otherwise.
+func queueLost(tasksKey string) string {
+	return `
+if redis.call('HLEN', ` + tasksKey + `) > 0 then
+  if redis.call('EXISTS', KEYS[1]) == 0 then
+    return redis.error_reply('QUEUELOST stream ' .. KEYS[1] .. ' is gone, while ' .. redis.call('HLEN', ` + tasksKey + `) .. ' tasks were enqueued')
+  end
+  local found = false
+  for _, g in ipairs(redis.call('XINFO', 'GROUPS', KEYS[1])) do
+    if field(g, 'name') == ARGV[1] then found = true end
+  end
+  if not found then
+    return redis.error_reply('QUEUELOST consumer group ' .. ARGV[1] .. ' of stream ' .. KEYS[1] .. ' is gone')
+  end
+end
+`
+}
+
+// claimScript: KEYS queue, leases, dead, tasks; ARGV group, worker, max,
+// lease ms, max attempts (0: no limit). Replies {leases, last entry id, ms
+// to the next lease deadline or -1}, each lease {entry id, task JSON,
+// attempt}.
+var claimScript = script(`'stream', 'zset', 'stream', 'hash'`, queueLost(`KEYS[4]`)+`
 local q, leases, dead = KEYS[1], KEYS[2], KEYS[3]
 local group, worker = ARGV[1], ARGV[2]
 local max, lease, maxAttempts = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
@@ -207,9 +228,9 @@ redis.call('SADD', KEYS[3], ARGV[3])
 return 1
 `)
 
-// countsScript: KEYS queue, leases, done, dead. Replies {never delivered,
-// leased, expired, done, dead}.
-var countsScript = script(`'stream', 'zset', 'set', 'stream'`, `
+// countsScript: KEYS queue, leases, done, dead, tasks; ARGV group.
+// Replies {never delivered, leased, expired, done, dead}.
+var countsScript = script(`'stream', 'zset', 'set', 'stream', 'hash'`, queueLost(`KEYS[5]`)+`
 local now = now_ms()
 local held = redis.call('ZCARD', KEYS[2])
 local expired = redis.call('ZCOUNT', KEYS[2], '-inf', now)

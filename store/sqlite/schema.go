@@ -154,6 +154,15 @@ CREATE TABLE draw_results (
 	result  BLOB NOT NULL,
 	PRIMARY KEY (run, draw, task_id)
 ) STRICT;`},
+	// 6: the lock of each run's coordinator (store.Locks).
+	{6, `CREATE TABLE run_locks (
+	run        TEXT PRIMARY KEY,
+	token      TEXT NOT NULL,
+	host       TEXT NOT NULL,
+	pid        INTEGER NOT NULL,
+	started    TEXT NOT NULL,
+	expires_ms INTEGER NOT NULL
+) STRICT;`},
 }
 
 // SchemaVersion is the schema version this binary writes: the number of

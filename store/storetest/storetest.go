@@ -46,6 +46,7 @@ func Run(t *testing.T, b Backend) {
 		{"Draws", testDraws},
 		{"Cache", testCache},
 		{"Versions", testVersions},
+		{"Locks", testLocks},
 		{"RunsAreSeparate", testRunsSeparate},
 		{"Restart", testRestart},
 	}
