@@ -120,20 +120,9 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	var preflight []*llm.Client
 	probed := map[string]*llm.Client{}
 	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
-		s := e.sampling()
-		env := e.APIKeyEnv
-		if env == "" && role == "judge" {
-			env = EnvJudgeKey
-		}
-		key := ""
-		if env != "" {
-			key = os.Getenv(env)
-		}
-		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics, Stream: e.Stream,
-			Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
+		cl, err := newClient(role, e, capture, logger, llmMetrics)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
+			return nil, err
 		}
 		st.closers = append(st.closers, cl.Close)
 		// Hosted OpenAI-style APIs have no /health; their first call tells.
@@ -215,6 +204,27 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	}
 	ok = true
 	return st, nil
+}
+
+// newClient returns the model client of one role's endpoints, its API key
+// read from the environment variable the endpoint names (the judge's
+// default: EnvJudgeKey). An error wraps ErrConfig.
+func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger, metrics *llm.Metrics) (*llm.Client, error) {
+	env := e.APIKeyEnv
+	if env == "" && role == "judge" {
+		env = EnvJudgeKey
+	}
+	key := ""
+	if env != "" {
+		key = os.Getenv(env)
+	}
+	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
+		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream,
+		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
+	}
+	return cl, nil
 }
 
 // cacheScope separates the shared tool cache's entries of runs whose tools
