@@ -101,7 +101,8 @@ type RoleChanges struct {
 // cfg.Expert. It returns each step's changes. A run that cannot give what
 // the new settings need (a trajectory the run's alignment dropped, a
 // group its drop-zero-variance left out) fails with ErrNotRescorable
-// before anything is written.
+// before the step that needs it is written: the caller writes into a
+// place it removes on failure (run.Rescore does).
 func Rescore(ctx context.Context, cfg RescoreConfig) ([]RescoreStep, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -117,17 +118,6 @@ func Rescore(ctx context.Context, cfg RescoreConfig) ([]RescoreStep, error) {
 	if len(sums) == 0 {
 		return nil, fmt.Errorf("%w: %s: no step written", ErrNotRescorable, cfg.From)
 	}
-	// Read every step first: a run that cannot be rescored as asked is
-	// refused before its first file is written.
-	steps := make([]recordedStep, len(sums))
-	for i, s := range sums {
-		if steps[i], err = readRecordedStep(cfg.From, s.Step, cfg.GroupSize); err != nil {
-			return nil, err
-		}
-	}
-	if err := cfg.checkKept(steps); err != nil {
-		return nil, err
-	}
 	if cfg.Store != nil {
 		spec, err := json.Marshal(RunSpec{Config: cfg.RunConfig, Tasks: cfg.Tasks})
 		if err != nil {
@@ -141,8 +131,17 @@ func Rescore(ctx context.Context, cfg RescoreConfig) ([]RescoreStep, error) {
 		out   []RescoreStep
 		prevD []int
 	)
-	for i, st := range steps {
-		change, d, err := cfg.rescoreStep(ctx, st, sums[i], prevD)
+	// One step at a time, so memory holds one step; a step is checked
+	// before its first file is written.
+	for _, was := range sums {
+		st, err := readRecordedStep(cfg.From, was.Step, cfg.GroupSize)
+		if err != nil {
+			return out, err
+		}
+		if err := cfg.checkKept(st, prevD); err != nil {
+			return out, err
+		}
+		change, d, err := cfg.rescoreStep(ctx, st, was, prevD)
 		if err != nil {
 			return out, err
 		}
@@ -157,58 +156,53 @@ func Rescore(ctx context.Context, cfg RescoreConfig) ([]RescoreStep, error) {
 }
 
 // checkKept refuses settings that need a trajectory the run did not keep:
-// it aligns every group as the rescore will (d̄ resolved as it will be)
-// and checks that each entry's trajectory has the sequences its record
-// says it formed.
-func (cfg RescoreConfig) checkKept(steps []recordedStep) error {
-	var prevD []int
-	for _, st := range steps {
-		d := stepD(st)
-		dbar, _, err := cfg.resolveDBar(prevD, d)
-		if err != nil {
-			return fmt.Errorf("%w: step %d: %w", ErrNotRescorable, st.step, err)
+// it aligns every group of the step as the rescore will (d̄ resolved as it
+// will be) and checks that each entry's trajectory has the sequences its
+// record says it formed.
+func (cfg RescoreConfig) checkKept(st recordedStep, prevD []int) error {
+	dbar, _, err := cfg.resolveDBar(prevD, stepD(st))
+	if err != nil {
+		return fmt.Errorf("%w: step %d: %w", ErrNotRescorable, st.step, err)
+	}
+	for _, g := range st.groups {
+		need := func(k, i int, what string) error {
+			tr := g.planner[k]
+			if i >= 0 {
+				tr = g.executors[k][i]
+			}
+			want := expectedSequences(g.records[k], i+1)
+			if len(tr.Sequences) == want {
+				return nil
+			}
+			if len(tr.Sequences) == 0 {
+				return fmt.Errorf("%w: step %d query %q rollout %d %s: the run did not keep its tokens (%s), and the new settings need them", ErrNotRescorable, st.step, g.queryID, k, what, cfg.whyMissing(st, g, i >= 0))
+			}
+			return fmt.Errorf("%w: step %d query %q rollout %d %s: %d token sequences in the samples, its record says %d", ErrNotRescorable, st.step, g.queryID, k, what, len(tr.Sequences), want)
 		}
-		prevD = d
-		for _, g := range st.groups {
-			need := func(k, i int, what string) error {
-				tr := g.planner[k]
-				if i >= 0 {
-					tr = g.executors[k][i]
-				}
-				want := expectedSequences(g.records[k], i+1)
-				if len(tr.Sequences) == want {
-					return nil
-				}
-				if len(tr.Sequences) == 0 {
-					return fmt.Errorf("%w: step %d query %q rollout %d %s: the run did not keep its tokens (%s), and the new settings need them", ErrNotRescorable, st.step, g.queryID, k, what, cfg.whyMissing(st, g, i >= 0))
-				}
-				return fmt.Errorf("%w: step %d query %q rollout %d %s: %d token sequences in the samples, its record says %d", ErrNotRescorable, st.step, g.queryID, k, what, len(tr.Sequences), want)
+		for k := range g.records {
+			if err := need(k, -1, "planner"); err != nil {
+				return err
 			}
-			for k := range g.records {
-				if err := need(k, -1, "planner"); err != nil {
-					return err
-				}
-			}
-			if !cfg.Mode.TrainsExecutor() {
+		}
+		if !cfg.Mode.TrainsExecutor() {
+			continue
+		}
+		gd := make([]int, len(g.records))
+		for k, r := range g.records {
+			gd[k] = len(r.Scores.Subs)
+		}
+		al, err := rollout.Align(gd, dbar, alignRNG(cfg.Seed, st.step, g.queryID))
+		if err != nil {
+			return fmt.Errorf("%w: step %d query %q: %w", ErrNotRescorable, st.step, g.queryID, err)
+		}
+		seen := map[rollout.SubRef]bool{}
+		for _, s := range al.Slots {
+			if s.Padding || seen[s.Source] {
 				continue
 			}
-			gd := make([]int, len(g.records))
-			for k, r := range g.records {
-				gd[k] = len(r.Scores.Subs)
-			}
-			al, err := rollout.Align(gd, dbar, alignRNG(cfg.Seed, st.step, g.queryID))
-			if err != nil {
-				return fmt.Errorf("%w: step %d query %q: %w", ErrNotRescorable, st.step, g.queryID, err)
-			}
-			seen := map[rollout.SubRef]bool{}
-			for _, s := range al.Slots {
-				if s.Padding || seen[s.Source] {
-					continue
-				}
-				seen[s.Source] = true
-				if err := need(s.Source.Rollout, s.Source.SubIndex, fmt.Sprintf("executor %d", s.Source.SubIndex)); err != nil {
-					return err
-				}
+			seen[s.Source] = true
+			if err := need(s.Source.Rollout, s.Source.SubIndex, fmt.Sprintf("executor %d", s.Source.SubIndex)); err != nil {
+				return err
 			}
 		}
 	}
