@@ -43,6 +43,7 @@ type Config struct {
 	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" category:"sim" flag:"sim-trainer-step-time" scope:"train" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`
 	Store              string   `yaml:"store" category:"store" flag:"store" scope:"farm" doc:"the run's store {{URL}}: sqlite://PATH (one machine; default sqlite://OUT/store.db), redis://[user@]HOST:PORT/DB or rediss://… (many machines; password from MGRPO_STORE_PASSWORD), or none (results in memory, no resume)"`
 	Workers            int      `yaml:"workers" category:"store" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
+	Record             bool     `yaml:"record" category:"store" flag:"record" scope:"agent" json:",omitempty" doc:"keep every model answer (token ids, logprobs, text, tool calls), tool observation and judge answer in the run's store, keyed by the request, so mgrpo replay can rerun the agents without engine or web"`
 
 	Planner  EndpointConfig `yaml:"planner" category:"endpoints" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
 	Executor EndpointConfig `yaml:"executor" category:"endpoints" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`

@@ -80,7 +80,7 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	if opts.Out == "" {
 		return RescoreResult{}, invalid(errors.New("rescore: --out NEW_DIR is required"))
 	}
-	if err := checkRescoreDirs(opts.From, opts.Out); err != nil {
+	if err := checkRunDirs("rescore", opts.From, opts.Out); err != nil {
 		return RescoreResult{}, invalid(err)
 	}
 	src, runID, spec, err := openRecordedRun(ctx, opts.From)
@@ -189,22 +189,22 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	return res, nil
 }
 
-// checkRescoreDirs checks that from is a run directory and out a free
-// place for the new run.
-func checkRescoreDirs(from, out string) error {
+// checkRunDirs checks, for command, that from is a run directory and out
+// a free place for the new run.
+func checkRunDirs(command, from, out string) error {
 	if from == "" {
-		return errors.New("rescore: RUN_DIR is required")
+		return fmt.Errorf("%s: RUN_DIR is required", command)
 	}
 	if filepath.Clean(from) == filepath.Clean(out) {
-		return fmt.Errorf("rescore: --out %s is RUN_DIR itself: the new run goes into a new directory", out)
+		return fmt.Errorf("%s: --out %s is RUN_DIR itself: the new run goes into a new directory", command, out)
 	}
 	info, err := os.Stat(from)
 	if err != nil || !info.IsDir() {
-		return fmt.Errorf("rescore: %s is not a directory", from)
+		return fmt.Errorf("%s: %s is not a directory", command, from)
 	}
 	for _, name := range []string{rollout.SummaryFile, StoreFile} {
 		if _, err := os.Stat(filepath.Join(from, name)); err != nil {
-			return fmt.Errorf("rescore: %s is not a run directory of this mgrpo (no %s; mgrpo rollout or train --out DIR writes one)", from, name)
+			return fmt.Errorf("%s: %s is not a run directory of this mgrpo (no %s; mgrpo rollout or train --out DIR writes one)", command, from, name)
 		}
 	}
 	entries, err := os.ReadDir(out)
@@ -214,7 +214,7 @@ func checkRescoreDirs(from, out string) error {
 	case err != nil:
 		return fmt.Errorf("--out %s: %w", out, err)
 	case len(entries) > 0:
-		return fmt.Errorf("--out %s exists and is not empty: rescore writes a new run directory", out)
+		return fmt.Errorf("--out %s exists and is not empty: %s writes a new run directory", out, command)
 	}
 	return nil
 }
@@ -239,7 +239,7 @@ func openRecordedRun(ctx context.Context, from string) (*recordedStore, string, 
 	var spec farm.RunSpec
 	dir, err := os.MkdirTemp("", "mgrpo-rescore-")
 	if err != nil {
-		return nil, "", spec, fmt.Errorf("rescore: %w", err)
+		return nil, "", spec, fmt.Errorf("%w", err)
 	}
 	r := &recordedStore{dir: dir}
 	fail := func(err error) (*recordedStore, string, farm.RunSpec, error) {
@@ -252,24 +252,24 @@ func openRecordedRun(ctx context.Context, from string) (*recordedStore, string, 
 		}
 	}
 	if r.st, err = backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(dir, StoreFile))); err != nil {
-		return fail(invalid(fmt.Errorf("rescore: %s: the run's store cannot be read: %w", filepath.Join(from, StoreFile), err)))
+		return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", filepath.Join(from, StoreFile), err)))
 	}
 	ids, err := r.st.RunIDs(ctx)
 	if err != nil {
-		return fail(invalid(fmt.Errorf("rescore: %s: the run's store cannot be read: %w", filepath.Join(from, StoreFile), err)))
+		return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", filepath.Join(from, StoreFile), err)))
 	}
 	if len(ids) != 1 {
-		return fail(invalid(fmt.Errorf("rescore: %s holds %d runs, want the one run of %s", filepath.Join(from, StoreFile), len(ids), from)))
+		return fail(invalid(fmt.Errorf("%s holds %d runs, want the one run of %s", filepath.Join(from, StoreFile), len(ids), from)))
 	}
 	rec, err := r.st.Run(ctx, ids[0])
 	if err != nil {
-		return fail(invalid(fmt.Errorf("rescore: %s: %w", filepath.Join(from, StoreFile), err)))
+		return fail(invalid(fmt.Errorf("%s: %w", filepath.Join(from, StoreFile), err)))
 	}
 	if rec.Version != store.RunRecordVersion {
-		return fail(invalid(fmt.Errorf("rescore: %s was written by another mgrpo version (run record version %d, this one reads %d): rescore it with the mgrpo that wrote it", from, rec.Version, store.RunRecordVersion)))
+		return fail(invalid(fmt.Errorf("%s was written by another mgrpo version (run record version %d, this one reads %d): use the mgrpo that wrote it", from, rec.Version, store.RunRecordVersion)))
 	}
 	if spec, err = farm.ReadRunSpec(rec); err != nil {
-		return fail(invalid(fmt.Errorf("rescore: %s: %w", from, err)))
+		return fail(invalid(fmt.Errorf("%s: %w", from, err)))
 	}
 	return r, rec.ID, spec, nil
 }

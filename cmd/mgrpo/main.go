@@ -132,7 +132,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			c.App.Metadata["logger"] = logger
 			return nil
 		},
-		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), rescoreCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
+		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), rescoreCommand(), replayCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
 		OnUsageError: asUsageError,
 	}
 	markUsageErrors(app.Commands)
