@@ -155,55 +155,74 @@ func Rescore(ctx context.Context, cfg RescoreConfig) ([]RescoreStep, error) {
 	return out, nil
 }
 
-// checkKept refuses settings that need a trajectory the run did not keep:
-// it aligns every group of the step as the rescore will (d̄ resolved as it
-// will be) and checks that each entry's trajectory has the sequences its
-// record says it formed.
+// checkKept refuses settings that need a trajectory the run did not keep,
+// before the step is scored (so no judge is asked for a rescore that
+// cannot be written): it aligns every group of the step as the rescore
+// will (d̄ resolved as it will be) and checks that each entry's trajectory
+// has the sequences its record says it formed. With --drop-zero-variance a
+// level may be dropped once scored: its check waits for the group's
+// result (checkGroup in rescoreStep).
 func (cfg RescoreConfig) checkKept(st recordedStep, prevD []int) error {
 	dbar, _, err := cfg.resolveDBar(prevD, stepD(st))
 	if err != nil {
 		return fmt.Errorf("%w: step %d: %w", ErrNotRescorable, st.step, err)
 	}
 	for _, g := range st.groups {
-		need := func(k, i int, what string) error {
-			tr := g.planner[k]
-			if i >= 0 {
-				tr = g.executors[k][i]
+		var slots []rollout.SubSlot
+		if cfg.Mode.TrainsExecutor() {
+			gd := make([]int, len(g.records))
+			for k, r := range g.records {
+				gd[k] = len(r.Scores.Subs)
 			}
-			want := expectedSequences(g.records[k], i+1)
-			if len(tr.Sequences) == want {
-				return nil
+			al, err := rollout.Align(gd, dbar, alignRNG(cfg.Seed, st.step, g.queryID))
+			if err != nil {
+				return fmt.Errorf("%w: step %d query %q: %w", ErrNotRescorable, st.step, g.queryID, err)
 			}
-			if len(tr.Sequences) == 0 {
-				return fmt.Errorf("%w: step %d query %q rollout %d %s: the run did not keep its tokens (%s), and the new settings need them", ErrNotRescorable, st.step, g.queryID, k, what, cfg.whyMissing(st, g, i >= 0))
-			}
-			return fmt.Errorf("%w: step %d query %q rollout %d %s: %d token sequences in the samples, its record says %d", ErrNotRescorable, st.step, g.queryID, k, what, len(tr.Sequences), want)
+			slots = al.Slots
 		}
+		if err := cfg.checkGroup(st, g, cfg.DropZeroVariance, cfg.DropZeroVariance, slots); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkGroup checks that the trajectories a group's samples need have
+// their recorded sequences: every planner unless mainDropped, the sources
+// of slots unless subDropped.
+func (cfg RescoreConfig) checkGroup(st recordedStep, g recordedGroup, mainDropped, subDropped bool, slots []rollout.SubSlot) error {
+	need := func(k, i int, what string) error {
+		tr := g.planner[k]
+		if i >= 0 {
+			tr = g.executors[k][i]
+		}
+		want := expectedSequences(g.records[k], i+1)
+		if len(tr.Sequences) == want {
+			return nil
+		}
+		if len(tr.Sequences) == 0 {
+			return fmt.Errorf("%w: step %d query %q rollout %d %s: the run did not keep its tokens (%s), and the new settings need them", ErrNotRescorable, st.step, g.queryID, k, what, cfg.whyMissing(st, g, i >= 0))
+		}
+		return fmt.Errorf("%w: step %d query %q rollout %d %s: %d token sequences in the samples, its record says %d", ErrNotRescorable, st.step, g.queryID, k, what, len(tr.Sequences), want)
+	}
+	if !mainDropped {
 		for k := range g.records {
 			if err := need(k, -1, "planner"); err != nil {
 				return err
 			}
 		}
-		if !cfg.Mode.TrainsExecutor() {
+	}
+	if subDropped {
+		return nil
+	}
+	seen := map[rollout.SubRef]bool{}
+	for _, s := range slots {
+		if s.Padding || seen[s.Source] {
 			continue
 		}
-		gd := make([]int, len(g.records))
-		for k, r := range g.records {
-			gd[k] = len(r.Scores.Subs)
-		}
-		al, err := rollout.Align(gd, dbar, alignRNG(cfg.Seed, st.step, g.queryID))
-		if err != nil {
-			return fmt.Errorf("%w: step %d query %q: %w", ErrNotRescorable, st.step, g.queryID, err)
-		}
-		seen := map[rollout.SubRef]bool{}
-		for _, s := range al.Slots {
-			if s.Padding || seen[s.Source] {
-				continue
-			}
-			seen[s.Source] = true
-			if err := need(s.Source.Rollout, s.Source.SubIndex, fmt.Sprintf("executor %d", s.Source.SubIndex)); err != nil {
-				return err
-			}
+		seen[s.Source] = true
+		if err := need(s.Source.Rollout, s.Source.SubIndex, fmt.Sprintf("executor %d", s.Source.SubIndex)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -301,6 +320,16 @@ func (cfg RescoreConfig) rescoreStep(ctx context.Context, st recordedStep, was r
 		if err != nil {
 			w.Abort()
 			return RescoreStep{}, nil, fmt.Errorf("rescore step %d: %w", st.step, err)
+		}
+		if cfg.DropZeroVariance {
+			slots := make([]rollout.SubSlot, len(res.Sub))
+			for i, e := range res.Sub {
+				slots[i] = e.SubSlot
+			}
+			if err := cfg.checkGroup(st, g, res.MainDropped, res.SubDropped, slots); err != nil {
+				w.Abort()
+				return RescoreStep{}, nil, err
+			}
 		}
 		tr := rollout.GroupTrajectories{Planner: g.planner, Executors: g.executors}
 		if cfg.Mode == rollout.ModeSingle {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/agents"
@@ -48,7 +49,7 @@ func (j taskJudge) Rate(_ context.Context, subtask, _ string) (float64, string, 
 
 // knownRun writes the one-step run of knownGroups (d = 1 everywhere, or
 // d executors per rollout with dbar) into a new directory.
-func knownRun(t *testing.T, d, dbar int) (string, Config) {
+func knownRun(t *testing.T, d, dbar int, drop bool) (string, Config) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "run")
 	tasks := testTasks(len(knownGroups))
@@ -73,7 +74,7 @@ func knownRun(t *testing.T, d, dbar int) (string, Config) {
 	})
 	cfg := testFarmConfig(dir, runner)
 	cfg.BatchSize, cfg.GroupSize, cfg.DBar, cfg.Concurrency = len(knownGroups), 2, rollout.DBarSpec{Fixed: dbar}, 1
-	cfg.Expert = judge
+	cfg.Expert, cfg.DropZeroVariance = judge, drop
 	mustRunFarm(t, cfg, tasks)
 	return dir, cfg
 }
@@ -81,12 +82,21 @@ func knownRun(t *testing.T, d, dbar int) (string, Config) {
 // rescoreConfig is the rescore of a knownRun with its own settings.
 func rescoreConfig(from, to string, c Config) RescoreConfig {
 	return RescoreConfig{From: from, Run: c.Run, Seed: c.Seed, Mode: c.Mode, GroupSize: c.GroupSize,
-		DBar: c.DBar, Weights: c.Weights, ExpertFallback: rollout.DefaultExpertFallback, KeepExpert: true,
+		DBar: c.DBar, DropZeroVariance: c.DropZeroVariance, WasDropZeroVariance: c.DropZeroVariance, Weights: c.Weights, ExpertFallback: rollout.DefaultExpertFallback, KeepExpert: true,
 		Sink: rollout.DirSink{Dir: to}}
 }
 
 func TestRescoreUnchangedSettingsKeepsEveryStepFile(t *testing.T) {
-	from, c := knownRun(t, 2, 2)
+	for _, drop := range []bool{false, true} {
+		t.Run(fmt.Sprintf("drop-zero-variance=%v", drop), func(t *testing.T) { testRescoreUnchanged(t, drop) })
+	}
+}
+
+// testRescoreUnchanged rescores a known run with its own settings; with
+// drop, the run left its zero-variance groups' samples out, which the
+// rescore leaves out again.
+func testRescoreUnchanged(t *testing.T, drop bool) {
+	from, c := knownRun(t, 2, 2, drop)
 	to := filepath.Join(t.TempDir(), "new")
 	steps, err := Rescore(context.Background(), rescoreConfig(from, to, c))
 	if err != nil {
@@ -107,7 +117,7 @@ func TestRescoreUnchangedSettingsKeepsEveryStepFile(t *testing.T) {
 }
 
 func TestRescoreCountsTheKnownGroupsAndFollowsTheReference(t *testing.T) {
-	from, c := knownRun(t, 1, 1)
+	from, c := knownRun(t, 1, 1, false)
 	to := filepath.Join(t.TempDir(), "new")
 	rc := rescoreConfig(from, to, c)
 	rc.Weights = rollout.RewardWeights{Alpha1: 0, Alpha2: 1, Beta1: 0.1, Beta2: 0.6, Beta3: 0.3}
@@ -162,9 +172,21 @@ func TestRescoreCountsTheKnownGroupsAndFollowsTheReference(t *testing.T) {
 	}
 }
 
+func TestRescoreRefusesAGroupTheRunDropped(t *testing.T) {
+	// q1's planners had equal rewards and were left out; new weights
+	// that give them different rewards need their tokens.
+	from, c := knownRun(t, 1, 1, true)
+	rc := rescoreConfig(from, filepath.Join(t.TempDir(), "new"), c)
+	rc.DropZeroVariance = false
+	_, err := Rescore(context.Background(), rc)
+	if !errors.Is(err, ErrNotRescorable) || !strings.Contains(err.Error(), `query "q1"`) {
+		t.Fatalf("err %v, want ErrNotRescorable naming q1", err)
+	}
+}
+
 func TestRescoreRefusesATrajectoryTheRunDropped(t *testing.T) {
 	// d = 2 aligned to d̄ = 1: one executor of every rollout was dropped.
-	from, c := knownRun(t, 2, 1)
+	from, c := knownRun(t, 2, 1, false)
 	to := filepath.Join(t.TempDir(), "new")
 	rc := rescoreConfig(from, to, c)
 	rc.DBar = rollout.DBarSpec{Fixed: 2}
@@ -184,7 +206,7 @@ func TestRescoreRefusesATrajectoryTheRunDropped(t *testing.T) {
 }
 
 func TestRescoreRefusesAMalformedRun(t *testing.T) {
-	from, c := knownRun(t, 1, 1)
+	from, c := knownRun(t, 1, 1, false)
 	path := filepath.Join(rollout.StepDir(from, 1), rollout.RolloutsFile)
 	if err := os.WriteFile(path, []byte("{not json\n"), 0o644); err != nil {
 		t.Fatal(err)
