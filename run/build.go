@@ -9,6 +9,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
@@ -47,6 +48,11 @@ type Options struct {
 	// provider answers a query (see preflight). The simulated world is
 	// ours and needs no probe.
 	Probe bool
+	// Recorder, when set, records every answer of the agents' models,
+	// their tools and the judge (--record); Player, when set, answers them
+	// from a recording instead, with no model client built (mgrpo replay).
+	Recorder *replay.Recorder
+	Player   *replay.Player
 	// SharedCache, when set, is the tool cache shared by every worker of
 	// the run and by runs on the same store (the run's store.Store serves
 	// as it is): the tools look there when their in-memory cache misses
@@ -121,20 +127,9 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	var preflight []*llm.Client
 	probed := map[string]*llm.Client{}
 	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
-		s := e.sampling()
-		env := e.APIKeyEnv
-		if env == "" && role == "judge" {
-			env = EnvJudgeKey
-		}
-		key := ""
-		if env != "" {
-			key = os.Getenv(env)
-		}
-		cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-			CaptureTokens: capture, Sampling: s, Logger: logger, Metrics: llmMetrics, Stream: e.Stream,
-			Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
+		cl, err := newClient(role, e, capture, logger, llmMetrics)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
+			return nil, err
 		}
 		st.closers = append(st.closers, cl.Close)
 		// Hosted OpenAI-style APIs have no /health; their first call tells.
@@ -144,7 +139,21 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		probed[role] = cl
 		return cl, nil
 	}
-	executorClient, err := client("executor", c.Executor, opts.Capture, true)
+	// model is a role's model: its client, recorded or replayed.
+	model := func(role string, e EndpointConfig, capture, check bool) (agents.Model, error) {
+		if opts.Player != nil {
+			return opts.Player.Model(role), nil
+		}
+		cl, err := client(role, e, capture, check)
+		if err != nil {
+			return nil, err
+		}
+		if opts.Recorder != nil {
+			return opts.Recorder.Model(role, cl), nil
+		}
+		return cl, nil
+	}
+	executorClient, err := model("executor", c.Executor, opts.Capture, true)
 	if err != nil {
 		return nil, err
 	}
@@ -183,13 +192,19 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 		}
 	}
+	switch {
+	case opts.Player != nil:
+		execTools = opts.Player.Toolbox(execTools)
+	case opts.Recorder != nil:
+		execTools = opts.Recorder.Toolbox(execTools)
+	}
 	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: execTools, Budget: executorBudget, Prompts: prompts}
 	if opts.Single {
 		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	} else {
-		plannerClient, err := client("planner", c.Planner, opts.Capture, true)
+		plannerClient, err := model("planner", c.Planner, opts.Capture, true)
 		if err != nil {
 			return nil, err
 		}
@@ -209,7 +224,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			}
 		}
 		if len(c.Reasoner.URLs) > 0 {
-			if pc.Reasoner, err = client("reasoner", c.Reasoner, false, false); err != nil {
+			if pc.Reasoner, err = model("reasoner", c.Reasoner, false, false); err != nil {
 				return nil, err
 			}
 		}
@@ -217,12 +232,18 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
-	if len(c.Judge.URLs) > 0 {
+	switch {
+	case len(c.Judge.URLs) > 0 && opts.Player != nil:
+		st.Judge = playedJudge{p: opts.Player, model: c.Judge.Model}
+	case len(c.Judge.URLs) > 0:
 		judgeClient, err := client("judge", c.Judge, false, false)
 		if err != nil {
 			return nil, err
 		}
 		st.Judge = score.LLMChat{Client: judgeClient}
+		if opts.Recorder != nil {
+			st.Judge = recordedJudge{r: opts.Recorder, m: st.Judge, model: c.Judge.Model}
+		}
 	}
 	var problems []string
 	for _, cl := range preflight {
@@ -246,6 +267,48 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	}
 	ok = true
 	return st, nil
+}
+
+// recordedJudge records a judge's answers (--record).
+type recordedJudge struct {
+	r     *replay.Recorder
+	m     score.ChatModel
+	model string
+}
+
+func (j recordedJudge) Complete(ctx context.Context, system, user string) (string, error) {
+	return j.r.Text(ctx, "judge", []string{j.model, system, user}, func() (string, error) { return j.m.Complete(ctx, system, user) })
+}
+
+// playedJudge answers as the recorded judge did (mgrpo replay).
+type playedJudge struct {
+	p     *replay.Player
+	model string
+}
+
+func (j playedJudge) Complete(ctx context.Context, system, user string) (string, error) {
+	return j.p.Text(ctx, "judge", []string{j.model, system, user})
+}
+
+// newClient returns the model client of one role's endpoints, its API key
+// read from the environment variable the endpoint names (the judge's
+// default: EnvJudgeKey). An error wraps ErrConfig.
+func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger, metrics *llm.Metrics) (*llm.Client, error) {
+	env := e.APIKeyEnv
+	if env == "" && role == "judge" {
+		env = EnvJudgeKey
+	}
+	key := ""
+	if env != "" {
+		key = os.Getenv(env)
+	}
+	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
+		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream,
+		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
+	}
+	return cl, nil
 }
 
 // cacheScope separates the shared tool cache's entries of runs whose tools

@@ -54,6 +54,7 @@ type Config struct {
 	OnInfraFailure        string  `yaml:"on_infra_failure" category:"failures" flag:"on-infra-failure" scope:"farm" doc:"a rollout still an infra failure after its retries: exclude its group from the step's batches, counted (exclude, the default), or train it as a zero reward (zero, the behaviour before failure classes)"`
 	MaxFailedFraction     float64 `yaml:"max_failed_fraction" category:"failures" flag:"max-failed-fraction" scope:"farm" doc:"stop the run (exit 1, the step not written) when more than this fraction of a step's rollouts are still infra failures after their retries, or when all of them failed (in [0, 1])"`
 	Workers               int     `yaml:"workers" category:"store" flag:"workers" scope:"farm" doc:"{{N}} rollouts this process runs from the store's queue beside mgrpo worker processes (0: coordinate only); -1 (auto): directly with a sqlite store, --concurrency of them from the queue with redis"`
+	Record                bool    `yaml:"record" category:"store" flag:"record" scope:"agent" json:",omitempty" doc:"keep every model answer (token ids, logprobs, text, tool calls), tool observation and judge answer in the run's store, keyed by the request, so mgrpo replay can rerun the agents without engine or web"`
 
 	Planner  EndpointConfig `yaml:"planner" category:"endpoints" flag:"planner" roleflags:"true" doc:"planner model endpoints"`
 	Executor EndpointConfig `yaml:"executor" category:"endpoints" flag:"executor" roleflags:"true" doc:"executor model endpoints (single mode: the single agent's)"`

@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/bench"
 	"github.com/mgrpo/mgrpo/bench/datasets"
 	"github.com/mgrpo/mgrpo/bench/evalrun"
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/store/backends"
 )
 
 // EvalOptions say what Eval evaluates beside the agents' configuration.
@@ -67,7 +69,21 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		return evalrun.Outcome{}, invalid(err)
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
-	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Probe: !cfg.Sim, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer})
+	bopts := Options{Single: mode == rollout.ModeSingle, Probe: !cfg.Sim, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
+	if cfg.Record {
+		// An eval has no store of its own: the recording gets one in its
+		// out directory.
+		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+			return evalrun.Outcome{}, fmt.Errorf("--record: %w", err)
+		}
+		st, err := backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(cfg.Out, StoreFile)))
+		if err != nil {
+			return evalrun.Outcome{}, fmt.Errorf("--record: %w", err)
+		}
+		defer st.Close()
+		bopts.Recorder = replay.NewRecorder(st, logger)
+	}
+	stack, err := Build(ctx, cfg, bopts)
 	if err != nil {
 		return evalrun.Outcome{}, err
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
@@ -53,7 +55,7 @@ func Rollout(ctx context.Context, cfg Config, opts RolloutOptions) ([]rollout.St
 
 // execute builds the run of a validated configuration and runs the farm;
 // train adds the trainers and weight syncers.
-func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) ([]rollout.StepSummary, error) {
+func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (summaries []rollout.StepSummary, err error) {
 	logger, resume := opts.logger(), opts.Resume
 	if cfg.Run == "" {
 		cfg.Run = filepath.Base(filepath.Clean(cfg.Out))
@@ -69,6 +71,9 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	}
 	if opts.RebuildStore && train {
 		return nil, invalid(errors.New("--rebuild-store: a training run's trainer states and policy versions live only in its store, so its store cannot be rebuilt from the step files; start a new run in a new --out"))
+	}
+	if cfg.Record && cfg.StoreURL() == "" {
+		return nil, invalid(errors.New("--record: the recording is kept in the run's store, and --store none keeps none: drop one of them"))
 	}
 	storeFile, _ := backends.SQLitePath(cfg.StoreURL())
 	if err := checkOutDir(cfg.Out, resume, opts.RebuildStore, opts.Force, cfg.Store == "", storeFile); err != nil {
@@ -137,6 +142,10 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		queued, local := cfg.Queue()
 		logger.Info("run store", "store", redact.URL(cfg.StoreURL()), "queue", queued, "local_rollouts", local, "resume", resume)
 		bopts.SharedCache = runStore
+		if cfg.Record {
+			bopts.Recorder = replay.NewRecorder(runStore, logger)
+			defer logRecording(logger, bopts.Recorder, &summaries)
+		}
 	}
 	stack, err := Build(ctx, cfg, bopts)
 	if err != nil {
@@ -177,7 +186,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if opts.OnStart != nil {
 		opts.OnStart()
 	}
-	summaries, err := f.Run(ctx)
+	summaries, err = f.Run(ctx)
 	if lost := context.Cause(ctx); err != nil && lost != nil && outer.Err() == nil {
 		// The run lock stopped the run: taken over, or the store unusable.
 		return summaries, fmt.Errorf("rollout stopped after %d of %d steps: %w", len(summaries), cfg.Steps, lost)
@@ -190,6 +199,25 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		return summaries, fmt.Errorf("rollout stopped after %d of %d steps%s: %w", len(summaries), cfg.Steps, hint, err)
 	}
 	return summaries, nil
+}
+
+// logRecording says what the run's recording cost: entries, bytes per
+// rollout and the time spent per recorded call.
+func logRecording(logger *slog.Logger, r *replay.Recorder, summaries *[]rollout.StepSummary) {
+	st := r.Stats()
+	rollouts := 0
+	for _, s := range *summaries {
+		rollouts += s.Rollouts
+	}
+	perRollout, perCall := 0.0, 0.0
+	if rollouts > 0 {
+		perRollout = float64(st.Bytes) / float64(rollouts)
+	}
+	if n := st.Calls + st.ToolCalls; n > 0 {
+		perCall = st.Seconds / float64(n) * 1e6
+	}
+	logger.Info("recording", "model_calls", st.Calls, "tool_calls", st.ToolCalls, "bytes", st.Bytes,
+		"bytes_per_rollout", perRollout, "us_per_call", perCall, "refused", st.Errors)
 }
 
 // checkOutDir checks the output directory before anything is written:

@@ -61,7 +61,7 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signa
 		}
 		return nil
 	}
-	if err := app.RunContext(ctx, hoistGlobalFlags(args)); err != nil {
+	if err := app.RunContext(ctx, moveDirFirst(hoistGlobalFlags(args))); err != nil {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
 		if isConfigError(err) {
 			return 2
@@ -132,7 +132,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			c.App.Metadata["logger"] = logger
 			return nil
 		},
-		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
+		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), rescoreCommand(), replayCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
 		OnUsageError: asUsageError,
 	}
 	markUsageErrors(app.Commands)

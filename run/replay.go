@@ -1,0 +1,194 @@
+package run
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/mgrpo/mgrpo/agents/replay"
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+)
+
+// ReplayOptions say which recorded run Replay reruns and where.
+type ReplayOptions struct {
+	// From is the recorded run's directory (recorded with --record), Out
+	// the new run's (it must not exist, or be empty).
+	From, Out string
+	// Prompts, when set, replace the recorded run's prompt templates by
+	// name (the YAML prompts key of --config).
+	Prompts map[string]string
+	Hooks
+}
+
+// ReplayMiss is a request the recording did not hold, located in the run.
+type ReplayMiss struct {
+	replay.Miss
+	// Step, Query and Rollout locate the rollout (from Trajectory).
+	Step    int    `json:"step"`
+	Query   string `json:"query"`
+	Rollout int    `json:"rollout"`
+}
+
+// ReplayResult is what a replay did.
+type ReplayResult struct {
+	Summaries []rollout.StepSummary
+	// Calls counts the model calls answered from the recording; Misses
+	// are the requests it did not hold, the first of each rollout.
+	Calls  int64
+	Misses []ReplayMiss
+}
+
+// ReplayMissesFile is the replayed run's record of the requests the
+// recording did not hold (ReplayMiss lines).
+const ReplayMissesFile = "replay-misses.jsonl"
+
+// Replay is `mgrpo replay`: it reruns the agents of the run in opts.From
+// (this program's code, prompts and configuration, the recorded run's
+// settings) against the run's recording, with no engine and no web: the
+// same requests get the same answers, so an unchanged program writes the
+// same files. A request the recording does not hold stops its rollout
+// (recorded as failed) and is reported with its difference from the
+// request recorded at that turn. A directory that is no run, a run
+// without a recording and a corrupt store are configuration errors.
+func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
+	logger := opts.logger()
+	if opts.Out == "" {
+		return ReplayResult{}, invalid(errors.New("replay: --out DIR is required"))
+	}
+	if err := checkRunDirs("replay", opts.From, opts.Out); err != nil {
+		return ReplayResult{}, invalid(err)
+	}
+	src, _, spec, err := openRecordedRun(ctx, opts.From)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	defer src.close()
+	if ok, err := replay.HasRecording(ctx, src.st); err != nil || !ok {
+		return ReplayResult{}, invalid(fmt.Errorf("replay: %s holds no recording (run it with --record to replay it)", opts.From))
+	}
+	sums, err := rollout.ReadSummaries(filepath.Join(opts.From, rollout.SummaryFile))
+	if err != nil || len(sums) == 0 {
+		return ReplayResult{}, invalid(fmt.Errorf("replay: %s: no step written (%v)", opts.From, err))
+	}
+	cfg, err := ConfigFromRunRecord(spec.Config)
+	if err != nil {
+		return ReplayResult{}, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
+	}
+	if cfg.Train.MaxStaleness > 0 || cfg.Train.StreamGroups || cfg.Train.Role != "" {
+		// Which weights served a turn, and which groups a streamed step
+		// took, followed the run's timing; a replay without trainers
+		// cannot re-form them.
+		return ReplayResult{}, invalid(fmt.Errorf("replay: %s is an asynchronous, streamed or decoupled training run (train.max_staleness, stream_groups or role set): only rollout runs and on-policy train runs are replayed", opts.From))
+	}
+	for name, text := range opts.Prompts {
+		if cfg.Prompts == nil {
+			cfg.Prompts = map[string]string{}
+		}
+		cfg.Prompts[name] = text
+	}
+	defaults := DefaultConfig()
+	// The recorded world is not started: its answers are in the recording.
+	getenv := Getenv(nil)
+	if cfg.Sim {
+		getenv = SimGetenv(true)
+	}
+	cfg.Sim, cfg.Out, cfg.Steps, cfg.Store, cfg.Workers = false, opts.Out, len(sums), "", -1
+	cfg.Concurrency, cfg.Grace, cfg.Record = defaults.Concurrency, defaults.Grace, false
+
+	player := replay.NewPlayer(src.st)
+	mode, _ := rollout.ParseMode(cfg.Mode)
+	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Capture: true,
+		Getenv: placeholderKeys(getenv), Logger: logger, Player: player})
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	defer stack.Close()
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return ReplayResult{}, fmt.Errorf("replay: %w", err)
+	}
+	runStore, err := OpenStore(ctx, cfg, os.Getenv)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	defer runStore.Close()
+	fc, _, err := cfg.farmConfig(ctx, farmParts{stack: stack, store: runStore, hooks: opts.Hooks,
+		sink: &rollout.DirSink{Dir: cfg.Out, Parquet: cfg.Format == "parquet"}})
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	// Each step is sampled at the versions the recorded step was: the
+	// trainers' updates are not replayed, their versions are.
+	var next atomic.Int64
+	fc.PolicyVersions = func() (int64, int64) {
+		i := int(next.Add(1)) - 1
+		if i < len(sums) {
+			return sums[i].PolicyVersion, sums[i].ExecutorPolicyVersion
+		}
+		return 0, 0
+	}
+	f, err := farm.New(fc, spec.Tasks)
+	if err != nil {
+		return ReplayResult{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := copyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(opts.Out, "tasks.jsonl")); err != nil {
+		return ReplayResult{}, err
+	}
+	summaries, runErr := f.Run(ctx)
+	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses())}
+	if err := writeJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
+		return res, err
+	}
+	if runErr != nil {
+		return res, fmt.Errorf("replay stopped after %d of %d steps: %w", len(summaries), len(sums), runErr)
+	}
+	logger.Info("replayed", "from", opts.From, "out", opts.Out, "steps", len(summaries), "calls", res.Calls, "misses", len(res.Misses))
+	return res, nil
+}
+
+// placeholderKeys reads the tools' keys, a placeholder standing in for
+// a missing one: a replay calls no provider, but the tools are built.
+func placeholderKeys(getenv func(string) string) func(string) string {
+	return func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return "replay"
+	}
+}
+
+// locateMisses keeps the first miss of each rollout, located by step,
+// query and rollout (a trajectory key is run/step/query/k/…), in that
+// order (rollouts run concurrently: the order they missed in is not the
+// run's).
+func locateMisses(ms []replay.Miss) []ReplayMiss {
+	var out []ReplayMiss
+	seen := map[string]bool{}
+	for _, m := range ms {
+		r := ReplayMiss{Miss: m, Rollout: -1}
+		parts := strings.Split(m.Trajectory, "/")
+		if len(parts) >= 4 {
+			r.Step, _ = strconv.Atoi(parts[1])
+			r.Query = parts[2]
+			r.Rollout, _ = strconv.Atoi(parts[3])
+		}
+		id := strings.Join(parts[:min(4, len(parts))], "/")
+		if m.Trajectory != "" && seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, r)
+	}
+	slices.SortStableFunc(out, func(a, b ReplayMiss) int {
+		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Query, b.Query), cmp.Compare(a.Rollout, b.Rollout),
+			cmp.Compare(a.Trajectory, b.Trajectory), cmp.Compare(a.Turn, b.Turn))
+	})
+	return out
+}
