@@ -301,7 +301,7 @@ func TestSearchOutagesTaintRollouts(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Fatal("no search failed; the test checks nothing")
 	}
-	recs := readRolloutRecords(t, filepath.Join(rollout.StepDir(dir, 1), rollout.RolloutsFile))
+	recs := rolloutRecordsByID(t, filepath.Join(rollout.StepDir(dir, 1), rollout.RolloutsFile))
 	outages, tainted := 0, 0
 	excluded := map[string]bool{}
 	for _, e := range sum.Excluded {
@@ -338,7 +338,7 @@ func TestSearchOutagesTaintRollouts(t *testing.T) {
 }
 
 // readRolloutRecords reads a rollouts.jsonl by rollout id.
-func readRolloutRecords(t *testing.T, path string) map[string]rollout.RolloutRecord {
+func rolloutRecordsByID(t *testing.T, path string) map[string]rollout.RolloutRecord {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -232,20 +232,11 @@ type turnInput struct {
 // generation prompt, or the completion holds a special token before its
 // end.
 func (sc *Scorer) readTurn(seq []int, start, end int) (turnInput, string) {
-	prompt, err := sc.tok.Decode(seq[:start])
-	if err != nil {
-		return turnInput{}, fmt.Sprintf("context: %v", err)
+	req, reason := sc.readContext(seq[:start])
+	if reason != "" {
+		return turnInput{}, reason
 	}
-	genPrompt := IMStart + "assistant\n"
-	noThinking := strings.HasSuffix(prompt, genPrompt+emptyThink)
-	if !noThinking && !strings.HasSuffix(prompt, genPrompt) {
-		return turnInput{}, "the context does not end with the generation prompt " + fmt.Sprintf("%q", genPrompt)
-	}
-	msgs, tools, err := ParsePrompt(prompt)
-	if err != nil {
-		return turnInput{}, fmt.Sprintf("context: %v", err)
-	}
-	in := turnInput{ids: seq[start:end], req: policy.Request{Messages: msgs, Tools: tools, NoReasoning: noThinking}}
+	in := turnInput{ids: seq[start:end], req: req}
 	body := in.ids
 	if eos := sc.tok.SpecialID(IMEnd); in.ids[len(in.ids)-1] == eos {
 		body = in.ids[:len(in.ids)-1]
@@ -257,10 +248,31 @@ func (sc *Scorer) readTurn(seq []int, start, end int) (turnInput, string) {
 			return turnInput{}, fmt.Sprintf("completion token %d (position %d) is the special token %d, which the model only emits last", i, start+i, id)
 		}
 	}
-	if in.text, err = sc.tok.Decode(body); err != nil {
+	text, err := sc.tok.Decode(body)
+	if err != nil {
 		return turnInput{}, fmt.Sprintf("completion: %v", err)
 	}
+	in.text = text
 	return in, ""
+}
+
+// readContext reads a turn's context under the template: the request it
+// makes, or why it is not a generation prompt.
+func (sc *Scorer) readContext(context []int) (policy.Request, string) {
+	prompt, err := sc.tok.Decode(context)
+	if err != nil {
+		return policy.Request{}, fmt.Sprintf("context: %v", err)
+	}
+	genPrompt := IMStart + "assistant\n"
+	noThinking := strings.HasSuffix(prompt, genPrompt+emptyThink)
+	if !noThinking && !strings.HasSuffix(prompt, genPrompt) {
+		return policy.Request{}, "the context does not end with the generation prompt " + fmt.Sprintf("%q", genPrompt)
+	}
+	msgs, tools, err := ParsePrompt(prompt)
+	if err != nil {
+		return policy.Request{}, fmt.Sprintf("context: %v", err)
+	}
+	return policy.Request{Messages: msgs, Tools: tools, NoReasoning: noThinking}, ""
 }
 
 // Check reports whether every masked run of seq can be read under the chat

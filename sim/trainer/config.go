@@ -25,6 +25,8 @@ const (
 	// limits client/config announces: the SDK's defaults.
 	DefaultChunkDatums = 1024
 	DefaultChunkBytes  = 5_000_000
+	// DefaultKeptSamples is how many sampling futures are kept.
+	DefaultKeptSamples = 1024
 )
 
 // Faults sets the rate of each injected failure. Every request draws one
@@ -103,6 +105,9 @@ type Config struct {
 	// retrieve of one is 410 and a replay of its seq_id is 410. A client
 	// replays only its last step or two, after a restart.
 	KeptSteps int
+	// KeptSamples bounds the sampling futures kept (DefaultKeptSamples):
+	// past it, the oldest is let go (its retrieve and its replay are 410).
+	KeptSamples int
 	// StepTime is how long each optim_step takes before it steps (0:
 	// none), so that a loop training against the sim feels a GPU step's
 	// time: asynchronous training and back-pressure show only then.
@@ -138,6 +143,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Faults.RetryAfter <= 0 {
 		c.Faults.RetryAfter = DefaultRetryAfter
+	}
+	if c.KeptSamples <= 0 {
+		c.KeptSamples = DefaultKeptSamples
 	}
 	if c.ChunkDatums <= 0 {
 		c.ChunkDatums = DefaultChunkDatums

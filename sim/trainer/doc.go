@@ -24,6 +24,18 @@
 // SDK's {error, category}. GET training_runs (limit, offset),
 // training_runs/ID, training_runs/ID/checkpoints and models/ID/checkpoints
 // list the models and their saves as the SDK's TrainingRun and Checkpoint.
+// get_info names the policy's tokenizer (model_data.tokenizer_id) when it
+// is a TokenizerNamer.
+//
+// The sampling routes (sampling.go), for a policy that is a Sampler:
+// create_sampling_session {session_id, sampling_session_seq_id,
+// model_path | base_model} fixes a sampling session's weights (a
+// save_weights_for_sampler's, a saved state's or a base model's initial
+// ones), and asample {sampling_session_id, seq_id, num_samples, prompt,
+// sampling_params, prompt_logprobs} answers a future {request_id,
+// sample_sequence_ids} of the SDK's SampleResponse (protobuf to a poll that
+// accepts it); sample answers the same at once. The samples' logprobs are
+// those forward recomputes for the same tokens; a seed makes them repeat.
 //
 // forward_backward takes JSON, or the SDK's protobuf ForwardBackwardRequest
 // (Content-Type application/x-protobuf; its forward_only makes it a

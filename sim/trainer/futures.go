@@ -18,8 +18,8 @@ type future struct {
 	// result is the JSON answered once done: the route's result or the
 	// SDK's RequestFailedResponse {error, category}.
 	result json.RawMessage
-	// route is the request's; a forward_backward's or forward's result is
-	// answered as protobuf to a poll that accepts it.
+	// route is the request's; a forward_backward's, forward's or asample's
+	// result is answered as protobuf to a poll that accepts it.
 	route string
 	// expire, guarded by Server.mu, makes the next retrieve answer 410
 	// (FaultFutureExpire).
@@ -70,19 +70,29 @@ func (f *future) fail(category, msg string) {
 	f.resolve(map[string]string{"error": msg, "category": category})
 }
 
-// protoResult is f's result as a protobuf ForwardBackwardOutput when the
-// poll's Accept takes application/x-protobuf and f is a forward_backward
-// or forward that succeeded; failures and other results stay JSON, as the
-// SDK reads them.
+// protoResult is f's result as a protobuf ForwardBackwardOutput (or
+// SampleResponse) when the poll's Accept takes application/x-protobuf and
+// f is a forward_backward, forward (or asample) that succeeded; failures
+// and other results stay JSON, as the SDK reads them.
 func (f *future) protoResult(accept string) ([]byte, bool) {
-	if f.route != "forward_backward" && f.route != "forward" || !strings.Contains(strings.ToLower(accept), protoContentType) {
+	if f.route != "forward_backward" && f.route != "forward" && f.route != "asample" || !strings.Contains(strings.ToLower(accept), protoContentType) {
 		return nil, false
 	}
-	var out forwardBackwardOutput
 	var probe struct {
 		Error json.RawMessage `json:"error"`
 	}
-	if json.Unmarshal(f.result, &probe) != nil || len(probe.Error) > 0 || json.Unmarshal(f.result, &out) != nil {
+	if json.Unmarshal(f.result, &probe) != nil || len(probe.Error) > 0 {
+		return nil, false
+	}
+	if f.route == "asample" {
+		var out sampleResponse
+		if json.Unmarshal(f.result, &out) != nil {
+			return nil, false
+		}
+		return encodeSampleResponseProto(out), true
+	}
+	var out forwardBackwardOutput
+	if json.Unmarshal(f.result, &out) != nil {
 		return nil, false
 	}
 	return encodeForwardBackwardProto(out), true

@@ -1,5 +1,7 @@
 package trainer
 
+import "math/rand/v2"
+
 // Policy is the model a sim trainer trains: a flat parameter vector and a
 // scorer. The server calls it from one goroutine per model at a time, but
 // from several models' goroutines at once, so an implementation must be
@@ -54,4 +56,34 @@ type Scored struct {
 type Unmatched struct {
 	Start, End int
 	Reason     string
+}
+
+// Sampler is a Policy that also generates, for the sampling routes
+// (create_sampling_session, asample): it draws completions of a prompt
+// under given parameters, reporting the logprob of every token as Score
+// would recompute it, so that a sampled sequence trained on has
+// logprob_diff_abs 0. A Policy that is not a Sampler answers asample with
+// a future that fails (category user).
+type Sampler interface {
+	// Sample draws one completion of prompt under params, at temperature
+	// (greedy at 0 or when rng is nil) with rng, of at most maxTokens
+	// tokens when maxTokens is positive (the server cuts longer ones
+	// too). tokens end where the model ends its turn (eos reports that it
+	// did, rather than running out of tokens); logprobs has one entry per
+	// token, before temperature, as Score computes it.
+	Sample(params []float64, prompt []int, maxTokens int, temperature float64, rng *rand.Rand) (tokens []int, logprobs []float64, eos bool, err error)
+	// PromptLogprobs returns the logprob of each prompt token under
+	// params (len(prompt) entries; the first is never read).
+	PromptLogprobs(params []float64, prompt []int) ([]float64, error)
+	// Decode is the text of tokens, for stop strings.
+	Decode(tokens []int) (string, error)
+	// Load reads parameters a Save wrote to path (the sampler weights of
+	// an earlier server's life).
+	Load(path string) ([]float64, error)
+}
+
+// TokenizerNamer is a Policy that can name the tokenizer it reads tokens
+// with: get_info answers it as model_data.tokenizer_id.
+type TokenizerNamer interface {
+	TokenizerID() string
 }

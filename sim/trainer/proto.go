@@ -28,6 +28,8 @@ import (
 //	ForwardBackwardOutput   1 loss_fn_output_type  2 loss_fn_outputs (ArrayRecord)  3 metrics
 //	ArrayRecord             1 type_tag  2 fields (map<string,BatchedTensor>)  3 num_datums
 //	BatchedTensor           1 data  2 offsets (int64 byte offsets)  3 dtype  4 trailing_shape
+//	SampleResponse          1 sequences (SampledSequence)  2 prompt_logprobs (float32 bytes, NaN where none)
+//	SampledSequence         1 stop_reason (0 stop, 1 length)  2 tokens (int32 bytes)  3 logprobs (float32 bytes)
 //
 // DType: 1 float32, 2 int64, 3 int32, 4 bfloat16; all little-endian.
 
@@ -446,4 +448,50 @@ func encodeArrayRecord(outs []map[string]tensorOut) []byte {
 	rec = protowire.AppendTag(rec, 3, protowire.VarintType)
 	rec = protowire.AppendVarint(rec, uint64(len(outs)))
 	return rec
+}
+
+// encodeSampleResponseProto writes a SampleResponse: each sequence's
+// tokens as int32 and logprobs as float32 bytes, the prompt's logprobs
+// as float32 bytes with NaN where there is none (the first token).
+func encodeSampleResponseProto(out sampleResponse) []byte {
+	var b []byte
+	for _, sq := range out.Sequences {
+		var e []byte
+		if sq.StopReason == "length" {
+			e = protowire.AppendTag(e, 1, protowire.VarintType)
+			e = protowire.AppendVarint(e, 1)
+		}
+		var toks []byte
+		for _, t := range sq.Tokens {
+			toks = binary.LittleEndian.AppendUint32(toks, uint32(int32(t)))
+		}
+		e = protowire.AppendTag(e, 2, protowire.BytesType)
+		e = protowire.AppendBytes(e, toks)
+		if sq.Logprobs != nil {
+			e = protowire.AppendTag(e, 3, protowire.BytesType)
+			e = protowire.AppendBytes(e, float32Bytes(sq.Logprobs))
+		}
+		b = protowire.AppendTag(b, 1, protowire.BytesType)
+		b = protowire.AppendBytes(b, e)
+	}
+	if out.PromptLogprobs != nil {
+		vals := make([]float64, len(out.PromptLogprobs))
+		for i, v := range out.PromptLogprobs {
+			vals[i] = math.NaN()
+			if v != nil {
+				vals[i] = *v
+			}
+		}
+		b = protowire.AppendTag(b, 2, protowire.BytesType)
+		b = protowire.AppendBytes(b, float32Bytes(vals))
+	}
+	return b
+}
+
+func float32Bytes(vs []float64) []byte {
+	out := make([]byte, 0, 4*len(vs))
+	for _, v := range vs {
+		out = binary.LittleEndian.AppendUint32(out, math.Float32bits(float32(v)))
+	}
+	return out
 }

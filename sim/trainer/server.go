@@ -33,6 +33,17 @@ type Server struct {
 	nextFuture int
 	states     map[string]*snapshot // saved training states, by tinker:// path
 
+	// The sampling routes' state (sampling.go): sampler weights by
+	// tinker:// path, sampling sessions and their creations by session
+	// and sampling_session_seq_id, and the sampling futures kept, oldest
+	// first.
+	samplers         map[string]samplerWeights
+	samplingSessions map[string]*samplingSession
+	samplingCreates  map[string]*samplingCreate
+	nSampling        int
+	nUnsessioned     uint64
+	keptSamples      []keptSample
+
 	polls atomic.Int64 // long polls held
 
 	faultMu     sync.Mutex
@@ -48,14 +59,18 @@ func New(cfg Config) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Server{
 		cfg: cfg, ctx: ctx, cancel: cancel,
-		sessions:    map[string]*session{},
-		models:      map[string]*model{},
-		creates:     map[string]*createEntry{},
-		futures:     map[string]*future{},
-		states:      map[string]*snapshot{},
-		faultRng:    rand.New(rand.NewPCG(cfg.Seed, 0x51a7a1e7)),
-		faultCounts: map[string]int{},
-		faults:      cfg.Faults,
+		sessions: map[string]*session{},
+		models:   map[string]*model{},
+		creates:  map[string]*createEntry{},
+		futures:  map[string]*future{},
+		states:   map[string]*snapshot{},
+
+		samplers:         map[string]samplerWeights{},
+		samplingSessions: map[string]*samplingSession{},
+		samplingCreates:  map[string]*samplingCreate{},
+		faultRng:         rand.New(rand.NewPCG(cfg.Seed, 0x51a7a1e7)),
+		faultCounts:      map[string]int{},
+		faults:           cfg.Faults,
 	}
 }
 
@@ -102,7 +117,8 @@ func (s *Server) Params(modelID string) ([]float64, bool) {
 // Handler serves the Tinker routes under /api/v1: GET
 // get_server_capabilities and healthz; POST create_session,
 // session_heartbeat, create_model, get_info, forward, forward_backward,
-// optim_step, save_weights_for_sampler and retrieve_future.
+// optim_step, save_weights_for_sampler, retrieve_future, the sampling
+// routes and the rest the package documentation lists.
 func (s *Server) Handler() http.Handler { return http.HandlerFunc(s.serve) }
 
 // routes maps a route to its method.
@@ -126,6 +142,9 @@ var routes = map[string]string{
 	"training_runs":            http.MethodGet,
 	"training_runs/*":          http.MethodGet,
 	"models/*":                 http.MethodGet,
+	"create_sampling_session":  http.MethodPost,
+	"asample":                  http.MethodPost,
+	"sample":                   http.MethodPost,
 }
 
 // unfaulted are the routes fault injection spares: the health check, and
@@ -217,6 +236,10 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, route string, 
 		s.weightsInfo(w, body)
 	case "training_runs":
 		s.trainingRuns(w, r)
+	case "create_sampling_session":
+		s.createSamplingSession(w, body)
+	case "asample", "sample":
+		s.asample(w, route, body, route == "sample")
 	default:
 		if k := routeKey(route); k != route {
 			s.trainingRun(w, route)

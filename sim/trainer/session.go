@@ -157,11 +157,15 @@ func (s *Server) getInfo(w http.ResponseWriter, body []byte) {
 		writeError(w, errorf(http.StatusNotFound, "get_info: model %q not found", req.ModelID))
 		return
 	}
+	data := map[string]string{"arch": "sim", "model_name": m.base, "base_model": m.base}
+	if tn, ok := s.cfg.Policy.(TokenizerNamer); ok {
+		data["tokenizer_id"] = tn.TokenizerID()
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"type":       "get_info",
 		"model_id":   m.id,
 		"model_name": m.base,
-		"model_data": map[string]string{"arch": "sim", "model_name": m.base, "base_model": m.base},
+		"model_data": data,
 		"is_lora":    true,
 		"lora_rank":  m.rank,
 	})

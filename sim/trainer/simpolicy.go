@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"strings"
 
@@ -28,8 +29,10 @@ type SimPolicy struct {
 }
 
 var (
-	_ Policy  = (*SimPolicy)(nil)
-	_ Checker = (*SimPolicy)(nil)
+	_ Policy         = (*SimPolicy)(nil)
+	_ Checker        = (*SimPolicy)(nil)
+	_ Sampler        = (*SimPolicy)(nil)
+	_ TokenizerNamer = (*SimPolicy)(nil)
 )
 
 // NewSimPolicy returns the policy of inference servers configured as cfg.
@@ -82,6 +85,49 @@ func (p *SimPolicy) Save(params []float64, path string) error {
 	}
 	return pp.WriteFile(path)
 }
+
+// Sample draws one assistant turn of the generation prompt prompt with
+// the sim's Scorer (simllm.Scorer.Sample): the turn's logprob on its first
+// token, 0 on the others, as the inference servers report it and Score
+// recomputes it. Every turn ends with <|im_end|>.
+func (p *SimPolicy) Sample(params []float64, prompt []int, _ int, temperature float64, rng *rand.Rand) ([]int, []float64, bool, error) {
+	pp, err := policy.ParamsFromVector(params)
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("sim policy: %w", err)
+	}
+	ids, lp, err := p.scorer.Sample(pp, prompt, temperature, rng)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	lps := make([]float64, len(ids))
+	lps[0] = lp
+	return ids, lps, true, nil
+}
+
+// PromptLogprobs scores the assistant turns of prompt
+// (simllm.Scorer.PromptLogprobs); other tokens have logprob 0.
+func (p *SimPolicy) PromptLogprobs(params []float64, prompt []int) ([]float64, error) {
+	pp, err := policy.ParamsFromVector(params)
+	if err != nil {
+		return nil, fmt.Errorf("sim policy: %w", err)
+	}
+	return p.scorer.PromptLogprobs(pp, prompt)
+}
+
+// Decode is the text of tokens, special tokens included.
+func (p *SimPolicy) Decode(tokens []int) (string, error) { return p.scorer.Tokenizer().Decode(tokens) }
+
+// Load reads a params file Save wrote.
+func (p *SimPolicy) Load(path string) ([]float64, error) {
+	pp, err := policy.ReadParams(path)
+	if err != nil {
+		return nil, fmt.Errorf("load sim policy: %w", err)
+	}
+	return pp.Vector(), nil
+}
+
+// TokenizerID names the sim's tokenizer (simllm.TokenizerID).
+func (p *SimPolicy) TokenizerID() string { return simllm.TokenizerID }
 
 // Check refuses a sequence the sim's chat template cannot read (see
 // simllm.Scorer.Check).

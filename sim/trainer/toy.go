@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Toy is a small Policy for tests and demonstrations: a bigram softmax
@@ -30,7 +32,14 @@ type Toy struct {
 	Tagged bool
 }
 
-var _ Policy = Toy{}
+var (
+	_ Policy  = Toy{}
+	_ Sampler = Toy{}
+)
+
+// ToyMaxSample is how many tokens Toy.Sample draws when not told: the
+// bigram never ends a turn itself.
+const ToyMaxSample = 16
 
 // Initial returns small logits drawn deterministically from baseModel's
 // name.
@@ -117,4 +126,84 @@ func (p Toy) Save(params []float64, path string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// Sample draws up to maxTokens (ToyMaxSample when not positive) tokens
+// of the buckets 0…Vocab-1 from the bigram after prompt's last token,
+// each from the row's softmax at temperature; the logprobs are Score's.
+// It never ends a turn itself.
+func (p Toy) Sample(params []float64, prompt []int, maxTokens int, temperature float64, rng *rand.Rand) ([]int, []float64, bool, error) {
+	v := p.Vocab
+	if len(params) != v*v {
+		return nil, nil, false, fmt.Errorf("toy policy: %d parameters, want %d", len(params), v*v)
+	}
+	if len(prompt) == 0 {
+		return nil, nil, false, fmt.Errorf("toy policy: empty prompt")
+	}
+	if maxTokens <= 0 {
+		maxTokens = ToyMaxSample
+	}
+	last := prompt[len(prompt)-1]
+	var tokens []int
+	var lps []float64
+	for range maxTokens {
+		row := params[(last%v)*v : (last%v+1)*v]
+		top := slices.Max(row)
+		z := 0.0
+		for _, l := range row {
+			z += math.Exp(l - top)
+		}
+		lse := top + math.Log(z)
+		b := slices.Index(row, top)
+		if temperature > 0 && rng != nil {
+			w := make([]float64, v)
+			sum := 0.0
+			for k, l := range row {
+				w[k] = math.Exp((l - top) / temperature)
+				sum += w[k]
+			}
+			u := rng.Float64() * sum
+			for b = 0; b < v-1 && u >= w[b]; b++ {
+				u -= w[b]
+			}
+		}
+		tokens = append(tokens, b)
+		lps = append(lps, row[b]-lse)
+		last = b
+	}
+	return tokens, lps, false, nil
+}
+
+// PromptLogprobs is Score's logprob of every prompt token after the first.
+func (p Toy) PromptLogprobs(params []float64, prompt []int) ([]float64, error) {
+	mask := make([]bool, len(prompt))
+	for i := 1; i < len(mask); i++ {
+		mask[i] = true
+	}
+	sc, err := p.Score(params, prompt, mask)
+	return sc.Logprobs, err
+}
+
+// Decode writes the token ids, separated by spaces.
+func (p Toy) Decode(tokens []int) (string, error) {
+	parts := make([]string, len(tokens))
+	for i, t := range tokens {
+		parts[i] = strconv.Itoa(t)
+	}
+	return strings.Join(parts, " "), nil
+}
+
+// Load reads a file Save wrote.
+func (p Toy) Load(path string) ([]float64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f struct {
+		Params []float64 `json:"params"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("toy policy: %s: %w", path, err)
+	}
+	return f.Params, nil
 }

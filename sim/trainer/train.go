@@ -176,6 +176,9 @@ func (s *Server) saveRun(name string) func(*model) (any, *failure) {
 			return nil, &failure{categoryServer, fmt.Sprintf("save_weights_for_sampler: save %s: %v", path, err)}
 		}
 		path = samplerPath(m.id, name)
+		s.mu.Lock()
+		s.samplers[path] = samplerWeights{base: m.base, params: params}
+		s.mu.Unlock()
 		m.addCheckpoint(checkpoint{ID: "sampler_weights/" + name, Type: "sampler", Time: s.cfg.Now().UTC(), Path: path})
 		return map[string]string{"path": path, "type": "save_weights_for_sampler"}, nil
 	}

@@ -247,7 +247,37 @@ func TestSDKWireAgainstSimTrainer(t *testing.T) {
 		}}}})
 	ok("JSON forward_backward (older SDKs)", jb["loss_fn_output_type"] == "ArrayRecord", jb)
 
-	// Not served: the sampling routes.
-	st, _ = c.json(http.MethodPost, "create_sampling_session", map[string]any{"session_id": sess["session_id"], "sampling_session_seq_id": 0, "model_path": sampler["path"]})
-	ok("create_sampling_session (not served)", st == 404, st)
+	// The SamplingClient: a sampling session on the saved sampler
+	// weights, asample's future with one sequence id per sample, its
+	// result read as protobuf (and as JSON, for older SDKs).
+	st, ssn := c.json(http.MethodPost, "create_sampling_session", map[string]any{"session_id": sess["session_id"], "sampling_session_seq_id": 0, "model_path": sampler["path"], "type": "create_sampling_session"})
+	ok("create_sampling_session", st == 200 && ssn["sampling_session_id"] != nil, ssn)
+	sample := map[string]any{
+		"sampling_session_id": ssn["sampling_session_id"], "seq_id": 0, "num_samples": 3,
+		"prompt":          map[string]any{"chunks": []any{map[string]any{"type": "encoded_text", "tokens": []int{1, 2, 3}}}},
+		"sampling_params": map[string]any{"max_tokens": 6, "seed": 7, "stop": nil, "temperature": 1, "top_k": -1, "top_p": 1},
+		"prompt_logprobs": true, "topk_prompt_logprobs": 0, "type": "sample",
+	}
+	st, sf := c.json(http.MethodPost, "asample", sample)
+	ids, _ := sf["sample_sequence_ids"].([]any)
+	ok("asample", st == 200 && sf["request_id"] != nil && len(ids) == 3, sf)
+	ctype, b = c.result(sf["request_id"], true)
+	var sr tinkerpb.SampleResponse
+	err = proto.Unmarshal(b, &sr)
+	ok("asample result (protobuf)", ctype == "application/x-protobuf" && err == nil && len(sr.GetSequences()) == 3 &&
+		len(sr.GetPromptLogprobs()) == 3*4 && math.IsNaN(float64(math.Float32frombits(binary.LittleEndian.Uint32(sr.GetPromptLogprobs())))), &sr)
+	for _, sq := range sr.GetSequences() {
+		ok("a sampled sequence", sq.GetStopReason() == tinkerpb.StopReason_STOP_REASON_LENGTH && len(sq.GetTokens()) == 6*4 && len(sq.GetLogprobs()) == 6*4, sq)
+	}
+	_, b = c.result(sf["request_id"], false)
+	var js struct {
+		Sequences []struct {
+			Tokens     []int     `json:"tokens"`
+			Logprobs   []float64 `json:"logprobs"`
+			StopReason string    `json:"stop_reason"`
+		} `json:"sequences"`
+	}
+	err = json.Unmarshal(b, &js)
+	ok("asample result (JSON)", err == nil && len(js.Sequences) == 3 && js.Sequences[0].StopReason == "length" &&
+		int32(js.Sequences[0].Tokens[0]) == int32(binary.LittleEndian.Uint32(sr.GetSequences()[0].GetTokens())), string(b))
 }
