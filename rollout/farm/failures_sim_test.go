@@ -337,7 +337,7 @@ func TestSearchOutagesTaintRollouts(t *testing.T) {
 	}
 }
 
-// readRolloutRecords reads a rollouts.jsonl by rollout id.
+// rolloutRecordsByID reads a rollouts.jsonl by rollout id.
 func rolloutRecordsByID(t *testing.T, path string) map[string]rollout.RolloutRecord {
 	t.Helper()
 	b, err := os.ReadFile(path)
