@@ -256,6 +256,29 @@ func TestTrainSimGatewayJSAgent(t *testing.T) {
 	checkGatewayRun(t, out, 2)
 }
 
+// TestTrainSimGatewayJSPullAgent trains both roles from the plain openai
+// SDK loop (examples/openai-agents-js/pull.js), which pulls its tasks.
+func TestTrainSimGatewayJSPullAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains in the sim world")
+	}
+	dir := filepath.Join("..", "..", "examples", "openai-agents-js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
+		t.Skipf("%s/node_modules is missing: run `npm ci` there (.ci/run does)", dir)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	const addr = "127.0.0.1:18452"
+	startNode(t, node, dir, "pull.js", "GATEWAY_URL=http://"+addr, "CONCURRENCY=8")
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--gateway-addr", addr)...); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	checkGatewayRun(t, out, 2)
+}
+
 // startNode runs a node script of dir that serves on the port it prints
 // ("listening on http://…") and returns that URL; the process ends with
 // the test.
