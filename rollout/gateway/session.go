@@ -163,6 +163,10 @@ func (s *session) add(role, name string) *trajectory {
 func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, turn *llm.Turn, answer *openai.ChatCompletionMessage, callErr error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.finished {
+		// The tree was taken: a call that ends after it is not kept.
+		return
+	}
 	t.busy = false
 	t.last = time.Now()
 	for _, m := range msgs {
