@@ -334,3 +334,26 @@ func startNode(t *testing.T, node, dir, script string, env ...string) string {
 	}
 	return ""
 }
+
+// TestEvalSimGatewayGoAgent evaluates a push agent: eval's runs go through
+// the gateway as training's do.
+func TestEvalSimGatewayGoAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("evaluates in the sim world")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "eval", "--sim", "--benchmark", "webwalkerqa", "--scorer", "exact", "--runs", "1", "--limit", "4",
+		"--out", dir, "--agent-url", goAgent(t))
+	if code != 0 || !strings.Contains(stdout, "Avg Pass@1") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	lines := readLines(t, filepath.Join(dir, "results.jsonl"))
+	if len(lines) != 4 {
+		t.Fatalf("results.jsonl has %d lines, want 4", len(lines))
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "agent service") {
+			t.Errorf("a run failed in the agent service: %.300s", l)
+		}
+	}
+}
