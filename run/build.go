@@ -13,6 +13,7 @@ import (
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/rollout/gateway"
 	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/mcp"
@@ -67,7 +68,10 @@ type Stack struct {
 	Planner *agents.Planner
 	Single  *agents.Single
 	// Judge is the LLM judge, nil without one.
-	Judge   score.ChatModel
+	Judge score.ChatModel
+	// Gateway, when the run trains the user's own agent, runs every
+	// rollout instead of the built-in agents (nil otherwise).
+	Gateway *gateway.Gateway
 	closers []func()
 }
 
@@ -78,6 +82,9 @@ type Agent interface {
 
 // Agent returns the stack's agent.
 func (s *Stack) Agent() Agent {
+	if s.Gateway != nil {
+		return gatewayAgent{s.Gateway}
+	}
 	if s.Single != nil {
 		return s.Single
 	}
@@ -199,6 +206,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		execTools = opts.Recorder.Toolbox(execTools)
 	}
 	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: execTools, Budget: executorBudget, Prompts: prompts}
+	roleClients := map[string]agents.Model{gateway.RoleAgent: executorClient}
 	if opts.Single {
 		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -208,6 +216,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		if err != nil {
 			return nil, err
 		}
+		roleClients = map[string]agents.Model{gateway.RolePlanner: plannerClient, gateway.RoleExecutor: executorClient}
 		executor, err := agents.NewExecutor(execCfg)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -264,6 +273,12 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		if err := probe(ctx, c, probed, toolbox); err != nil {
 			return nil, err
 		}
+	}
+	if c.Gateway.Enabled() {
+		if st.Gateway, err = buildGateway(c, roleClients, logger); err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, func() { _ = st.Gateway.Close() })
 	}
 	ok = true
 	return st, nil
@@ -327,6 +342,9 @@ func cacheScope(c Config) string {
 // returns a description of r_correct for the start-of-run log.
 func (s *Stack) configure(fc *farm.Config) (correctness string) {
 	fc.Runner = &farm.AgentRunner{Planner: s.Planner, Single: s.Single}
+	if s.Gateway != nil {
+		fc.Runner = s.Gateway
+	}
 	var scorer score.Scorer = score.GAIAExact
 	correctness = "GAIA exact match (no judge)"
 	if s.Judge != nil {

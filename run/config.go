@@ -61,6 +61,10 @@ type Config struct {
 	Reasoner EndpointConfig `yaml:"reasoner" category:"endpoints" flag:"-" doc:"optional reasoning model behind the planner's reason tool"`
 	Judge    EndpointConfig `yaml:"judge" category:"endpoints" flag:"judge" doc:"optional LLM judge: correctness when exact match fails, and r_expert (urls: [sim] with sim uses the simulated model as judge)"`
 
+	// Gateway trains the user's own agent instead of the built-in ones
+	// (docs/gateway.md); left out of the run record when unset.
+	Gateway GatewayConfig `yaml:"gateway" category:"endpoints" json:",omitzero" doc:"train your own agent: the OpenAI-compatible gateway that serves it per rollout and role"`
+
 	Search  SearchConfig   `yaml:"search" category:"tools" doc:"executor web tools"`
 	Tools   ToolsConfig    `yaml:"tools" category:"tools" json:",omitzero" doc:"tools beyond search and visit"`
 	Rewards RewardsConfig  `yaml:"rewards" category:"training" doc:"reward coefficients"`
@@ -109,6 +113,23 @@ type EndpointConfig struct {
 	// keys themselves never go in files or flags.
 	APIKeyEnv string `yaml:"api_key_env" doc:"environment variable holding the API key"`
 }
+
+// GatewayConfig configures the gateway (rollout/gateway): with an agent URL
+// the farm pushes each rollout's task to the user's agent service; with a
+// gateway address alone, agents pull tasks from the gateway.
+type GatewayConfig struct {
+	Addr     string   `yaml:"addr" flag:"gateway-addr" json:",omitempty" doc:"serve the gateway on {{HOST:PORT}} (default with agent_url: 127.0.0.1 on a free port; without agent_url, agents pull tasks from it)"`
+	URL      string   `yaml:"url" flag:"gateway-url" json:",omitempty" doc:"the gateway's base {{URL}} as agents reach it, when it differs from http://ADDR"`
+	AgentURL string   `yaml:"agent_url" flag:"agent-url" json:",omitempty" doc:"push: POST each rollout's task to this agent service {{URL}} and read its answer (docs/gateway.md)"`
+	Lease    Duration `yaml:"lease" json:",omitzero" doc:"pull: how long a task stays an agent's without a call, heartbeat or result (default 2m)"`
+}
+
+// EnvGatewayToken names the environment variable holding the bearer token
+// every gateway request must carry, when set.
+const EnvGatewayToken = "MGRPO_GATEWAY_TOKEN"
+
+// Enabled reports whether the run's rollouts go through the gateway.
+func (g GatewayConfig) Enabled() bool { return g.Addr != "" || g.AgentURL != "" }
 
 // SearchConfig configures the executors' tools.
 type SearchConfig struct {

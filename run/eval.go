@@ -141,7 +141,7 @@ func checkEval(cfg Config, benchmark, data, scorer string) error {
 	} else if mode == rollout.ModeFrozenSub {
 		errs = append(errs, errors.New("--mode frozen-sub is a training mode; evaluate with mgrpo or single"))
 	}
-	errs = append(errs, cfg.CheckTimeouts())
+	errs = append(errs, cfg.CheckTimeouts(), cfg.CheckGateway())
 	if err := errors.Join(errs...); err != nil {
 		return invalid(fmt.Errorf("eval configuration:\n%w", err))
 	}

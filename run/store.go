@@ -109,6 +109,9 @@ func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store
 // output directory, concurrency, grace, steps, the store itself).
 func (c Config) RunRecordConfig() (json.RawMessage, error) {
 	c.Out, c.Concurrency, c.Grace, c.Steps, c.Store, c.Workers = "", 0, Duration{}, 0, "", 0
+	// Each process hosts its own gateway (a worker listens on the run's
+	// gateway address too), and agents reach each at its own address.
+	c.Gateway.URL = ""
 	b, err := json.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("run record: %w", err)

@@ -162,6 +162,9 @@ func (c Config) Validate() error {
 	if (len(c.Reasoner.URLs) == 0) != (c.Reasoner.Model == "") {
 		p.add("reasoner", "", "give both urls and model, or neither")
 	}
+	if err := c.CheckGateway(); err != nil {
+		p = append(p, err)
+	}
 	if err := errors.Join(p...); err != nil {
 		return fmt.Errorf("%w:\n%w", ErrConfig, err)
 	}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mgrpo/mgrpo/rollout"
+)
+
+// simWebURL is the sim web's address in a `--sim` run on the fixed ports.
+const simWebURL = "http://127.0.0.1:18001"
+
+// goAgent is a push agent service written against the wire contract alone
+// (docs/gateway.md), as a user's agent would be: a planner whose delegate
+// tool runs an executor conversation with search and visit tools on the
+// sim web, each on its role's base URL. It answers what the planner wrote.
+func goAgent(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var task struct {
+			RolloutID string                    `json:"rollout_id"`
+			Task      struct{ Question string } `json:"task"`
+			BaseURLs  map[string]string         `json:"base_urls"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&task); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer, err := agentLoop(task.BaseURLs["planner"], "You are the planner. Delegate subtasks, then answer in <answer></answer> tags.",
+			task.Task.Question, []any{tool("delegate", "task", "string")}, func(name string, args map[string]any) string {
+				sub, _ := args["task"].(string)
+				report, err := agentLoop(task.BaseURLs["executor"], "You are a web researcher. Search, visit, then report.", sub,
+					[]any{tool("search", "query", "array"), tool("visit", "url", "array")}, webTool)
+				if err != nil {
+					return "The executor failed: " + err.Error()
+				}
+				return report
+			})
+		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]string{"answer": answer})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func tool(name, arg, typ string) map[string]any {
+	prop := map[string]any{"type": typ}
+	if typ == "array" {
+		prop["items"] = map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "function", "function": map[string]any{"name": name, "description": name,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{arg: prop}, "required": []string{arg}}}}
+}
+
+// agentLoop runs one conversation until the model answers without tool
+// calls; each turn's calls run in parallel.
+func agentLoop(base, system, user string, tools []any, run func(name string, args map[string]any) string) (string, error) {
+	msgs := []any{map[string]any{"role": "system", "content": system}, map[string]any{"role": "user", "content": user}}
+	for range 12 {
+		body, _ := json.Marshal(map[string]any{"model": "any", "messages": msgs, "tools": tools, "temperature": 0.3})
+		resp, err := http.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("%s: %s", resp.Status, raw)
+		}
+		var out struct {
+			Choices []struct {
+				Message map[string]any `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
+			return "", fmt.Errorf("bad answer %s", raw)
+		}
+		m := out.Choices[0].Message
+		msgs = append(msgs, m)
+		calls, _ := m["tool_calls"].([]any)
+		if len(calls) == 0 {
+			content, _ := m["content"].(string)
+			return content, nil
+		}
+		results := make([]string, len(calls))
+		var wg sync.WaitGroup
+		for i, c := range calls {
+			fn, _ := c.(map[string]any)["function"].(map[string]any)
+			name, _ := fn["name"].(string)
+			argText, _ := fn["arguments"].(string)
+			wg.Go(func() {
+				var args map[string]any
+				if err := json.Unmarshal([]byte(argText), &args); err != nil {
+					results[i] = "Invalid arguments: " + err.Error()
+					return
+				}
+				results[i] = run(name, args)
+			})
+		}
+		wg.Wait()
+		for i, c := range calls {
+			fn, _ := c.(map[string]any)["function"].(map[string]any)
+			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": c.(map[string]any)["id"], "name": fn["name"], "content": results[i]})
+		}
+	}
+	return "", fmt.Errorf("no final message in 12 turns")
+}
+
+var htmlTag = regexp.MustCompile(`<[^>]+>`)
+
+// webTool runs search (Serper-shaped JSON, verbatim) and visit (the page's
+// text) against the sim web.
+func webTool(name string, args map[string]any) string {
+	list := func(key string) []string {
+		var out []string
+		switch v := args[key].(type) {
+		case string:
+			out = append(out, v)
+		case []any:
+			for _, x := range v {
+				if s, ok := x.(string); ok {
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	var parts []string
+	switch name {
+	case "search":
+		for _, q := range list("query") {
+			body, _ := json.Marshal(map[string]string{"q": q})
+			resp, err := http.Post(simWebURL+"/search", "application/json", bytes.NewReader(body))
+			if err != nil {
+				return "search failed: " + err.Error()
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			parts = append(parts, string(raw))
+		}
+	case "visit":
+		for _, u := range list("url") {
+			resp, err := http.Get(u)
+			if err != nil {
+				return "visit failed: " + err.Error()
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			parts = append(parts, strings.Join(strings.Fields(htmlTag.ReplaceAllString(string(raw), " ")), " "))
+		}
+	default:
+		return "unknown tool " + name
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// checkGatewayRun checks a trained run whose rollouts came through the
+// gateway: both policy versions advanced, every sample's tokens are the
+// engine's (the sim trainer reproduced every weighted token with the
+// sampler's logprob), executors were delegated, and the rewards vary.
+func checkGatewayRun(t *testing.T, out string, steps int) {
+	t.Helper()
+	checkTrainedRun(t, out, steps, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
+	sums, _ := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
+	for _, sum := range sums {
+		for role, rec := range sum.Training {
+			m := rec.Metrics
+			if d := m["logprob_diff_abs:max"]; d > 1e-5 {
+				t.Errorf("step %d %s: max |trainer − sampler logprob| %g, want ≤ 1e-5", sum.Step, role, d)
+			}
+			if n := m["unmatched_tokens:sum"]; n != 0 {
+				t.Errorf("step %d %s: %v tokens the trainer could not reproduce", sum.Step, role, n)
+			}
+		}
+	}
+	lines := readLines(t, filepath.Join(rollout.StepDir(out, 1), rollout.RolloutsFile))
+	rewards := map[string]bool{}
+	executors := 0
+	for _, line := range lines {
+		var rec struct {
+			Scores struct {
+				Main float64 `json:"main"`
+			} `json:"scores"`
+			Tree struct {
+				Planner struct {
+					Error string `json:"error"`
+				} `json:"planner"`
+				Executors []json.RawMessage `json:"executors"`
+			} `json:"tree"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		if rec.Tree.Planner.Error != "" {
+			t.Errorf("a rollout failed: %s", rec.Tree.Planner.Error)
+		}
+		executors += len(rec.Tree.Executors)
+		rewards[fmt.Sprint(rec.Scores.Main)] = true
+	}
+	if executors == 0 {
+		t.Error("no executor trajectory in step 1: the planner never delegated through the gateway")
+	}
+	if len(rewards) < 2 {
+		t.Errorf("step 1's main rewards are all %v: the sim's policy should vary", rewards)
+	}
+}
+
+// TestTrainSimGatewayGoAgent trains both roles from a push agent that
+// knows only the wire contract.
+func TestTrainSimGatewayGoAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains in the sim world")
+	}
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--agent-url", goAgent(t))...); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	checkGatewayRun(t, out, 2)
+}
+
+// TestTrainSimGatewayJSAgent trains both roles from the OpenAI Agents SDK
+// example (examples/openai-agents-js), served as a push agent.
+func TestTrainSimGatewayJSAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains in the sim world")
+	}
+	dir := filepath.Join("..", "..", "examples", "openai-agents-js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@openai", "agents")); err != nil {
+		t.Skipf("%s/node_modules is missing: run `npm ci` there (.ci/run does)", dir)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	url := startNode(t, node, dir, "push.js")
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--agent-url", url)...); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	checkGatewayRun(t, out, 2)
+}
+
+// TestTrainSimGatewayJSPullAgent trains both roles from the plain openai
+// SDK loop (examples/openai-agents-js/pull.js), which pulls its tasks.
+func TestTrainSimGatewayJSPullAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("trains in the sim world")
+	}
+	dir := filepath.Join("..", "..", "examples", "openai-agents-js")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "openai")); err != nil {
+		t.Skipf("%s/node_modules is missing: run `npm ci` there (.ci/run does)", dir)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed")
+	}
+	const addr = "127.0.0.1:18452"
+	startNode(t, node, dir, "pull.js", "GATEWAY_URL=http://"+addr, "CONCURRENCY=8")
+	out := filepath.Join(t.TempDir(), "out")
+	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--gateway-addr", addr)...); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	checkGatewayRun(t, out, 2)
+}
+
+// startNode runs a node script of dir that serves on the port it prints
+// ("listening on http://…") and returns that URL; the process ends with
+// the test.
+func startNode(t *testing.T, node, dir, script string, env ...string) string {
+	t.Helper()
+	cmd := exec.Command(node, script)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "PORT=0", "SIM_WEB_URL="+simWebURL), env...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", script, stderr.String())
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 4096)
+		var acc string
+		for {
+			n, err := stdout.Read(buf)
+			acc += string(buf[:n])
+			if i := strings.Index(acc, "listening on "); i >= 0 {
+				if j := strings.IndexByte(acc[i:], '\n'); j >= 0 {
+					lines <- strings.TrimSpace(acc[i+len("listening on ") : i+j])
+					_, _ = io.Copy(io.Discard, stdout)
+					return
+				}
+			}
+			if err != nil {
+				close(lines)
+				return
+			}
+		}
+	}()
+	select {
+	case u, ok := <-lines:
+		if !ok {
+			t.Fatalf("%s exited before listening:\n%s", script, stderr.String())
+		}
+		return u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not say where it listens within 30s:\n%s", script, stderr.String())
+	}
+	return ""
+}
+
+// TestEvalSimGatewayGoAgent evaluates a push agent: eval's runs go through
+// the gateway as training's do.
+func TestEvalSimGatewayGoAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("evaluates in the sim world")
+	}
+	dir := t.TempDir()
+	code, stdout, stderr := runCLI(t, "eval", "--sim", "--benchmark", "webwalkerqa", "--scorer", "exact", "--runs", "1", "--limit", "4",
+		"--out", dir, "--agent-url", goAgent(t))
+	if code != 0 || !strings.Contains(stdout, "Avg Pass@1") {
+		t.Fatalf("exit %d\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
+	lines := readLines(t, filepath.Join(dir, "results.jsonl"))
+	if len(lines) != 4 {
+		t.Fatalf("results.jsonl has %d lines, want 4", len(lines))
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "agent service") {
+			t.Errorf("a run failed in the agent service: %.300s", l)
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/internal/benchproc"
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/tools"
+	"github.com/mgrpo/mgrpo/tools/search"
+)
+
+// benchChildEnv makes TestBenchChild serve; without it the test skips.
+const benchChildEnv = "MGRPO_GATEWAY_BENCH_CHILD"
+
+// benchWorldSeed is the synthetic web both sides of the benchmark play.
+const benchWorldSeed = 11
+
+// TestBenchChild is the benchmark's other process: the sim's inference
+// server and web at zero latency, and a push agent service (a planner whose
+// delegate tool runs executor conversations on the sim web, written to the
+// wire contract), so that the benchmark's process CPU is the farm's alone.
+// It prints "child LLM WEB AGENT" and serves until its stdin closes.
+func TestBenchChild(t *testing.T) {
+	if os.Getenv(benchChildEnv) == "" {
+		t.Skip("the gateway benchmark's child process")
+	}
+	world, err := web.Generate(web.Config{Seed: benchWorldSeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := simllm.NewServer(simllm.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(h http.Handler) string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		go http.Serve(ln, h)
+		return "http://" + ln.Addr().String()
+	}
+	llmURL, webURL := serve(srv.Handler()), serve(world.Handler())
+	agentURL := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var o offer
+		if err := json.NewDecoder(r.Body).Decode(&o); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		answer, err := benchAgent(o, webURL)
+		if err != nil {
+			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+			return
+		}
+		json.NewEncoder(w).Encode(map[string]string{"answer": answer})
+	}))
+	fmt.Printf("child %s %s %s\n", llmURL, webURL, agentURL)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+}
+
+// benchClient is the agent's HTTP client: enough idle connections for the
+// benchmark's concurrency.
+var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
+
+// benchAgent plays one rollout: the planner's conversation, each
+// delegation an executor conversation with search and visit on the web.
+func benchAgent(o offer, webURL string) (string, error) {
+	delegate := []any{benchTool("delegate", "task", "string")}
+	webTools := []any{benchTool("search", "query", "array"), benchTool("visit", "url", "array")}
+	return benchConverse(o.BaseURLs[RolePlanner], o.Task.Question, delegate, func(name string, args map[string]any) string {
+		task, _ := args["task"].(string)
+		report, err := benchConverse(o.BaseURLs[RoleExecutor], task, webTools, func(name string, args map[string]any) string {
+			return benchWeb(webURL, name, args)
+		})
+		if err != nil {
+			return "The executor failed: " + err.Error()
+		}
+		return report
+	})
+}
+
+func benchTool(name, arg, typ string) map[string]any {
+	prop := map[string]any{"type": typ}
+	if typ == "array" {
+		prop["items"] = map[string]any{"type": "string"}
+	}
+	return map[string]any{"type": "function", "function": map[string]any{"name": name,
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{arg: prop}}}}
+}
+
+func benchConverse(base, user string, tools []any, run func(string, map[string]any) string) (string, error) {
+	msgs := []any{map[string]any{"role": "system", "content": "You are an agent."}, map[string]any{"role": "user", "content": user}}
+	for range 16 {
+		body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "tools": tools})
+		resp, err := benchClient.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("%s: %s", resp.Status, raw)
+		}
+		var out struct {
+			Choices []struct {
+				Message map[string]any `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
+			return "", fmt.Errorf("bad answer %.200s", raw)
+		}
+		m := out.Choices[0].Message
+		msgs = append(msgs, m)
+		calls, _ := m["tool_calls"].([]any)
+		if len(calls) == 0 {
+			s, _ := m["content"].(string)
+			return s, nil
+		}
+		results := make([]string, len(calls))
+		var wg sync.WaitGroup
+		for i, c := range calls {
+			fn, _ := c.(map[string]any)["function"].(map[string]any)
+			name, _ := fn["name"].(string)
+			text, _ := fn["arguments"].(string)
+			wg.Go(func() {
+				var args map[string]any
+				if json.Unmarshal([]byte(text), &args) != nil {
+					results[i] = "Invalid arguments."
+					return
+				}
+				results[i] = run(name, args)
+			})
+		}
+		wg.Wait()
+		for i, c := range calls {
+			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": c.(map[string]any)["id"], "content": results[i]})
+		}
+	}
+	return "", fmt.Errorf("no final message")
+}
+
+var benchTag = regexp.MustCompile(`<[^>]+>`)
+
+func benchWeb(webURL, name string, args map[string]any) string {
+	var list []string
+	key := map[string]string{"search": "query", "visit": "url"}[name]
+	switch v := args[key].(type) {
+	case string:
+		list = []string{v}
+	case []any:
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				list = append(list, s)
+			}
+		}
+	}
+	var parts []string
+	for _, x := range list {
+		var resp *http.Response
+		var err error
+		if name == "search" {
+			body, _ := json.Marshal(map[string]string{"q": x})
+			resp, err = benchClient.Post(webURL+"/search", "application/json", bytes.NewReader(body))
+		} else {
+			resp, err = benchClient.Get(x)
+		}
+		if err != nil {
+			return err.Error()
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if name == "visit" {
+			raw = []byte(strings.Join(strings.Fields(benchTag.ReplaceAllString(string(raw), " ")), " "))
+		}
+		parts = append(parts, string(raw))
+	}
+	return strings.Join(parts, "\n\n")
+}
+
+// BenchmarkGatewayVsInProcess runs the same sim tasks through the
+// built-in agents (in-process) and through the gateway with a push agent in
+// another process, and reports each side's farm CPU per model call (this
+// process: the farm, the clients, and the agents' loop and tools or the
+// gateway), the sim and the pushed agent excluded. The issue's goal is
+// gateway ≤ 1.3 × in-process. A warm-up pass comes first, so the in-process
+// tools answer from their cache and neither side counts tool work.
+func BenchmarkGatewayVsInProcess(b *testing.B) {
+	line, _ := benchproc.Start(b, "TestBenchChild", []string{benchChildEnv + "=1"}, "child ")
+	f := strings.Fields(line)
+	llmURL, webURL, agentURL := f[1], f[2], f[3]
+	world, err := web.Generate(web.Config{Seed: benchWorldSeed, Questions: 64})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tasks := make([]farm.Task, len(world.Questions))
+	for i, q := range world.Questions {
+		tasks[i] = farm.Task{ID: q.ID, Question: q.Question, Answer: q.Answer}
+	}
+	temp := 1.0
+	client := func(role string) *llm.Client {
+		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
+			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+		return c
+	}
+	u, _ := url.Parse(webURL)
+	box, err := tools.NewWebToolbox(tools.WebConfig{
+		Search:     search.Config{Name: "serper", BaseURL: webURL, Getenv: func(string) string { return "sim-key" }},
+		AllowHosts: []string{u.Host},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec, err := agents.NewExecutor(agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	planner, err := agents.NewPlanner(agents.PlannerConfig{Model: client("planner"), Executor: exec,
+		Budget: agents.DefaultPlannerBudget(), Rollout: agents.DefaultRolloutBudget()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURL, HTTPClient: benchClient,
+		Models: map[string]agents.Model{RolePlanner: client("planner"), RoleExecutor: client("executor")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Listen("127.0.0.1:0", Limits()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	scoring := farm.Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), ExpertFallback: rollout.DefaultExpertFallback}
+	const concurrency = 32
+	for _, side := range []struct {
+		name   string
+		runner farm.Runner
+	}{{"in-process", &farm.AgentRunner{Planner: planner}}, {"gateway", g}} {
+		// A warm-up pass over every task: connections, pools and the
+		// in-process tools' cache (which then answers the measured passes,
+		// so both sides count the farm's own work per call).
+		var warm sync.WaitGroup
+		for i, t := range tasks {
+			warm.Go(func() {
+				farm.Execute(context.Background(), side.runner, scoring, rollout.RolloutTask{Run: "warm", QueryID: t.ID, K: i, Seed: int64(i)}, t)
+			})
+		}
+		warm.Wait()
+		b.Run(side.name, func(b *testing.B) {
+			var mu sync.Mutex
+			calls, failed := 0, 0
+			sem := make(chan struct{}, concurrency)
+			var wg sync.WaitGroup
+			cpu0, _ := benchproc.Usage(b)
+			b.ResetTimer()
+			for i := range b.N {
+				sem <- struct{}{}
+				wg.Go(func() {
+					defer func() { <-sem }()
+					t := tasks[i%len(tasks)]
+					task := rollout.RolloutTask{Run: "bench", Step: 1, QueryID: t.ID, K: i, Seed: int64(i)}
+					res := farm.Execute(context.Background(), side.runner, scoring, task, t)
+					n := len(res.Tree.Planner.Turns)
+					for _, e := range res.Tree.Executors {
+						n += len(e.Turns)
+					}
+					mu.Lock()
+					calls += n
+					if res.Error != "" {
+						failed++
+					}
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			cpu1, _ := benchproc.Usage(b)
+			if calls > 0 {
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(calls), "farm-cpu-µs/call")
+				b.ReportMetric(float64(calls)/float64(b.N), "calls/rollout")
+			}
+			if failed > 0 {
+				b.ReportMetric(float64(failed)/float64(b.N), "failed/rollout")
+			}
+		})
+	}
+}

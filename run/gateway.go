@@ -1,0 +1,98 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+
+	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/rollout/gateway"
+)
+
+// defaultGatewayAddr is where a push run's gateway listens when no
+// address is given: loopback, a free port.
+const defaultGatewayAddr = "127.0.0.1:0"
+
+// CheckGateway reports the gateway keys that cannot work, naming key and
+// flag: an address that is not HOST:PORT, URLs that are not http(s), a
+// negative lease. Validate includes it; eval calls it alone.
+func (c Config) CheckGateway() error {
+	var p problems
+	g := c.Gateway
+	if g.Addr != "" {
+		if _, _, err := net.SplitHostPort(g.Addr); err != nil {
+			p.add("gateway.addr", "gateway-addr", "%q: want HOST:PORT (e.g. 127.0.0.1:8700, or :8700 on every interface)", g.Addr)
+		}
+	}
+	for _, u := range []struct{ key, flag, v string }{{"gateway.url", "gateway-url", g.URL}, {"gateway.agent_url", "agent-url", g.AgentURL}} {
+		if u.v == "" {
+			continue
+		}
+		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
+			p.add(u.key, u.flag, "%q: want an http:// or https:// URL", u.v)
+		}
+	}
+	if g.URL != "" && !g.Enabled() {
+		p.add("gateway.url", "gateway-url", "set with --agent-url (push) or --gateway-addr (pull); alone it does nothing")
+	}
+	if g.Lease.Duration < 0 {
+		p.add("gateway.lease", "", "%v: must not be negative (0: 2m)", g.Lease.Duration)
+	}
+	return errors.Join(p...)
+}
+
+// buildGateway starts the gateway of c in front of the role clients
+// (models by role: planner, executor; the single agent's as "agent"). The
+// token, when MGRPO_GATEWAY_TOKEN is set, is every request's bearer token.
+func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger) (*gateway.Gateway, error) {
+	mode, err := rollout.ParseMode(c.Mode)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("mode", "mode"), err)
+	}
+	cfg := gateway.Config{Mode: mode, Models: map[string]agents.Model{}, ModelNames: map[string]string{},
+		Sampling: map[string]llm.Sampling{}, MaxTokens: map[string]int{}, AgentURL: c.Gateway.AgentURL,
+		PublicURL: c.Gateway.URL, Token: os.Getenv(EnvGatewayToken), RolloutTimeout: c.Budgets.RolloutTimeout.Duration,
+		Lease: c.Gateway.Lease.Duration, Logger: logger}
+	for role, cl := range models {
+		e := c.Planner
+		if role != gateway.RolePlanner {
+			e = c.Executor
+		}
+		cfg.Models[role], cfg.ModelNames[role], cfg.Sampling[role] = cl, e.Model, e.sampling()
+		cfg.MaxTokens[role] = e.MaxTokens
+		if cfg.MaxTokens[role] == 0 {
+			cfg.MaxTokens[role] = c.Budgets.MaxTokens
+		}
+	}
+	g, err := gateway.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	addr := c.Gateway.Addr
+	if addr == "" {
+		addr = defaultGatewayAddr
+	}
+	if err := g.Listen(addr, gateway.Limits()); err != nil {
+		return nil, fmt.Errorf("%s: %w", name("gateway.addr", "gateway-addr"), err)
+	}
+	how := "push to " + c.Gateway.AgentURL
+	if c.Gateway.AgentURL == "" {
+		how = "agents pull from " + g.URL() + "/v1/tasks/next"
+	}
+	logger.Info("gateway listening", "url", g.URL(), "tasks", how)
+	return g, nil
+}
+
+// gatewayAgent runs an evaluation's queries through the gateway.
+type gatewayAgent struct{ g *gateway.Gateway }
+
+func (a gatewayAgent) Run(ctx context.Context, q agents.Query) *agents.Rollout {
+	return a.g.Run(ctx, rollout.RolloutTask{QueryID: q.Key, Seed: q.Seed}, farm.Task{ID: q.Key, Question: q.Question})
+}
