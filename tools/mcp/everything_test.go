@@ -49,8 +49,21 @@ func stdioEverything(t *testing.T) ServerConfig {
 // free port of the test's range and returns its configuration.
 func httpEverything(t *testing.T) ServerConfig {
 	t.Helper()
+	return startHTTPEverything(t, freePort(t)).cfg
+}
+
+// httpServer is one run of server-everything over Streamable HTTP, as a
+// process of its own that the test can kill.
+type httpServer struct {
+	cfg ServerConfig
+	cmd *exec.Cmd
+}
+
+// startHTTPEverything starts server-everything's Streamable HTTP transport
+// on port and waits until it listens; the test's cleanup kills it.
+func startHTTPEverything(t *testing.T, port int) *httpServer {
+	t.Helper()
 	script := everythingScript(t)
-	port := freePort(t)
 	cmd := exec.Command("node", script, "streamableHttp")
 	cmd.Env = append(nodeEnv(), fmt.Sprintf("PORT=%d", port))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -59,11 +72,8 @@ func httpEverything(t *testing.T) ServerConfig {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	})
-	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	h := &httpServer{cmd: cmd, cfg: ServerConfig{Name: "every", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)}}
+	t.Cleanup(h.kill)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
@@ -76,21 +86,35 @@ func httpEverything(t *testing.T) ServerConfig {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return ServerConfig{Name: "every", URL: url}
+	return h
 }
 
-// freePort returns a free loopback port of 18500-18549, the range this
-// package's tests use.
+// kill ends the server's process group at once, as a crash would, and
+// waits for it. It is idempotent.
+func (h *httpServer) kill() {
+	_ = syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
+	_ = h.cmd.Wait()
+}
+
+// freePort returns a free loopback port of the range this package's tests
+// use: 18500-18549, or MGRPO_TEST_MCP_PORTS ("LO-HI") when set, so that
+// runs beside CI on one machine can keep to their own ports.
 func freePort(t *testing.T) int {
 	t.Helper()
-	for p := 18500; p < 18550; p++ {
+	lo, hi := 18500, 18549
+	if r := os.Getenv("MGRPO_TEST_MCP_PORTS"); r != "" {
+		if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil || lo > hi {
+			t.Fatalf("MGRPO_TEST_MCP_PORTS=%q: want LO-HI", r)
+		}
+	}
+	for p := lo; p <= hi; p++ {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err == nil {
 			l.Close()
 			return p
 		}
 	}
-	t.Fatal("no free port in 18500-18549")
+	t.Fatalf("no free port in %d-%d", lo, hi)
 	return 0
 }
 
@@ -227,6 +251,66 @@ func TestEverythingRestart(t *testing.T) {
 	}
 	if n := s.Starts("every"); n < 2 {
 		t.Errorf("starts = %d, want a restart", n)
+	}
+}
+
+// TestEverythingRestartHTTP kills server-everything over Streamable HTTP
+// mid-run, a separate process on a port of the test's: the call in flight
+// is an outage (network), the calls while it is down fail as outages well
+// before their timeout instead of hanging, and once it listens again on
+// the same port the next call works on a session the Set initialised anew.
+func TestEverythingRestartHTTP(t *testing.T) {
+	port := freePort(t)
+	h := startHTTPEverything(t, port)
+	sc := h.cfg
+	const timeout = 20 * time.Second
+	sc.Policy = ToolPolicy{Timeout: timeout}
+	s := openSet(t, Config{Servers: []ServerConfig{sc}})
+	reg := registry(t, s)
+	ctx := context.Background()
+	if obs := reg.Call(ctx, "echo", json.RawMessage(`{"message": "before"}`)); obs.Meta.Class != failure.ClassOK {
+		t.Fatalf("echo before the kill = %q (%s %s)", obs.Text, obs.Meta.Class, obs.Meta.Error)
+	}
+	done := make(chan tools.Observation)
+	go func() {
+		done <- reg.Call(ctx, "trigger-long-running-operation", json.RawMessage(`{"duration": 15, "steps": 3}`))
+	}()
+	time.Sleep(500 * time.Millisecond) // let the call reach the server
+	h.kill()
+	obs := <-done
+	if obs.Meta.Class != failure.ClassNetwork {
+		t.Errorf("call in flight at the kill = %q (%s %s), want network", obs.Text, obs.Meta.Class, obs.Meta.Error)
+	}
+	// While the server is down, calls are outages and none waits for its
+	// timeout; each one after the first waits out the backoff the failed
+	// start before it set (a lower bound, safe on a loaded machine).
+	for i := 0; i < 3; i++ {
+		obs := reg.Call(ctx, "echo", json.RawMessage(`{"message": "down"}`))
+		if obs.Meta.Class != failure.ClassNetwork {
+			t.Errorf("call %d while down = %q (%s %s), want network", i, obs.Text, obs.Meta.Class, obs.Meta.Error)
+		}
+		if obs.Meta.Latency >= timeout/2 {
+			t.Errorf("call %d while down took %v: it hung toward its %v timeout", i, obs.Meta.Latency, timeout)
+		}
+		if backoff := baseBackoff << max(i-1, 0); i > 0 && obs.Meta.Latency < backoff {
+			t.Errorf("call %d while down took %v: it did not wait the %v backoff", i, obs.Meta.Latency, backoff)
+		}
+	}
+	startHTTPEverything(t, port)
+	var got tools.Observation
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got = reg.Call(ctx, "echo", json.RawMessage(`{"message": "again"}`))
+		if got.Meta.Class == failure.ClassOK || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got.Meta.Class != failure.ClassOK || !strings.Contains(got.Text, "again") {
+		t.Fatalf("echo after the restart = %q (%s %s)", got.Text, got.Meta.Class, got.Meta.Error)
+	}
+	if n := s.Starts("every"); n < 2 {
+		t.Errorf("sessions started = %d, want a new one after the restart", n)
 	}
 }
 
