@@ -39,6 +39,7 @@ type server struct {
 	proc     *process // the stdio process of sess, nil over HTTP
 	fails    int
 	retryAt  time.Time
+	lastErr  error // the last failed start's, while retryAt is set
 	closed   bool
 	starting chan struct{} // closed when the start in progress ends
 
@@ -62,8 +63,11 @@ func newServer(cfg ServerConfig, log *slog.Logger) *server {
 
 // session returns the live session, starting one when there is none. A
 // start that fails sets the backoff; a call during the backoff waits for
-// its end (bounded by ctx) instead of failing at once, so a restarting
-// server costs the calls that arrive meanwhile time, not an observation.
+// its end instead of failing at once, so a restarting server costs the
+// calls that arrive meanwhile time, not an observation — unless the
+// backoff outlasts ctx's deadline: then waiting could only end in a
+// timeout, and the call fails at once with the last start's error (an
+// outage, not a hang).
 func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 	for {
 		s.mu.Lock()
@@ -86,6 +90,11 @@ func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
 			continue
 		}
 		delay := time.Until(s.retryAt)
+		if dl, ok := ctx.Deadline(); ok && delay > 0 && s.retryAt.After(dl) {
+			err := s.lastErr
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%w (next start in %v)", err, delay.Round(time.Millisecond))
+		}
 		s.starting = make(chan struct{})
 		s.mu.Unlock()
 		err := s.start(ctx, delay)
@@ -119,6 +128,11 @@ func (s *server) start(ctx context.Context, delay time.Duration) error {
 	if err != nil {
 		s.fails++
 		s.retryAt = time.Now().Add(min(baseBackoff<<min(s.fails-1, 10), maxBackoff))
+		s.lastErr = err
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// Not the caller's timeout for the calls that will fail with it.
+			s.lastErr = fmt.Errorf("mcp server %s: its last start did not finish: %s", s.cfg.Name, s.redact(err.Error()))
+		}
 		return err
 	}
 	if s.closed {
@@ -128,7 +142,7 @@ func (s *server) start(ctx context.Context, delay time.Duration) error {
 		}
 		return ErrClosed
 	}
-	s.fails, s.retryAt = 0, time.Time{}
+	s.fails, s.retryAt, s.lastErr = 0, time.Time{}, nil
 	s.sess, s.proc = sess, proc
 	n := s.starts.Add(1)
 	if n > 1 {

@@ -3,6 +3,8 @@ package mcp
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +56,33 @@ func TestTailKeepsLastLines(t *testing.T) {
 	_, _ = tl.Write([]byte("ee\nfour"))
 	if got, want := tl.String(), "two\nthree\nfour"; got != want {
 		t.Errorf("tail = %q, want %q", got, want)
+	}
+}
+
+// TestBackoffPastDeadlineFailsFast checks that a call arriving while a
+// server that failed to start waits out a backoff longer than the call's
+// deadline fails at once with the start's error, not with its own timeout.
+func TestBackoffPastDeadlineFailsFast(t *testing.T) {
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", freePort(t)) // nothing listens
+	s := newServer(ServerConfig{Name: "down", URL: url}, slog.New(slog.DiscardHandler))
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.session(ctx); err == nil {
+		t.Fatal("session to a port nobody listens on succeeded")
+	}
+	s.mu.Lock()
+	s.retryAt = time.Now().Add(time.Hour) // a backoff far past any call's deadline
+	s.mu.Unlock()
+	short, cancelShort := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelShort()
+	_, err := s.session(short)
+	if err == nil || short.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("session during the backoff = %v (ctx %v), want the last start's error at once", err, short.Err())
+	}
+	for _, w := range []string{"mcp server down", "connect to " + url, "next start in"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
 	}
 }
