@@ -120,10 +120,13 @@ func KindOf(c Cause) Kind {
 }
 
 // IsToolOutage reports whether a tool call of class c hit an outage of its
-// provider (after the tool's own retries), not a mistake of the model.
+// provider (after the tool's own retries), not a mistake of the model. A
+// refused connection is ClassNetwork; ClassRefused is the SSRF guard
+// refusing a URL, which is the run's configuration or the model's choice
+// of URL, never the provider's outage.
 func IsToolOutage(c Class) bool {
 	switch c {
-	case ClassServer, ClassRateLimited, ClassTimeout, ClassRefused, ClassNetwork:
+	case ClassServer, ClassRateLimited, ClassTimeout, ClassNetwork:
 		return true
 	}
 	return false

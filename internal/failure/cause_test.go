@@ -34,7 +34,7 @@ func TestCauseTable(t *testing.T) {
 	if KindOf("no such cause") != KindModel {
 		t.Error("an unknown cause is not a model failure")
 	}
-	for c, want := range map[Class]bool{ClassServer: true, ClassRateLimited: true, ClassTimeout: true, ClassRefused: true,
+	for c, want := range map[Class]bool{ClassServer: true, ClassRateLimited: true, ClassTimeout: true, ClassRefused: false,
 		ClassNetwork: true, ClassInvalidArgs: false, ClassClient: false, ClassOK: false} {
 		if IsToolOutage(c) != want {
 			t.Errorf("IsToolOutage(%q) = %v, want %v", c, !want, want)

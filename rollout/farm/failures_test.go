@@ -83,9 +83,9 @@ func TestClassify(t *testing.T) {
 			p.Steps = calls(outage, outage)
 			return &agents.Rollout{Planner: p, Answer: "x"}
 		}, exactScorer{}, FailurePolicy{}, failure.KindNone, ""},
-		{"refused call is an outage, bad arguments are not", func(context.Context, rollout.RolloutTask, Task) *agents.Rollout {
+		{"a refused connection is an outage, bad arguments and SSRF refusals are not", func(context.Context, rollout.RolloutTask, Task) *agents.Rollout {
 			p := answer()
-			p.Steps = calls(failure.ClassRefused, failure.ClassInvalidArgs, failure.ClassInvalidArgs)
+			p.Steps = calls(failure.ClassNetwork, failure.ClassRefused, failure.ClassInvalidArgs, failure.ClassInvalidArgs)
 			return &agents.Rollout{Planner: p, Answer: "x"}
 		}, exactScorer{}, FailurePolicy{TaintToolOutages: true, MaxToolOutageFraction: 0.2}, failure.KindInfra, failure.CauseToolOutage},
 	}
