@@ -46,6 +46,10 @@ type client struct {
 	backoff retryablehttp.Backoff
 	retries int
 	poll    time.Duration
+	// jwt is set in JWT mode (client/config's pjwt_auth_enabled): the
+	// requests but client/config and auth/token carry its token instead
+	// of the key.
+	jwt *jwtSource
 }
 
 // errTransport marks a request that got no (whole) answer: the server may
@@ -132,8 +136,17 @@ func (c *client) doOpts(ctx context.Context, method, route string, body []byte, 
 		req.Header.Set("Content-Type", cmp.Or(o.contentType, mediaJSON))
 	}
 	req.Header.Set("Accept", cmp.Or(o.accept, mediaJSON))
-	if c.key != "" {
-		req.Header.Set(apiKeyHeader, c.key)
+	cred := c.key
+	if c.jwt != nil && !tokenRoutes[route] {
+		if cred, err = c.jwt.get(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("%s: JWT refresh: %w", route, err)
+		}
+	}
+	if cred != "" {
+		req.Header.Set(apiKeyHeader, cred)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -176,14 +189,26 @@ func (c *client) doOpts(ctx context.Context, method, route string, body []byte, 
 // the route. Its message is the server's (see detail), with a hint when a
 // 401 or 403 came to a request sent without a key.
 func (c *client) statusError(route string, resp *http.Response, body []byte) error {
-	se := httpretry.NewStatusError(resp.StatusCode, resp.Header, detail(body), c.key)
+	se := httpretry.NewStatusError(resp.StatusCode, resp.Header, detail(body), c.secrets()...)
 	if (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) && c.key == "" {
 		se.Message = strings.TrimSpace(se.Message + " (no API key sent: $" + c.keyEnv + " is empty)")
+	} else if se.Code == http.StatusUnauthorized && tokenRoutes[route] {
+		// Only the key goes to these: it is the key that was refused.
+		se.Message = strings.TrimSpace(se.Message + " (the key in $" + c.keyEnv + " was refused)")
 	}
 	return fmt.Errorf("%s: %w", route, se)
 }
 
-func (c *client) redact(s string) string { return redact.Secrets(s, c.key) }
+func (c *client) redact(s string) string { return redact.Secrets(s, c.secrets()...) }
+
+// secrets are what must not appear in logs or errors: the key, and the
+// JWT traded for it.
+func (c *client) secrets() []string {
+	if c.jwt != nil {
+		return []string{c.key, c.jwt.current()}
+	}
+	return []string{c.key}
+}
 
 // detail extracts the server's message from an error body: FastAPI's
 // {"detail": "…"} (a string, or a list of validation errors), the SDK's
