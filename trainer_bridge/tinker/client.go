@@ -87,6 +87,18 @@ func bare400(err error) bool {
 	return errors.As(err, &se) && se.Code == http.StatusBadRequest && se.Message == ""
 }
 
+// errJWT is a request not sent because no JWT could be had for it: the
+// trade at auth/token failed (after its own retries) and the token held
+// has expired. It is final, and already says ErrRejected or
+// ErrUnavailable.
+type errJWT struct {
+	route string
+	err   error
+}
+
+func (e *errJWT) Error() string { return e.route + ": JWT refresh: " + e.err.Error() }
+func (e *errJWT) Unwrap() error { return e.err }
+
 // errResubmit is retrieve_future's 410: the future is gone, the request
 // must be sent again.
 var errResubmit = errors.New("future expired (HTTP 410)")
@@ -142,7 +154,7 @@ func (c *client) doOpts(ctx context.Context, method, route string, body []byte, 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			return nil, fmt.Errorf("%s: JWT refresh: %w", route, err)
+			return nil, &errJWT{route: route, err: err}
 		}
 	}
 	if cred != "" {
@@ -259,6 +271,10 @@ func (c *client) callOpts(ctx context.Context, method, route string, body []byte
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
+		var je *errJWT
+		if errors.As(err, &je) {
+			return false, nil
+		}
 		if bare400(err) && bare < 3 {
 			bare++
 			return true, nil
@@ -275,9 +291,12 @@ func (c *client) callOpts(ctx context.Context, method, route string, body []byte
 	})
 	var ex *httpretry.ExhaustedError
 	var se *httpretry.StatusError
+	var je *errJWT
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &je):
+		return je
 	case errors.As(err, &ex):
 		return fmt.Errorf("%w: %v (after %d attempts)", trainerbridge.ErrUnavailable, ex.Err, ex.Attempts)
 	case errors.Is(err, errResubmit):
@@ -417,7 +436,10 @@ func (c *client) waitOpts(ctx context.Context, route, requestID string, o reqOpt
 			return errResubmit
 		}
 		var se *httpretry.StatusError
+		var je *errJWT
 		switch {
+		case errors.As(err, &je):
+			return fmt.Errorf("%s: %w", route, je)
 		case httpretry.Code(err) == http.StatusRequestTimeout:
 			// The long poll ran out on the server's side: poll again.
 			failures = 0

@@ -190,3 +190,59 @@ func TestJWTWrongKey(t *testing.T) {
 		})
 	}
 }
+
+// TestJWTRefreshRefusedMidRun: when the token has expired and auth/token
+// refuses the key from then on, the next step fails at once with
+// ErrRejected saying the JWT could not be refreshed, naming the URL and not
+// the key, and nothing is sent without a token.
+func TestJWTRefreshRefusedMidRun(t *testing.T) {
+	clk := &testClock{t: time.Unix(1_800_000_000, 0)}
+	var refuse sync.Mutex
+	refusing := false
+	wrap := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			refuse.Lock()
+			no := refusing
+			refuse.Unlock()
+			if no && strings.HasSuffix(r.URL.Path, "/auth/token") {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"detail":"API key revoked"}`))
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	s, url := newJWTSim(t, simFaultsNone, clk, wrap)
+	t.Setenv("MGRPO_TEST_SIM_TINKER_KEY", testKey)
+	cfg := fastConfig()
+	cfg.Now = clk.now
+	o := trainerbridge.Options{Run: "jwt", Role: rollout.RolePlanner, BaseModel: testModel, APIKeyEnv: "MGRPO_TEST_SIM_TINKER_KEY"}
+	tr, err := tinker.New("tinker+"+url, o, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx := trainertest.Context(t)
+	if err := tr.Start(ctx); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	refuse.Lock()
+	refusing = true
+	refuse.Unlock()
+	clk.add(jwtLife)
+	plan, _ := trainertest.MustBatches(t, trainertest.BatchSpec{Run: o.Run, Step: 1, Seed: 1})
+	_, err = tr.Train(ctx, plan)
+	if err == nil {
+		t.Fatal("Train with an expired JWT and auth/token refusing succeeded")
+	}
+	msg := err.Error()
+	if !errors.Is(err, trainerbridge.ErrRejected) || !strings.Contains(msg, "JWT refresh") || !strings.Contains(msg, "API key revoked") ||
+		!strings.Contains(msg, url) || strings.Contains(msg, testKey) || strings.Count(msg, "rejected") != 1 {
+		t.Errorf("Train: %v; want one ErrRejected saying the JWT refresh failed, naming %s and not the key", err, url)
+	}
+	if _, refused := s.JWTCounts(); refused != 0 {
+		t.Errorf("%d requests reached the sim without a valid JWT", refused)
+	}
+	t.Logf("%v", err)
+}
