@@ -83,6 +83,13 @@ type Config struct {
 	// APIKey, when set, is required in every request's X-API-Key header
 	// (401 otherwise).
 	APIKey string
+	// JWTLifetime, when positive, serves the SDK's JWT auth mode:
+	// client/config says pjwt_auth_enabled, POST auth/token trades the API
+	// key for a JWT that expires JWTLifetime later (by Now, in whole
+	// seconds), and every route but healthz, client/config and auth/token
+	// wants that JWT in X-API-Key instead of the key (401 "Invalid JWT"
+	// otherwise: missing, altered, of another server, or expired).
+	JWTLifetime time.Duration
 	// SessionTTL is how long a session lives without a heartbeat
 	// (DefaultSessionTTL).
 	SessionTTL time.Duration

@@ -10,8 +10,10 @@
 //
 // Under /api/v1: GET get_server_capabilities (Config.BaseModels) and
 // healthz; POST client/config (the SDK's first request: its flags, with
-// the forward_backward limits Config.ChunkDatums and Config.ChunkBytes),
-// telemetry (accepted and dropped), create_session, session_heartbeat (a
+// the forward_backward limits Config.ChunkDatums and Config.ChunkBytes,
+// and pjwt_auth_enabled when Config.JWTLifetime is set), auth/token (in
+// that JWT mode: the API key traded for a short-lived JWT, which every
+// other route then wants in X-API-Key), telemetry (accepted and dropped), create_session, session_heartbeat (a
 // session expires Config.SessionTTL after its last beat), create_model (a
 // model per request, of a served base model; the LoRA rank is recorded
 // only; a replay of a session's model_seq_id answers the same model),

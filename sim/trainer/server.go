@@ -46,6 +46,11 @@ type Server struct {
 
 	polls atomic.Int64 // long polls held
 
+	// jwt is the JWT auth mode (nil: off); jwtIssued and jwtRefused count
+	// its tokens and refusals, under mu.
+	jwt                   *jwtAuth
+	jwtIssued, jwtRefused int
+
 	faultMu     sync.Mutex
 	faults      Faults
 	faultRng    *rand.Rand
@@ -57,7 +62,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{
+	s := &Server{
 		cfg: cfg, ctx: ctx, cancel: cancel,
 		sessions: map[string]*session{},
 		models:   map[string]*model{},
@@ -72,6 +77,10 @@ func New(cfg Config) *Server {
 		faultCounts:      map[string]int{},
 		faults:           cfg.Faults,
 	}
+	if cfg.JWTLifetime > 0 {
+		s.jwt = newJWTAuth()
+	}
+	return s
 }
 
 // Open is New, restoring the models persisted in cfg.CheckpointDir when
@@ -135,6 +144,7 @@ var routes = map[string]string{
 	"save_weights_for_sampler": http.MethodPost,
 	"retrieve_future":          http.MethodPost,
 	"client/config":            http.MethodPost,
+	"auth/token":               http.MethodPost,
 	"telemetry":                http.MethodPost,
 	"save_weights":             http.MethodPost,
 	"load_weights":             http.MethodPost,
@@ -150,7 +160,7 @@ var routes = map[string]string{
 // unfaulted are the routes fault injection spares: the health check, and
 // the SDK's client configuration and telemetry, which it sends outside its
 // retry of training requests.
-var unfaulted = map[string]bool{"healthz": true, "client/config": true, "telemetry": true}
+var unfaulted = map[string]bool{"healthz": true, "client/config": true, "auth/token": true, "telemetry": true}
 
 // routeKey is the key of path's route in routes: training_runs/ID… and
 // models/ID/checkpoints are one route each.
@@ -179,7 +189,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusServiceUnavailable, "server shutting down"))
 		return
 	}
-	if s.cfg.APIKey != "" && r.Header.Get("X-API-Key") != s.cfg.APIKey && route != "healthz" {
+	if s.jwt != nil {
+		if !s.checkJWT(w, r, route) {
+			return
+		}
+	}
+	if s.cfg.APIKey != "" && (s.jwt == nil || jwtExempt[route]) && r.Header.Get("X-API-Key") != s.cfg.APIKey && route != "healthz" {
 		writeError(w, errorf(http.StatusUnauthorized, "invalid or missing API key (X-API-Key)"))
 		return
 	}
@@ -228,6 +243,8 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request, route string, 
 		s.retrieveFuture(w, r, body)
 	case "client/config":
 		s.clientConfig(w, body)
+	case "auth/token":
+		s.authToken(w)
 	case "telemetry":
 		// Accepted and dropped: the SDK sends its events every second and
 		// waits for them on a fatal error.

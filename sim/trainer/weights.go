@@ -46,8 +46,9 @@ type checkpoint struct {
 }
 
 // clientConfig answers the SDK's first request: the server's flags. The
-// sim serves what the SDK does by default but for JWT auth, zstd bodies,
-// create-via-load and the batched futures poll, which it does not offer.
+// sim serves what the SDK does by default but for zstd bodies,
+// create-via-load and the batched futures poll, which it does not offer;
+// JWT auth is on when Config.JWTLifetime is set.
 func (s *Server) clientConfig(w http.ResponseWriter, body []byte) {
 	var req struct {
 		SDKVersion string `json:"sdk_version"`
@@ -59,7 +60,7 @@ func (s *Server) clientConfig(w http.ResponseWriter, body []byte) {
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"pjwt_auth_enabled":             false,
+		"pjwt_auth_enabled":             s.jwt != nil,
 		"credential_default_source":     "api_key",
 		"parallel_fwdbwd_chunks":        true,
 		"proto_compress_fwdbwd":         false,

@@ -46,6 +46,10 @@ type client struct {
 	backoff retryablehttp.Backoff
 	retries int
 	poll    time.Duration
+	// jwt is set in JWT mode (client/config's pjwt_auth_enabled): the
+	// requests but client/config and auth/token carry its token instead
+	// of the key.
+	jwt *jwtSource
 }
 
 // errTransport marks a request that got no (whole) answer: the server may
@@ -82,6 +86,18 @@ func bare400(err error) bool {
 	var se *httpretry.StatusError
 	return errors.As(err, &se) && se.Code == http.StatusBadRequest && se.Message == ""
 }
+
+// errJWT is a request not sent because no JWT could be had for it: the
+// trade at auth/token failed (after its own retries) and the token held
+// has expired. It is final, and already says ErrRejected or
+// ErrUnavailable.
+type errJWT struct {
+	route string
+	err   error
+}
+
+func (e *errJWT) Error() string { return e.route + ": JWT refresh: " + e.err.Error() }
+func (e *errJWT) Unwrap() error { return e.err }
 
 // errResubmit is retrieve_future's 410: the future is gone, the request
 // must be sent again.
@@ -132,8 +148,17 @@ func (c *client) doOpts(ctx context.Context, method, route string, body []byte, 
 		req.Header.Set("Content-Type", cmp.Or(o.contentType, mediaJSON))
 	}
 	req.Header.Set("Accept", cmp.Or(o.accept, mediaJSON))
-	if c.key != "" {
-		req.Header.Set(apiKeyHeader, c.key)
+	cred := c.key
+	if c.jwt != nil && !tokenRoutes[route] {
+		if cred, err = c.jwt.get(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &errJWT{route: route, err: err}
+		}
+	}
+	if cred != "" {
+		req.Header.Set(apiKeyHeader, cred)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -176,14 +201,26 @@ func (c *client) doOpts(ctx context.Context, method, route string, body []byte, 
 // the route. Its message is the server's (see detail), with a hint when a
 // 401 or 403 came to a request sent without a key.
 func (c *client) statusError(route string, resp *http.Response, body []byte) error {
-	se := httpretry.NewStatusError(resp.StatusCode, resp.Header, detail(body), c.key)
+	se := httpretry.NewStatusError(resp.StatusCode, resp.Header, detail(body), c.secrets()...)
 	if (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) && c.key == "" {
 		se.Message = strings.TrimSpace(se.Message + " (no API key sent: $" + c.keyEnv + " is empty)")
+	} else if se.Code == http.StatusUnauthorized && tokenRoutes[route] {
+		// Only the key goes to these: it is the key that was refused.
+		se.Message = strings.TrimSpace(se.Message + " (the key in $" + c.keyEnv + " was refused)")
 	}
 	return fmt.Errorf("%s: %w", route, se)
 }
 
-func (c *client) redact(s string) string { return redact.Secrets(s, c.key) }
+func (c *client) redact(s string) string { return redact.Secrets(s, c.secrets()...) }
+
+// secrets are what must not appear in logs or errors: the key, and the
+// JWT traded for it.
+func (c *client) secrets() []string {
+	if c.jwt != nil {
+		return []string{c.key, c.jwt.current()}
+	}
+	return []string{c.key}
+}
 
 // detail extracts the server's message from an error body: FastAPI's
 // {"detail": "…"} (a string, or a list of validation errors), the SDK's
@@ -234,6 +271,10 @@ func (c *client) callOpts(ctx context.Context, method, route string, body []byte
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
+		var je *errJWT
+		if errors.As(err, &je) {
+			return false, nil
+		}
 		if bare400(err) && bare < 3 {
 			bare++
 			return true, nil
@@ -250,9 +291,12 @@ func (c *client) callOpts(ctx context.Context, method, route string, body []byte
 	})
 	var ex *httpretry.ExhaustedError
 	var se *httpretry.StatusError
+	var je *errJWT
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, &je):
+		return je
 	case errors.As(err, &ex):
 		return fmt.Errorf("%w: %v (after %d attempts)", trainerbridge.ErrUnavailable, ex.Err, ex.Attempts)
 	case errors.Is(err, errResubmit):
@@ -392,7 +436,10 @@ func (c *client) waitOpts(ctx context.Context, route, requestID string, o reqOpt
 			return errResubmit
 		}
 		var se *httpretry.StatusError
+		var je *errJWT
 		switch {
+		case errors.As(err, &je):
+			return fmt.Errorf("%s: %w", route, je)
 		case httpretry.Code(err) == http.StatusRequestTimeout:
 			// The long poll ran out on the server's side: poll again.
 			failures = 0

@@ -23,8 +23,11 @@ type serverConfig struct {
 	// (fwdbwd_max_chunk_len, fwdbwd_max_chunk_bytes_count).
 	MaxDatums int `json:"fwdbwd_max_chunk_len"`
 	MaxBytes  int `json:"fwdbwd_max_chunk_bytes_count"`
-	// JWTAuth asks clients to trade the API key for a JWT.
+	// JWTAuth asks clients to trade the API key for a JWT (jwt.go).
 	JWTAuth bool `json:"pjwt_auth_enabled"`
+	// CredentialSource is what the SDK trades for the JWT ("api_key", or
+	// "credential_cmd": a command's output); the bridge trades the key.
+	CredentialSource string `json:"credential_default_source"`
 	// Compress asks for zstd forward_backward bodies.
 	Compress bool `json:"proto_compress_fwdbwd"`
 	// ViaLoad offers create_model by load_weights.
@@ -88,7 +91,12 @@ func (t *Trainer) fetchConfig(ctx context.Context) (serverConfig, error) {
 		t.log.Info("tinker client/config has flags the bridge does not know; ignored", "flags", unknown)
 	}
 	if sc.JWTAuth {
-		t.log.Warn("tinker server asks for JWT auth (pjwt_auth_enabled); the bridge goes on sending the API key in X-API-Key")
+		if sc.CredentialSource != "" && sc.CredentialSource != "api_key" {
+			t.log.Warn("tinker client/config names a credential source the bridge does not use; it trades the API key", "credential_default_source", sc.CredentialSource)
+		}
+		if err := t.startJWT(ctx); err != nil {
+			return serverConfig{}, err
+		}
 	}
 	if sc.Compress {
 		t.log.Info("tinker server accepts zstd forward_backward bodies (proto_compress_fwdbwd); the bridge sends them uncompressed")

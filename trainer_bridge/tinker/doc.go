@@ -17,7 +17,11 @@
 // API key is read from the environment variable Options.APIKeyEnv
 // (TINKER_API_KEY by default) when the trainer is made and sent in the
 // X-API-Key header, as the SDK sends it; it is never logged or put in an
-// error (errors pass through redact.Secrets with the key). sdk_version is
+// error (errors pass through redact.Secrets with the key). When
+// client/config says pjwt_auth_enabled, the key is traded at POST
+// auth/token for a short-lived JWT, which then goes in X-API-Key instead
+// and is traded again before it expires (jwt.go); the JWT is redacted as
+// the key is. sdk_version is
 // "mgrpo/" and mgrpo's version, never a version of the SDK's.
 //
 // Every route is under BASE/api/v1, BASE being the URL with the scheme's

@@ -76,6 +76,9 @@ type Config struct {
 	// Logger receives heartbeat failures and warnings (nil:
 	// slog.Default()).
 	Logger *slog.Logger
+	// Now is the clock a JWT's expiry is judged by, in JWT mode (nil:
+	// time.Now); tests move it.
+	Now func() time.Time
 }
 
 // State is what a restarted process needs to go on with the same model
