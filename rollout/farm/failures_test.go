@@ -94,7 +94,7 @@ func TestClassify(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			scoring := Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), Scorer: c.scorer, ExpertFallback: rollout.DefaultExpertFallback}
 			task := rollout.RolloutTask{Run: "r", Step: 1, QueryID: "q", K: 0}
-			r := executeWithRetries(context.Background(), context.Background(), c.policy, resultDigest{}, nil, slog.New(slog.DiscardHandler),
+			r := executeWithRetries(context.Background(), context.Background(), c.policy, resultDigest{}, nil, slog.New(slog.DiscardHandler), nil,
 				func(ctx context.Context) RolloutResult {
 					return Execute(ctx, c.runner, scoring, task, Task{ID: "q", Answer: "x"})
 				})
@@ -145,7 +145,7 @@ func TestExecuteWithRetries(t *testing.T) {
 			stop, cancel = context.WithCancel(bg)
 			cancel()
 		}
-		r := executeWithRetries(bg, stop, p, c.prior, nil, log, run)
+		r := executeWithRetries(bg, stop, p, c.prior, nil, log, nil, run)
 		if *n != c.runs || r.Retries != c.retries || len(r.RetryCauses) != c.causes || r.infra() != c.infra {
 			t.Errorf("%s: %d runs, %d retries, causes %v, infra %v; want %d, %d, %d causes, %v", c.name, *n, r.Retries, r.RetryCauses, r.infra(), c.runs, c.retries, c.causes, c.infra)
 		}
