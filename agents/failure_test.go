@@ -3,6 +3,7 @@ package agents
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,9 @@ func TestTrajectoryFailureClasses(t *testing.T) {
 			if tr.Error == "" || tr.FailureKind != c.kind || tr.FailureCause != c.cause || tr.FailureEndpoint != c.endpoint {
 				t.Errorf("error %q, kind %q, cause %q, endpoint %q; want %q, %q, %q", tr.Error, tr.FailureKind, tr.FailureCause, tr.FailureEndpoint, c.kind, c.cause, c.endpoint)
 			}
+			if tr.FailureTurn == nil || *tr.FailureTurn != 0 {
+				t.Errorf("failure turn %v, want 0 (the first call failed)", tr.FailureTurn)
+			}
 		})
 	}
 }
@@ -65,3 +69,24 @@ type ctxModel struct {
 }
 
 func (m *ctxModel) Chat(ctx context.Context, _ llm.Request) (*llm.Turn, error) { return m.respond(ctx) }
+
+// TestFailureTurnIsTheFailingCall checks that a trajectory records the
+// index of the turn whose call failed (the N of its error's "turn N:"),
+// and none without a failure.
+func TestFailureTurnIsTheFailingCall(t *testing.T) {
+	m := &scriptModel{respond: func(req llm.Request) (*llm.Turn, error) {
+		if n := toolMessages(req); n < 2 {
+			return callTurn(`search:{"query":["a"]}`), nil
+		}
+		return nil, &llm.GiveUpError{Endpoint: "http://gpu-1:8000", Status: 503, Attempts: 6, Err: httpretry.NewStatusError(503, nil, "overloaded")}
+	}}
+	e := mustExecutor(t, m, &fakeToolbox{}, DefaultExecutorBudget())
+	traj := e.Run(context.Background(), "Find X.", "r/executor/0", 7, 0)
+	if traj.FailureKind != failure.KindInfra || traj.FailureTurn == nil || *traj.FailureTurn != 2 || !strings.HasPrefix(traj.Error, "turn 2:") {
+		t.Errorf("kind %q, turn %v, error %q; want infra on turn 2", traj.FailureKind, traj.FailureTurn, traj.Error)
+	}
+	ok := &scriptModel{respond: func(llm.Request) (*llm.Turn, error) { return textTurn("report"), nil }}
+	if tr := mustExecutor(t, ok, &fakeToolbox{}, DefaultExecutorBudget()).Run(context.Background(), "Find X.", "r/executor/0", 7, 0); tr.FailureTurn != nil {
+		t.Errorf("a trajectory without a failure records failure turn %d", *tr.FailureTurn)
+	}
+}

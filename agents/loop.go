@@ -58,7 +58,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		}
 		if err := ctx.Err(); err != nil {
 			traj.Error = fmt.Sprintf("turn %d: %v", turn, context.Cause(ctx))
-			traj.fail(contextCause(ctx), "")
+			traj.failAt(turn, contextCause(ctx), "")
 			return msgs
 		}
 		seed := deriveSeed(l.seed, "turn", turn)
@@ -88,7 +88,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 				reason += fmt.Sprintf(" (its partial generation of %d tokens is kept as the last turn)", len(t.CompletionIDs))
 			}
 			traj.Error = fmt.Sprintf("turn %d: %s", turn, reason)
-			traj.fail(cause, endpoint)
+			traj.failAt(turn, cause, endpoint)
 			return msgs
 		}
 		traj.Turns = append(traj.Turns, t)
@@ -101,7 +101,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 			text, err := l.prompts.render(PromptFormatError, map[string]any{"Reason": step.FormatError})
 			if err != nil {
 				traj.Error = err.Error()
-				traj.fail(failure.CauseSetup, "")
+				traj.failAt(turn, failure.CauseSetup, "")
 				return msgs
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
@@ -125,7 +125,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 			text, err := l.prompts.render(PromptAnswerNow, map[string]any{"Report": l.report})
 			if err != nil {
 				traj.Error = err.Error()
-				traj.fail(failure.CauseSetup, "")
+				traj.failAt(turn, failure.CauseSetup, "")
 				return msgs
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: text})
@@ -185,6 +185,14 @@ func (t *Trajectory) fail(cause failure.Cause, endpoint string) {
 	if t.FailureKind == failure.KindInfra {
 		t.FailureEndpoint = endpoint
 	}
+}
+
+// failAt classifies the trajectory's Error as fail does and records the
+// turn it happened on, so a reader sees which call of the conversation
+// failed without parsing Error.
+func (t *Trajectory) failAt(turn int, cause failure.Cause, endpoint string) {
+	t.fail(cause, endpoint)
+	t.FailureTurn = &turn
 }
 
 // contextCause is the failure cause of a trajectory whose context ended:

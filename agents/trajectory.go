@@ -52,6 +52,10 @@ type Trajectory struct {
 	// FailureEndpoint is the endpoint an infra failure names (the model
 	// server that did not answer), credentials redacted; empty when none.
 	FailureEndpoint string `json:"failure_endpoint,omitempty"`
+	// FailureTurn is the index of the turn on which Error happened (the
+	// model call that failed or was cut, the N of Error's "turn N:"); nil
+	// when there is no failure or it came before any turn (a setup error).
+	FailureTurn *int `json:"failure_turn,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`

@@ -50,6 +50,9 @@ type TrajectoryRecord struct {
 	// failed (see internal/failure).
 	FailureKind  failure.Kind `json:"failure_kind,omitempty"`
 	FailureCause string       `json:"failure_cause,omitempty"`
+	// FailureTurn is the index of the turn Error happened on; omitted
+	// without a failure or before any turn.
+	FailureTurn *int `json:"failure_turn,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`

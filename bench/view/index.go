@@ -72,7 +72,11 @@ type rolloutMeta struct {
 	} `json:"task"`
 	Question string `json:"question"`
 	Error    string `json:"error"`
-	Scores   struct {
+	// FailureKind and FailureCause classify a failed rollout (infra or
+	// model, and what failed).
+	FailureKind  string `json:"failure_kind"`
+	FailureCause string `json:"failure_cause"`
+	Scores       struct {
 		FormatOK bool    `json:"format_ok"`
 		Correct  float64 `json:"correct"`
 		Main     float64 `json:"main"`

@@ -35,6 +35,8 @@ type stepData struct {
 	Hists     []template.HTML
 	Training  []trainingRow
 	AllFailed bool
+	// Failures are the step's non-zero failure counts from its summary.
+	Failures []failureCount
 	// PrevURL and NextURL link the neighbouring queries (query page) or
 	// rollouts (rollout page) of the step, "" at either end.
 	PrevURL, NextURL string
@@ -68,6 +70,8 @@ type rolloutRow struct {
 	Correct   *float64
 	FormatOK  bool
 	Error     string
+	// FailureKind and FailureCause classify a failed rollout.
+	FailureKind, FailureCause string
 	// ID is the rollout's id in rollouts.jsonl; Answer, Turns (the
 	// planner's) and Executors come from its tree; Drifted says a
 	// trajectory of it was split by drift.
@@ -116,6 +120,7 @@ func queryRowOf(sf stepFiles, qs rollout.QueryStats) queryRow {
 			m := sf.rollouts.rollouts[lines[0]]
 			c := m.Scores.Correct
 			rr.Correct, rr.FormatOK, rr.Error = &c, m.Scores.FormatOK, m.Error
+			rr.FailureKind, rr.FailureCause = m.FailureKind, m.FailureCause
 			rr.ID, rr.Answer, rr.Turns, rr.Executors, rr.Drifted = m.ID, m.answer(), m.turns(), m.executors(), m.drifted()
 			if row.Question == "" {
 				row.Question = m.Question
@@ -181,6 +186,7 @@ func (h *Handler) serveStep(w http.ResponseWriter, r *http.Request) {
 		d.Total, d.Kept = len(stats), len(kept)
 		d.AllFailed = allFailed(d.Summary) || (d.Summary == nil && len(rewards) > 0 && failed == len(rewards))
 		d.Training = trainingRows(d.Summary)
+		d.Failures = failureCounts(d.Summary)
 		if len(rewards) > 0 {
 			d.Hists = append(d.Hists, histogram("hist-reward", "rewards R_M ("+strconv.Itoa(len(rewards))+" rollouts)", rewards))
 		}

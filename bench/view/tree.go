@@ -38,9 +38,14 @@ type trajView struct {
 	FormatOK     bool
 	FormatErrors []string
 	Error        string
-	AnswerNow    bool
-	Drifts       int
-	Sub          *rollout.SubScore
+	// FailureKind and FailureCause classify Error; FailureTurn is the
+	// number (as the turns are listed, from 1) of the turn it happened on,
+	// 0 when none is recorded.
+	FailureKind, FailureCause string
+	FailureTurn               int
+	AnswerNow                 bool
+	Drifts                    int
+	Sub                       *rollout.SubScore
 	// Samples are the trajectory's sample lines in executor.jsonl (the
 	// planner's are on the rollout row).
 	Samples []sampleMeta
@@ -92,6 +97,10 @@ func trajectoryView(t *rollout.TrajectoryRecord, anchor, title string) trajView 
 	}
 	v.Task, v.Final, v.Answer, v.FormatOK, v.FormatErrors, v.Error, v.AnswerNow =
 		t.Task, t.Final, t.Answer, t.FormatOK, t.FormatErrors, t.Error, t.AnswerNow
+	v.FailureKind, v.FailureCause = string(t.FailureKind), t.FailureCause
+	if t.FailureTurn != nil {
+		v.FailureTurn = *t.FailureTurn + 1
+	}
 	// Steps are aligned with Turns; a record with more of either still
 	// shows all of both.
 	for i := range max(len(t.Turns), len(t.Steps)) {

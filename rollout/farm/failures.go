@@ -235,10 +235,13 @@ func (r *RolloutResult) infra() bool { return r.FailureKind == failure.KindInfra
 // were used by earlier processes: a resumed run) are not used up, waiting
 // between attempts. No retry starts once stop ends (the run is shutting
 // down): the result is then kept as it is, its retries left for a resumed
-// run. Each retry's cause is kept in the result.
+// run. Each retry's cause is kept in the result. pending, when not nil, is
+// given each infra result about to be retried, its retries and causes so
+// far set, before the wait: a worker stores it as a pending retry, so that
+// a rollout taken up by another process continues its count.
 func executeWithRetries(ctx, stop context.Context, p FailurePolicy, prior resultDigest, m *Metrics, log interface {
 	Info(string, ...any)
-}, run func(context.Context) RolloutResult) RolloutResult {
+}, pending func(*RolloutResult), run func(context.Context) RolloutResult) RolloutResult {
 	r := run(ctx)
 	taint(&r, p)
 	r.Retries = prior.Retries
@@ -251,6 +254,10 @@ func executeWithRetries(ctx, stop context.Context, p FailurePolicy, prior result
 		r.Retries++
 	}
 	for r.infra() && r.Retries < p.RolloutRetries && stop.Err() == nil && ctx.Err() == nil {
+		if pending != nil {
+			r.RetryCauses, r.RetryEndpoint = slices.Clone(causes), endpoint
+			pending(&r)
+		}
 		causes = append(causes, r.FailureCause)
 		endpoint = r.FailureEndpoint
 		n := r.Retries + 1

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestClassify(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			scoring := Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), Scorer: c.scorer, ExpertFallback: rollout.DefaultExpertFallback}
 			task := rollout.RolloutTask{Run: "r", Step: 1, QueryID: "q", K: 0}
-			r := executeWithRetries(context.Background(), context.Background(), c.policy, resultDigest{}, nil, slog.New(slog.DiscardHandler),
+			r := executeWithRetries(context.Background(), context.Background(), c.policy, resultDigest{}, nil, slog.New(slog.DiscardHandler), nil,
 				func(ctx context.Context) RolloutResult {
 					return Execute(ctx, c.runner, scoring, task, Task{ID: "q", Answer: "x"})
 				})
@@ -144,7 +145,7 @@ func TestExecuteWithRetries(t *testing.T) {
 			stop, cancel = context.WithCancel(bg)
 			cancel()
 		}
-		r := executeWithRetries(bg, stop, p, c.prior, nil, log, run)
+		r := executeWithRetries(bg, stop, p, c.prior, nil, log, nil, run)
 		if *n != c.runs || r.Retries != c.retries || len(r.RetryCauses) != c.causes || r.infra() != c.infra {
 			t.Errorf("%s: %d runs, %d retries, causes %v, infra %v; want %d, %d, %d causes, %v", c.name, *n, r.Retries, r.RetryCauses, r.infra(), c.runs, c.retries, c.causes, c.infra)
 		}
@@ -216,5 +217,63 @@ func TestFailurePolicyValidate(t *testing.T) {
 	}
 	if _, err := ParseInfraPolicy("Exclude"); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestDBarAutoLeavesExcludedGroupsOut checks that an automatic d̄ is taken
+// over the d_k of the groups a step trains: step 1's group q1 holds an
+// infra failure and delegates 9 executors in its other rollouts; with
+// exclude its d_k calibrate neither step 1's d̄ nor step 2's (3, the
+// quantile of q0's 1…3), while with zero (the group trained) they do (9).
+func TestDBarAutoLeavesExcludedGroupsOut(t *testing.T) {
+	runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
+		switch {
+		case task.Step == 1 && task.QueryID == "q1" && task.K == 0:
+			return &agents.Rollout{Question: tk.Question, Planner: &agents.Trajectory{Role: agents.RolePlanner, Task: tk.Question,
+				Error: "turn 0: llm call gave up after 6 attempt(s)", FailureKind: failure.KindInfra, FailureCause: failure.CauseEngineUnreachable}}
+		case task.Step == 1 && task.QueryID == "q1":
+			return scriptedRollout(tk, task, 9, tk.Answer)
+		case task.Step == 1:
+			return scriptedRollout(tk, task, 1+task.K%3, tk.Answer)
+		}
+		return scriptedRollout(tk, task, 1, tk.Answer)
+	})
+	for _, tc := range []struct {
+		policy   InfraPolicy
+		want     int
+		excluded int
+	}{{InfraExclude, 3, 1}, {InfraZero, 9, 0}} {
+		t.Run(string(tc.policy), func(t *testing.T) {
+			dir := t.TempDir()
+			cfg := testFarmConfig(dir, runner)
+			cfg.Steps, cfg.DBar = 2, rollout.DBarSpec{Auto: true}
+			cfg.Failures = FailurePolicy{OnInfra: tc.policy, MaxToolOutageFraction: 0.5, MaxFailedFraction: 0.5}
+			sums := mustRunFarm(t, cfg, testTasks(2))
+			if sums[0].ExcludedGroups != tc.excluded {
+				t.Fatalf("step 1: %d excluded groups, want %d", sums[0].ExcludedGroups, tc.excluded)
+			}
+			for i, s := range sums {
+				if s.DBar != tc.want {
+					t.Errorf("step %d: dbar %d, want %d", i+1, s.DBar, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestObservedD checks the d_k an automatic d̄ takes: all of them without
+// exclusions or infra failures, and none of a group holding an infra
+// failure with exclude.
+func TestObservedD(t *testing.T) {
+	ds := []resultDigest{{D: 1}, {D: 2}, {D: 0, Infra: true}, {D: 7}, {D: 3}, {D: 4, Failed: true}}
+	if got := observedD(ds, 2, false); !slices.Equal(got, []int{1, 2, 0, 7, 3, 4}) {
+		t.Errorf("without exclusions: %v", got)
+	}
+	if got := observedD(ds, 2, true); !slices.Equal(got, []int{1, 2, 3, 4}) {
+		t.Errorf("with exclude: %v", got)
+	}
+	clean := []resultDigest{{D: 1}, {D: 2}, {D: 3}, {D: 4}}
+	if a, b := observedD(clean, 2, true), observedD(clean, 2, false); !slices.Equal(a, b) || !slices.Equal(a, []int{1, 2, 3, 4}) {
+		t.Errorf("fault-free: %v and %v, want every d_k", a, b)
 	}
 }

@@ -69,7 +69,7 @@ func trajectoryRecord(tr *agents.Trajectory) (*rollout.TrajectoryRecord, error) 
 	}
 	c := &rollout.TrajectoryRecord{Role: tr.Role, Index: tr.Index, Task: tr.Task, Final: tr.Final, Answer: tr.Answer,
 		FormatOK: tr.FormatOK, FormatErrors: tr.FormatErrors, Error: tr.Error,
-		FailureKind: tr.FailureKind, FailureCause: tr.FailureCause, AnswerNow: tr.AnswerNow}
+		FailureKind: tr.FailureKind, FailureCause: tr.FailureCause, FailureTurn: tr.FailureTurn, AnswerNow: tr.AnswerNow}
 	ids := map[string]string{}
 	renumber := func(calls []openai.ToolCall, turn int) []rollout.ToolCallRecord {
 		if calls == nil {

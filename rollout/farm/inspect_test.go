@@ -37,7 +37,7 @@ func fullTree() *agents.Rollout {
 	calls := []openai.ToolCall{{Index: &idx, ID: "call-0-0", Type: openai.ToolTypeFunction,
 		Function: openai.FunctionCall{Name: "search", Arguments: `{"query":["a <b> & c"]}`}}}
 	planner := &agents.Trajectory{Role: agents.RolePlanner, Task: "q?", Final: "<answer>x</answer>", Answer: "x",
-		FormatOK: true, FormatErrors: []string{"one", "two"}, Error: "turn 2: cut", FailureKind: failure.KindInfra, FailureCause: "stream_cut", AnswerNow: true,
+		FormatOK: true, FormatErrors: []string{"one", "two"}, Error: "turn 2: cut", FailureKind: failure.KindInfra, FailureCause: "stream_cut", FailureTurn: new(2), AnswerNow: true,
 		Turns: []*llm.Turn{
 			{Message: openai.ChatCompletionMessage{Role: "assistant", Content: "calling", Refusal: "no", Name: "bot",
 				ReasoningContent: "think", FunctionCall: &openai.FunctionCall{Name: "f", Arguments: "{}"}, ToolCalls: calls, ToolCallID: "t"},
@@ -172,7 +172,7 @@ func TestInspectionRecordStrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(line)
-	for _, gone := range []string{"chatcmpl", "gpu-1", "prompt_ids", "completion_ids", "logprobs", "attempts", "2023-", `"cache_hit":true`, `"upstream":3`, "shared_hits"} {
+	for _, gone := range []string{"chatcmpl", "gpu-1", "prompt_ids", "completion_ids", "logprobs", "attempts", "2023-", `"cache_hit":true`, `"upstream":3`, "shared_hits", "failure_turn"} {
 		if strings.Contains(s, gone) {
 			t.Errorf("record holds %q: %s", gone, s)
 		}

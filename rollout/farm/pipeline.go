@@ -125,7 +125,8 @@ func (f *Farm) Run(ctx context.Context) (_ []rollout.StepSummary, err error) {
 // stepOutcome is what a written step leaves for the run and its store.
 type stepOutcome struct {
 	summary rollout.StepSummary
-	// d are the step's d_k in plan order.
+	// d are the d_k of the step's trained groups in plan order
+	// (observedD): the next step's automatic d̄ takes them.
 	d     []int
 	stats []rollout.QueryStats
 	// batches are the samples of the roles this process trains, kept as
@@ -191,10 +192,7 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 		f.log.Error("run stopped: the step cannot be useful", "step", step, "error", err)
 		return stepOutcome{}, err
 	}
-	d := make([]int, len(digests))
-	for i := range digests {
-		d[i] = digests[i].D
-	}
+	d := observedD(digests, f.cfg.GroupSize, f.cfg.Failures.excludes())
 	dbar, err := f.resolveDBar(step, prevD, d)
 	if err != nil {
 		return stepOutcome{}, err
@@ -284,6 +282,28 @@ func lastWritten(written map[int]store.StepRecord, steps int) *rollout.StepSumma
 	return nil
 }
 
+// observedD returns the d_k a step observed, in plan order, for an
+// automatic d̄: those of the groups it trains. With exclude, a group
+// holding a rollout that is still an infra failure leaves the batch, and
+// its d_k leave the observations too: a rollout cut short by an outage
+// delegated fewer executors than it would have, and the excluded groups'
+// d_k would otherwise move d̄, and so the next step's files, with the
+// cluster's outages. group is K (results q*K+k are query q's). Without
+// exclusions the d_k are all of the step's, as before the classes.
+func observedD(digests []resultDigest, group int, exclude bool) []int {
+	d := make([]int, 0, len(digests))
+	for q := 0; q < len(digests); q += group {
+		g := digests[q:min(q+group, len(digests))]
+		if exclude && anyInfra(g) {
+			continue
+		}
+		for _, dg := range g {
+			d = append(d, dg.D)
+		}
+	}
+	return d
+}
+
 // resolveDBar picks the step's d̄: the fixed value, or with auto the
 // quantile of the previous step's d_k, or of this step's own d_k for the
 // first step (the calibration pass). Modes without a sub side need none.
@@ -295,6 +315,10 @@ func (f *Farm) resolveDBar(step int, prevD, thisD []int) (int, error) {
 	switch {
 	case !f.cfg.DBar.Auto:
 		source = "fixed"
+	case len(prevD) == 0 && len(thisD) == 0:
+		// Every group of the step was excluded (observedD), and the
+		// step trains no sample: d̄ only labels its summary.
+		observed, source = []int{1}, "none observed (every group excluded)"
 	case len(prevD) == 0:
 		observed, source = thisD, "calibration pass (this step)"
 	}

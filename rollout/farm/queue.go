@@ -76,8 +76,8 @@ func (f *Farm) runQueued(ctx context.Context, plan stepPlan, finished map[int]re
 			stop()
 			return nil, err
 		}
-		if count != p.Done {
-			p.Done = count
+		if done := min(count, n); done != p.Done {
+			p.Done = done
 			if s := time.Since(start).Seconds(); s > 0 {
 				p.Rate = float64(p.Done) / s
 			}
@@ -86,7 +86,17 @@ func (f *Farm) runQueued(ctx context.Context, plan stepPlan, finished map[int]re
 			}
 		}
 		if count >= n {
-			break
+			// The count takes in pending retries (results kept under
+			// keys of their own): the step is in once every rollout
+			// has its own result.
+			have, err := f.st.digests(ctx, f.cfg.Run, plan.step)
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			if allFinal(plan, have) {
+				break
+			}
 		}
 		if deadSeen, err = f.recordDead(ctx, plan, byID, deadSeen); err != nil {
 			stop()
@@ -121,6 +131,17 @@ func (f *Farm) runQueued(ctx context.Context, plan stepPlan, finished map[int]re
 		digests[i] = d
 	}
 	return digests, nil
+}
+
+// allFinal reports whether every rollout of plan has its own result in
+// have (not only a pending retry).
+func allFinal(plan stepPlan, have map[string]resultDigest) bool {
+	for _, u := range plan.units {
+		if d, ok := have[u.ID()]; !ok || d.pending {
+			return false
+		}
+	}
+	return true
 }
 
 // countResults returns how many results the step holds.
@@ -165,6 +186,7 @@ func (f *Farm) recordDead(ctx context.Context, plan stepPlan, byID map[string]in
 		why := fmt.Sprintf("rollout dead-lettered: its lease expired %d times (last worker %s); a worker running it may have crashed", d.Attempts, d.LastWorker)
 		f.log.Warn("rollout dead-lettered: recorded as failed", "rollout", d.Task.ID(), "attempts", d.Attempts, "last_worker", d.LastWorker)
 		r := failedResult(ctx, f.scoring, d.Task, plan.tasks[i/f.cfg.GroupSize], why)
+		r.final = true
 		if err := f.st.putResult(ctx, &r); err != nil {
 			return seen, err
 		}

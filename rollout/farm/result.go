@@ -71,6 +71,10 @@ type RolloutResult struct {
 	// toolCalls counts its tool calls (delegations aside); it does not
 	// travel.
 	toolCalls int
+	// final makes an infra result with retries left the rollout's own
+	// result, never a pending retry (a dead-lettered rollout: running it
+	// again is what killed its workers); it does not travel.
+	final bool
 }
 
 // Failed reports whether the rollout failed.

@@ -48,7 +48,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			}
 			if units.Go(func(unitCtx context.Context) {
 				f.cfg.Metrics.started()
-				r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, plan.prior[i], f.cfg.Metrics, f.log, func(c context.Context) RolloutResult {
+				r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, plan.prior[i], f.cfg.Metrics, f.log, nil, func(c context.Context) RolloutResult {
 					return f.executeUnit(c, plan, i)
 				})
 				digests[i] = digestOf(&r)

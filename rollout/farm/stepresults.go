@@ -33,6 +33,10 @@ type resultDigest struct {
 	// RetryCauses are an infra result's retried runs' causes, which its
 	// retry on resume carries on.
 	RetryCauses []string `json:"retry_causes,omitempty"`
+	// pending marks a digest read from a pending-retry key (see
+	// addDigest): the rollout's retries go on and its own result is to
+	// come.
+	pending bool
 }
 
 // kind is the digest's failure class: infra, model (any other failure) or
@@ -225,9 +229,10 @@ func (a *storeAccess) digests(ctx context.Context, run string, step int) (map[st
 const pendingRetry = "#retry-"
 
 // resultKey is the store key of r: its id, or for an infra result with
-// retries left its pending-retry key.
+// retries left its pending-retry key (a final result, r.final, never has
+// one).
 func (a *storeAccess) resultKey(r *RolloutResult) string {
-	if r.infra() && r.Retries < a.retries {
+	if r.infra() && r.Retries < a.retries && !r.final {
 		return r.Task.ID() + pendingRetry + strconv.Itoa(r.Retries)
 	}
 	return r.Task.ID()
@@ -238,6 +243,7 @@ func (a *storeAccess) resultKey(r *RolloutResult) string {
 // the one with the most retries wins.
 func addDigest(out map[string]resultDigest, key string, d resultDigest) {
 	id, _, pending := strings.Cut(key, pendingRetry)
+	d.pending = pending
 	old, ok := out[id]
 	switch {
 	case !pending:
@@ -248,4 +254,34 @@ func addDigest(out map[string]resultDigest, key string, d resultDigest) {
 		}
 		out[id] = d
 	}
+}
+
+// pendingDigest returns the digest of task u's latest pending retry in the
+// store (its retries so far, the causes of its runs), the zero digest when
+// none is: a worker taking up a rollout another process left in the middle
+// of its retries (a resumed run, a lease that expired) continues its count
+// instead of starting it again.
+func (a *storeAccess) pendingDigest(ctx context.Context, u rollout.RolloutTask) (resultDigest, error) {
+	for n := a.retries - 1; n >= 0; n-- {
+		key := u.ID() + pendingRetry + strconv.Itoa(n)
+		var raw json.RawMessage
+		err := a.retry(ctx, "read the pending retry of "+u.ID(), func(ctx context.Context) error {
+			var err error
+			raw, err = a.store.Result(ctx, u.Run, u.Step, key)
+			return err
+		})
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return resultDigest{}, err
+		}
+		d, err := decodeDigest(raw)
+		if err != nil {
+			return resultDigest{}, fmt.Errorf("pending retry of %s: %w: %w", u.ID(), store.ErrCorrupt, err)
+		}
+		d.pending = true
+		return d, nil
+	}
+	return resultDigest{}, nil
 }

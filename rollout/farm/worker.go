@@ -160,7 +160,7 @@ func (w *Worker) Serve(ctx context.Context) (err error) {
 			break
 		}
 		for _, l := range leases {
-			runs.Start(func(runCtx context.Context) { w.serveLease(runCtx, l, stop) })
+			runs.Start(func(runCtx context.Context) { w.serveLease(runCtx, ctx, l, stop) })
 		}
 	}
 	if cause := context.Cause(ctx); serveErr == nil && errors.Is(cause, store.ErrUnusable) {
@@ -177,8 +177,9 @@ func (w *Worker) Serve(ctx context.Context) (err error) {
 // then stores its result and completes it. A lease lost to another worker
 // stops the rollout: the other worker's result will count. A store that
 // cannot take the result (store.ErrUnusable) stops the worker through
-// stop.
-func (w *Worker) serveLease(ctx context.Context, l store.Lease, stop context.CancelCauseFunc) {
+// stop. No retry of an infra rollout starts once serving ends (shutdown
+// ends): the rollout is stored as a pending retry, for the next worker.
+func (w *Worker) serveLease(ctx, shutdown context.Context, l store.Lease, stop context.CancelCauseFunc) {
 	task := l.Task
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -208,7 +209,7 @@ func (w *Worker) serveLease(ctx context.Context, l store.Lease, stop context.Can
 		}
 	}()
 	w.cfg.Metrics.started()
-	r := w.execute(ctx, task)
+	r := w.execute(ctx, shutdown, task)
 	close(stopExtend)
 	<-extended
 	w.cfg.Metrics.finished(r.Failed(), digestOf(&r).kind())
@@ -226,19 +227,42 @@ func (w *Worker) serveLease(ctx context.Context, l store.Lease, stop context.Can
 		w.log.Error("storing a result failed; the lease will expire and the rollout be redone", "rollout", task.ID(), "error", err)
 		return
 	}
+	if w.st.resultKey(&r) != task.ID() {
+		// A pending retry (serving ended in the middle of the rollout's
+		// retries): the task stays uncompleted, and the worker that
+		// takes it once its lease expires continues the count.
+		w.log.Info("rollout left in the middle of its retries: the next worker continues them", "rollout", task.ID(), "retries", r.Retries)
+		return
+	}
 	if err := w.st.retry(ctx, "complete "+task.ID(), func(ctx context.Context) error { return w.cfg.Store.Complete(ctx, l) }); err != nil {
 		w.log.Warn("completing a task failed; its result is stored and counts", "rollout", task.ID(), "error", err)
 	}
 }
 
 // execute runs task, or records as failed a task whose query the run does
-// not hold.
-func (w *Worker) execute(ctx context.Context, task rollout.RolloutTask) RolloutResult {
+// not hold. A rollout another process left in the middle of its retries
+// (its pending retry in the store) continues their count, and each infra
+// run about to be retried is stored as a pending retry: a worker killed
+// while it waits leaves the count for the one that takes the task next.
+func (w *Worker) execute(ctx, shutdown context.Context, task rollout.RolloutTask) RolloutResult {
 	t, ok := w.tasks[task.QueryID]
 	if !ok {
 		return failedResult(ctx, w.scoring, task, Task{ID: task.QueryID}, fmt.Sprintf("query %q is not among the run's tasks", task.QueryID))
 	}
-	return executeWithRetries(ctx, ctx, w.cfg.Failures, resultDigest{}, w.cfg.Metrics, w.log, func(ctx context.Context) RolloutResult {
+	prior, err := w.st.pendingDigest(ctx, task)
+	if err != nil {
+		w.log.Warn("reading a pending retry failed; the rollout's retries are counted from 0", "rollout", task.ID(), "error", err)
+		prior = resultDigest{}
+	}
+	if !prior.Infra || prior.Retries >= w.cfg.Failures.RolloutRetries {
+		prior = resultDigest{}
+	}
+	pending := func(r *RolloutResult) {
+		if err := w.st.putResult(ctx, r); err != nil {
+			w.log.Warn("storing a pending retry failed; a worker taking the rollout up would count its retries from the last one stored", "rollout", task.ID(), "error", err)
+		}
+	}
+	return executeWithRetries(ctx, shutdown, w.cfg.Failures, prior, w.cfg.Metrics, w.log, pending, func(ctx context.Context) RolloutResult {
 		return Execute(ctx, w.cfg.Runner, w.scoring, task, t)
 	})
 }

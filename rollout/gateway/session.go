@@ -72,9 +72,11 @@ type trajectory struct {
 	steps  [][]openai.ToolCall
 	obs    map[string]string // tool_call_id → observation seen in later requests
 	errMsg string
-	prefix llm.PromptPrefix
-	start  time.Time
-	last   time.Time
+	// errTurn is the turn errMsg names.
+	errTurn int
+	prefix  llm.PromptPrefix
+	start   time.Time
+	last    time.Time
 }
 
 func newSession(id, question string, seed int64) *session {
@@ -183,7 +185,7 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 		t.steps = append(t.steps, calls)
 	}
 	if callErr != nil && t.errMsg == "" {
-		t.errMsg = fmt.Sprintf("turn %d: %v", len(t.turns), callErr)
+		t.errMsg, t.errTurn = fmt.Sprintf("turn %d: %v", len(t.turns), callErr), len(t.turns)
 	}
 	if answer != nil {
 		t.msgs = append(append(t.msgs[:0:0], msgs...), *answer)

@@ -69,10 +69,17 @@ func merged(ts []*trajectory, role, task string, started time.Time) *agents.Traj
 	out := &agents.Trajectory{Role: role, Task: task, Started: started}
 	for i, t := range ts {
 		c := convert(t, role, 0, task)
+		base := len(out.Turns)
 		out.Turns = append(out.Turns, c.Turns...)
 		out.Steps = append(out.Steps, c.Steps...)
 		if out.Error == "" {
 			out.Error, out.FailureKind, out.FailureCause = c.Error, c.FailureKind, c.FailureCause
+			if c.FailureTurn != nil {
+				// The merged trajectory's turn: after those of the
+				// conversations before.
+				turn := base + *c.FailureTurn
+				out.FailureTurn = &turn
+			}
 		}
 		if i == len(ts)-1 {
 			out.Final = c.Final
@@ -106,6 +113,8 @@ func convert(t *trajectory, role string, index int, task string) *agents.Traject
 	}
 	if t.errMsg != "" {
 		out.Error = t.errMsg
+		turn := t.errTurn
+		out.FailureTurn = &turn
 		// A model call that failed after the client's retries: the
 		// engines, not the policy.
 		out.FailureKind, out.FailureCause = failure.KindInfra, "engine"
