@@ -12,11 +12,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/gateway/gatewaytest"
 )
 
 // simWebURL is the sim web's address in a `--sim` run on the fixed ports.
@@ -68,58 +68,11 @@ func tool(name, arg, typ string) map[string]any {
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{arg: prop}, "required": []string{arg}}}}
 }
 
-// agentLoop runs one conversation until the model answers without tool
-// calls; each turn's calls run in parallel.
+// agentLoop runs one conversation of the Go agent (gatewaytest.Converse,
+// 12 turns at temperature 0.3, which the run's settings override).
 func agentLoop(base, system, user string, tools []any, run func(name string, args map[string]any) string) (string, error) {
-	msgs := []any{map[string]any{"role": "system", "content": system}, map[string]any{"role": "user", "content": user}}
-	for range 12 {
-		body, _ := json.Marshal(map[string]any{"model": "any", "messages": msgs, "tools": tools, "temperature": 0.3})
-		resp, err := http.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("%s: %s", resp.Status, raw)
-		}
-		var out struct {
-			Choices []struct {
-				Message map[string]any `json:"message"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
-			return "", fmt.Errorf("bad answer %s", raw)
-		}
-		m := out.Choices[0].Message
-		msgs = append(msgs, m)
-		calls, _ := m["tool_calls"].([]any)
-		if len(calls) == 0 {
-			content, _ := m["content"].(string)
-			return content, nil
-		}
-		results := make([]string, len(calls))
-		var wg sync.WaitGroup
-		for i, c := range calls {
-			fn, _ := c.(map[string]any)["function"].(map[string]any)
-			name, _ := fn["name"].(string)
-			argText, _ := fn["arguments"].(string)
-			wg.Go(func() {
-				var args map[string]any
-				if err := json.Unmarshal([]byte(argText), &args); err != nil {
-					results[i] = "Invalid arguments: " + err.Error()
-					return
-				}
-				results[i] = run(name, args)
-			})
-		}
-		wg.Wait()
-		for i, c := range calls {
-			fn, _ := c.(map[string]any)["function"].(map[string]any)
-			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": c.(map[string]any)["id"], "name": fn["name"], "content": results[i]})
-		}
-	}
-	return "", fmt.Errorf("no final message in 12 turns")
+	return gatewaytest.Converse(http.DefaultClient, base, gatewaytest.Conversation{System: system, User: user, Tools: tools,
+		MaxTurns: 12, Extra: map[string]any{"temperature": 0.3}}, run)
 }
 
 var htmlTag = regexp.MustCompile(`<[^>]+>`)

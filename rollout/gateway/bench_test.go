@@ -20,6 +20,7 @@ import (
 	"github.com/mgrpo/mgrpo/internal/benchproc"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/rollout/gateway/gatewaytest"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/web"
 	"github.com/mgrpo/mgrpo/tools"
@@ -105,55 +106,9 @@ func benchTool(name, arg, typ string) map[string]any {
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{arg: prop}}}}
 }
 
+// benchConverse runs one conversation of the benchmark's agent.
 func benchConverse(base, user string, tools []any, run func(string, map[string]any) string) (string, error) {
-	msgs := []any{map[string]any{"role": "system", "content": "You are an agent."}, map[string]any{"role": "user", "content": user}}
-	for range 16 {
-		body, _ := json.Marshal(map[string]any{"model": "m", "messages": msgs, "tools": tools})
-		resp, err := benchClient.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
-		if err != nil {
-			return "", err
-		}
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return "", fmt.Errorf("%s: %s", resp.Status, raw)
-		}
-		var out struct {
-			Choices []struct {
-				Message map[string]any `json:"message"`
-			} `json:"choices"`
-		}
-		if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
-			return "", fmt.Errorf("bad answer %.200s", raw)
-		}
-		m := out.Choices[0].Message
-		msgs = append(msgs, m)
-		calls, _ := m["tool_calls"].([]any)
-		if len(calls) == 0 {
-			s, _ := m["content"].(string)
-			return s, nil
-		}
-		results := make([]string, len(calls))
-		var wg sync.WaitGroup
-		for i, c := range calls {
-			fn, _ := c.(map[string]any)["function"].(map[string]any)
-			name, _ := fn["name"].(string)
-			text, _ := fn["arguments"].(string)
-			wg.Go(func() {
-				var args map[string]any
-				if json.Unmarshal([]byte(text), &args) != nil {
-					results[i] = "Invalid arguments."
-					return
-				}
-				results[i] = run(name, args)
-			})
-		}
-		wg.Wait()
-		for i, c := range calls {
-			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": c.(map[string]any)["id"], "content": results[i]})
-		}
-	}
-	return "", fmt.Errorf("no final message")
+	return gatewaytest.Converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16}, run)
 }
 
 var benchTag = regexp.MustCompile(`<[^>]+>`)

@@ -1,0 +1,90 @@
+// Package gatewaytest is an agent written only to the gateway's wire
+// contract (docs/gateway.md), for tests and benchmarks: it knows OpenAI's
+// chat shapes and nothing of the project's client, so it checks the
+// gateway as a user's agent would use it.
+package gatewaytest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// Conversation is one agent's chat: its prompts, the tools it offers
+// (OpenAI function specs), how many turns it may take and the extra
+// request fields it sends (for example a temperature the run overrides).
+type Conversation struct {
+	System, User string
+	Tools        []any
+	MaxTurns     int
+	Extra        map[string]any
+}
+
+// Converse runs c against base (a role's OpenAI base URL) until the model
+// answers without tool calls, and returns that answer. Each turn's tool
+// calls run in parallel through run; arguments that are not JSON become an
+// error observation, as an agent framework would send.
+func Converse(client *http.Client, base string, c Conversation, run func(name string, args map[string]any) string) (string, error) {
+	msgs := []any{map[string]any{"role": "system", "content": c.System}, map[string]any{"role": "user", "content": c.User}}
+	for range c.MaxTurns {
+		req := map[string]any{"model": "any", "messages": msgs, "tools": c.Tools}
+		for k, v := range c.Extra {
+			req[k] = v
+		}
+		body, err := json.Marshal(req)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		raw, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return "", err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("%s: %s", resp.Status, raw)
+		}
+		var out struct {
+			Choices []struct {
+				Message map[string]any `json:"message"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal(raw, &out); err != nil || len(out.Choices) == 0 {
+			return "", fmt.Errorf("bad answer %.200s", raw)
+		}
+		m := out.Choices[0].Message
+		msgs = append(msgs, m)
+		calls, _ := m["tool_calls"].([]any)
+		if len(calls) == 0 {
+			content, _ := m["content"].(string)
+			return content, nil
+		}
+		results := make([]string, len(calls))
+		var wg sync.WaitGroup
+		for i, call := range calls {
+			fn, _ := call.(map[string]any)["function"].(map[string]any)
+			name, _ := fn["name"].(string)
+			argText, _ := fn["arguments"].(string)
+			wg.Go(func() {
+				var args map[string]any
+				if err := json.Unmarshal([]byte(argText), &args); err != nil {
+					results[i] = "Invalid arguments: " + err.Error()
+					return
+				}
+				results[i] = run(name, args)
+			})
+		}
+		wg.Wait()
+		for i, call := range calls {
+			fn, _ := call.(map[string]any)["function"].(map[string]any)
+			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": call.(map[string]any)["id"], "name": fn["name"], "content": results[i]})
+		}
+	}
+	return "", fmt.Errorf("no final message in %d turns", c.MaxTurns)
+}
