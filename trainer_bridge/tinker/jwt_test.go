@@ -69,26 +69,7 @@ func newJWTSim(t *testing.T, faults simtrainer.Faults, clk *testClock, wrap func
 func TestJWTConformanceAgainstSimTrainer(t *testing.T) {
 	s, url := newJWTSim(t, simFaults, nil, nil)
 	t.Setenv("MGRPO_TEST_SIM_TINKER_KEY", testKey)
-	last := map[string]*tinker.Trainer{}
-	trainertest.Run(t, func(t *testing.T, run string, role rollout.Role) trainerbridge.Trainer {
-		o := trainerbridge.Options{Run: run, Role: role, BaseModel: testModel, APIKeyEnv: "MGRPO_TEST_SIM_TINKER_KEY",
-			Adam: trainerbridge.AdamParams{LearningRate: 0.01}}
-		tr, err := tinker.New("tinker+"+url, o, fastConfig())
-		if err != nil {
-			t.Fatalf("New: %v", err)
-		}
-		if prev := last[run+"/"+string(role)]; prev != nil {
-			state, err := prev.ResumeState()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.Resume(state); err != nil {
-				t.Fatalf("Resume: %v", err)
-			}
-		}
-		last[run+"/"+string(role)] = tr
-		return tr
-	})
+	trainertest.Run(t, resumingOpener(url))
 	issued, refused := s.JWTCounts()
 	if issued == 0 || refused != 0 {
 		t.Errorf("sim JWTCounts: %d issued, %d refused; want some issued, none refused", issued, refused)

@@ -120,26 +120,7 @@ func TestTrainsAgainstSimTrainer(t *testing.T) {
 func TestConformanceAgainstSimTrainer(t *testing.T) {
 	_, url, _ := newSimTrainer(t, simFaults)
 	t.Setenv("MGRPO_TEST_SIM_TINKER_KEY", testKey)
-	last := map[string]*tinker.Trainer{}
-	trainertest.Run(t, func(t *testing.T, run string, role rollout.Role) trainerbridge.Trainer {
-		o := trainerbridge.Options{Run: run, Role: role, BaseModel: testModel, APIKeyEnv: "MGRPO_TEST_SIM_TINKER_KEY",
-			Adam: trainerbridge.AdamParams{LearningRate: 0.01}}
-		tr, err := tinker.New("tinker+"+url, o, fastConfig())
-		if err != nil {
-			t.Fatalf("New: %v", err)
-		}
-		if prev := last[run+"/"+string(role)]; prev != nil {
-			state, err := prev.ResumeState()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.Resume(state); err != nil {
-				t.Fatalf("Resume: %v", err)
-			}
-		}
-		last[run+"/"+string(role)] = tr
-		return tr
-	})
+	trainertest.Run(t, resumingOpener(url))
 }
 
 // TestSimTrainerReplayAndResume: a step sent again, by the same trainer
@@ -208,5 +189,31 @@ func TestSimTrainerReplayAndResume(t *testing.T) {
 	}
 	if res.Metrics["adam_step"] != 2 || res.Version != 2 {
 		t.Errorf("step 2: adam step %v, version %d; want 2 and 2 (step 1 trained once)", res.Metrics["adam_step"], res.Version)
+	}
+}
+
+// resumingOpener opens bridge trainers on the sim trainer at url, resuming
+// a reopened trainer from the state of the last one opened for the same
+// run and role, as a resumed run does.
+func resumingOpener(url string) func(t *testing.T, run string, role rollout.Role) trainerbridge.Trainer {
+	last := map[string]*tinker.Trainer{}
+	return func(t *testing.T, run string, role rollout.Role) trainerbridge.Trainer {
+		o := trainerbridge.Options{Run: run, Role: role, BaseModel: testModel, APIKeyEnv: "MGRPO_TEST_SIM_TINKER_KEY",
+			Adam: trainerbridge.AdamParams{LearningRate: 0.01}}
+		tr, err := tinker.New("tinker+"+url, o, fastConfig())
+		if err != nil {
+			t.Fatalf("New: %v", err)
+		}
+		if prev := last[run+"/"+string(role)]; prev != nil {
+			state, err := prev.ResumeState()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Resume(state); err != nil {
+				t.Fatalf("Resume: %v", err)
+			}
+		}
+		last[run+"/"+string(role)] = tr
+		return tr
 	}
 }
