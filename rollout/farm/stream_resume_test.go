@@ -281,7 +281,7 @@ func TestStreamedDynamicSampling(t *testing.T) {
 	if extra < 6 {
 		t.Errorf("%d groups discarded over the run, want at least 6", extra)
 	}
-	checkStreamedBatches(t, sums, log, 1)
+	checkStreamedBatches(t, sums, log, 1, 4)
 }
 
 // TestStreamedDynamicSamplingCap: with every group's rewards equal, a step
