@@ -34,19 +34,21 @@ func (l *lockedBuffer) String() string {
 }
 
 // TestSecondSignalStopsAtOnce runs a rollout against a slow model server
-// (every answer takes 3 s), interrupts it once, then again, and checks that
+// (every answer takes 5 s), interrupts it once, then again, and checks that
 // the first interrupt starts the graceful stop, the second exits at once
-// with status 130, and no step directory was written.
+// with status 130, and no step directory was written. "At once" is checked
+// by order, not by a clock a loaded machine would fail: the exit comes
+// while the run is still in its 10 s grace period.
 func TestSecondSignalStopsAtOnce(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a rollout against a slow sim server")
 	}
 	cfg := simllm.DefaultConfig()
-	cfg.TTFT = 3 * time.Second
+	cfg.TTFT = 5 * time.Second
 	dir := t.TempDir()
 	s := startSimServers(t, dir, cfg, 2)
 	conf := filepath.Join(dir, "run.yaml")
-	os.WriteFile(conf, []byte("grace: 4s\n"), 0o644)
+	os.WriteFile(conf, []byte("grace: 10s\n"), 0o644)
 	out := filepath.Join(dir, "out")
 
 	signals := make(chan os.Signal, 2)
@@ -62,18 +64,15 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	waitFor(t, &stderr, "step start")
 	signals <- syscall.SIGINT
 	waitFor(t, &stderr, "send the signal again to stop at once")
-	sent := time.Now()
 	signals <- syscall.SIGINT
 	select {
 	case code := <-exited:
 		if code != exitInterrupted {
 			t.Errorf("exit %d after the second signal, want %d", code, exitInterrupted)
 		}
-		// Generous: the point is not waiting out the 4 s grace or the 3 s calls.
-		if waited := time.Since(sent); waited > 2*time.Second {
-			t.Errorf("the second signal took %v to exit", waited)
-		}
-	case <-time.After(10 * time.Second):
+	case code := <-done:
+		t.Fatalf("the run ended (status %d) before the second signal's exit: it waited out the grace period:\n%s", code, stderr.String())
+	case <-time.After(60 * time.Second):
 		t.Fatalf("no exit after the second signal:\n%s", stderr.String())
 	}
 	if !strings.Contains(stderr.String(), "stopping at once") {
