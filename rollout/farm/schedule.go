@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -18,7 +19,10 @@ import (
 // flight get the grace period; when it ends, their context is cancelled and
 // runUnits returns without waiting for them (they hold no shared state
 // besides their own result slot and a buffered channel, so they wind down
-// on their own). An interrupted step returns an error wrapping ctx's cause,
+// on their own). An abandoned rollout's result is not stored: once
+// runUnits returns, nothing more of this step reaches the store, so a
+// resumed run (or a caller counting what is stored) sees what the run
+// stopped with, and redoes the rest. An interrupted step returns an error wrapping ctx's cause,
 // unless every rollout of the step had started and finished within the
 // grace period, in which case the step is complete.
 func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults, finished map[int]resultDigest) ([]resultDigest, error) {
@@ -29,6 +33,12 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 	// the log once its result has gone to the store.
 	failures := make([]string, n)
 	done := make(chan int, n)
+	// puts closes, under its lock, when the step is abandoned: a result
+	// put in progress then finishes first, later ones are dropped.
+	var puts struct {
+		sync.RWMutex
+		closed bool
+	}
 	units := f.pool.NewGroup(ctx, f.cfg.Grace, func(cause error) error {
 		return fmt.Errorf("rollout abandoned after the %v grace period: %w", f.cfg.Grace, cause)
 	})
@@ -53,7 +63,11 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 				})
 				digests[i] = digestOf(&r)
 				failures[i] = firstLine(r.Error)
-				putErrs[i] = results.put(unitCtx, i, &r)
+				puts.RLock()
+				if !puts.closed {
+					putErrs[i] = results.put(unitCtx, i, &r)
+				}
+				puts.RUnlock()
 				done <- i
 			}) != nil {
 				return
@@ -109,6 +123,9 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 				"in_flight", started-p.Done, "not_started", n-started, "grace", f.cfg.Grace, "cause", context.Cause(ctx))
 			abandoned = units.Abandoned()
 		case <-abandoned:
+			puts.Lock()
+			puts.closed = true
+			puts.Unlock()
 			cause := context.Cause(ctx)
 			f.log.Warn("rollout step abandoned", "step", plan.step, "abandoned", started-p.Done)
 			return nil, fmt.Errorf("rollout step %d interrupted, %d rollouts abandoned after the %v grace period: %w", plan.step, started-p.Done, f.cfg.Grace, cause)

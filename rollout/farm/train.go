@@ -190,6 +190,10 @@ func (f *Farm) trainStep(ctx context.Context, out *stepOutcome) error {
 	return nil
 }
 
+// trainedRecordTimeout bounds recording a trained step in the store once
+// the run is interrupted.
+const trainedRecordTimeout = 30 * time.Second
+
 // trainRole trains and syncs one role on the step's samples.
 func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, samples []rollout.Sample, sampled int64) (rollout.RoleTraining, error) {
 	t := f.cfg.Training
@@ -249,11 +253,16 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 		f.restart.endUpdate()
 	}
 	if f.st != nil {
+		// The trainer has trained: recording it is not cut by the grace
+		// period ending now (a resumed run would train the step again),
+		// only by a store that stays unreachable.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), trainedRecordTimeout)
+		defer cancel()
 		// Before the version: a step shows as trained only with its state.
-		if err := f.st.saveTrainerState(ctx, f.cfg.Run, role, step, state); err != nil {
+		if err := f.st.saveTrainerState(rctx, f.cfg.Run, role, step, state); err != nil {
 			return rec, err
 		}
-		if err := f.st.retry(ctx, "publish the "+string(role)+" policy version", func(ctx context.Context) error {
+		if err := f.st.retry(rctx, "publish the "+string(role)+" policy version", func(ctx context.Context) error {
 			if err := f.st.store.SetPolicyVersion(ctx, f.cfg.Run, string(role), res.Version); err != nil {
 				return err
 			}
