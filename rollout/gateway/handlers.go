@@ -79,7 +79,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req chatRequest
-	if !decodeBody(w, r, &req) {
+	if !g.decodeChatBody(w, r, &req) {
 		return
 	}
 	c, err := g.chatCall(s, role, req)
