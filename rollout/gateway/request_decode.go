@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 
@@ -67,19 +65,9 @@ func decodeChatRequest(body []byte, req *chatRequest, lists *toolLists, met *Met
 	return nil
 }
 
-// decodeChatBody reads a chat request body into req, answering 400 (or
-// 413) in OpenAI's error shape when it cannot, as decodeBody does.
+// decodeChatBody reads a chat request body into req (see readBody).
 func (g *Gateway) decodeChatBody(w http.ResponseWriter, r *http.Request, req *chatRequest) bool {
-	data, err := io.ReadAll(r.Body)
-	if err != nil {
-		bodyError(w, err)
-		return false
-	}
-	if err := decodeChatRequest(data, req, &g.tools, g.cfg.Metrics); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", fmt.Sprintf("request body: %v", err))
-		return false
-	}
-	return true
+	return readBody(w, r, func(data []byte) error { return decodeChatRequest(data, req, &g.tools, g.cfg.Metrics) })
 }
 
 // reqScan is the request decoder's scanner: jsonfast's, with the reason of
