@@ -275,7 +275,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		}
 	}
 	if c.Gateway.Enabled() {
-		if st.Gateway, err = buildGateway(c, roleClients, logger); err != nil {
+		if st.Gateway, err = buildGateway(c, roleClients, logger, opts.Registerer); err != nil {
 			return nil, err
 		}
 		st.closers = append(st.closers, func() { _ = st.Gateway.Close() })

@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"os"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -51,7 +53,8 @@ func (c Config) CheckGateway() error {
 // buildGateway starts the gateway of c in front of the role clients
 // (models by role: planner, executor; the single agent's as "agent"). The
 // token, when MGRPO_GATEWAY_TOKEN is set, is every request's bearer token.
-func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger) (*gateway.Gateway, error) {
+// Its metrics go to reg when set.
+func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger, reg prometheus.Registerer) (*gateway.Gateway, error) {
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("mode", "mode"), err)
@@ -60,6 +63,12 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger)
 		Sampling: map[string]llm.Sampling{}, MaxTokens: map[string]int{}, AgentURL: c.Gateway.AgentURL,
 		PublicURL: c.Gateway.URL, Token: os.Getenv(EnvGatewayToken), RolloutTimeout: c.Budgets.RolloutTimeout.Duration,
 		Lease: c.Gateway.Lease.Duration, Logger: logger}
+	if reg != nil {
+		cfg.Metrics = gateway.NewMetrics()
+		if err := cfg.Metrics.Register(reg); err != nil {
+			return nil, fmt.Errorf("register the gateway's metrics: %w", err)
+		}
+	}
 	for role, cl := range models {
 		e := c.Planner
 		if role != gateway.RolePlanner {

@@ -227,7 +227,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	)
 	if stream {
 		decode := func(b []byte, h http.Header) error {
-			g, err := decodeGenerateStream(b)
+			g, err := decodeGenerateStream(b, c.met)
 			if err != nil {
 				if isStreamEnded(err) {
 					keepCut(g, h, ErrStreamEnded.Error())
@@ -237,7 +237,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 			return judge(g, b, h)
 		}
 		cut := func(b []byte, h http.Header, reason string) {
-			g, _ := decodeGenerateStream(b)
+			g, _ := decodeGenerateStream(b, c.met)
 			keepCut(g, h, reason)
 		}
 		e, n, err = c.postStream(ctx, req.TrajectoryKey, te, "/generate", body, decode, cut)

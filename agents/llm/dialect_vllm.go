@@ -122,11 +122,11 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 		)
 		if streamed {
 			decode := func(b []byte, h http.Header) error {
-				r, err := decodeVLLMStream(b, false)
+				r, err := decodeVLLMStream(b, false, c.met)
 				return judge(r, err, h)
 			}
 			cut := func(b []byte, h http.Header, reason string) {
-				r, _ := decodeVLLMStream(b, false)
+				r, _ := decodeVLLMStream(b, false, c.met)
 				keepPartial(r, h, AbortedByClient, reason)
 			}
 			e, n, err = c.postStream(ctx, req.TrajectoryKey, nil, "/v1/chat/completions", body, decode, cut)

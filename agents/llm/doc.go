@@ -56,7 +56,9 @@
 // count every fallback to encoding/json by reason
 // (mgrpo_llm_decode_fallback_total, see FallbackSyntax); answers shaped as
 // vLLM and SGLang send them for the dialects' requests (testdata/servers)
-// are taken whole. Requests are encoded to json.Marshal's exact bytes
+// are taken whole. A streamed answer's events go through decoders of the
+// same kind (stream_fastdecode.go), event by event, with the same fallback
+// and counting. Requests are encoded to json.Marshal's exact bytes
 // without re-compacting each message (encode.go).
 //
 // # Reliability

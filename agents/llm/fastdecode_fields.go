@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
-	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // The small members of a response (ids, names, counts, finish reasons, the
@@ -32,32 +33,8 @@ var (
 )
 
 // fieldNames lists the member names of struct type t as encoding/json sees
-// them: tag names or field names, embedded structs flattened. It may list
-// more names than encoding/json uses (shadowed fields), never fewer, which
-// only makes the fast decoders more cautious.
-func fieldNames(t reflect.Type) []string {
-	var names []string
-	for f := range t.Fields() {
-		ft := f.Type
-		if ft.Kind() == reflect.Pointer {
-			ft = ft.Elem()
-		}
-		tag := f.Tag.Get("json")
-		name, _, _ := strings.Cut(tag, ",")
-		if f.Anonymous && ft.Kind() == reflect.Struct && name == "" {
-			names = append(names, fieldNames(ft)...)
-			continue
-		}
-		if !f.IsExported() || tag == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		names = append(names, name)
-	}
-	return names
-}
+// them (see jsonfast.FieldNames).
+func fieldNames(t reflect.Type) []string { return jsonfast.FieldNames(t) }
 
 // matchesField reports whether encoding/json would store key's value in a
 // field named by one of names.

@@ -35,11 +35,11 @@ const (
 
 // Reasons used as the "reason" label of mgrpo_llm_decode_fallback_total:
 // why a fast decoder (see doc.go) left an answer, or one member of it, to
-// encoding/json; each answer counts once per reason. All but the last two
-// give the whole body to encoding/json. A fast decoder stops at the first
-// thing it does not take, which names the reason; where that is no more
-// than an unexpected byte, the body counts as syntax if it is not valid
-// JSON and as shape if it is.
+// encoding/json; each answer (each event of a stream) counts once per
+// reason. All but the last two give the whole body to encoding/json. A
+// fast decoder stops at the first thing it does not take, which names the
+// reason; where that is no more than an unexpected byte, the body counts
+// as syntax if it is not valid JSON and as shape if it is.
 const (
 	// FallbackSyntax: the body is not valid JSON (truncated, an HTML page,
 	// bytes after the object).

@@ -17,14 +17,21 @@ var sseDone = []byte("[DONE]")
 // leading colon) and other fields (event, id, retry) are skipped. An event
 // the body ends inside (no blank line after it) is not delivered: a cut
 // stream's last event may be incomplete. event's error stops the walk and
-// is returned.
+// is returned. The data event gets is a slice of body (or, for an event of
+// several data lines, a buffer reused by the next such event): it must not
+// be modified, and what is kept of it copied.
 func sseEvents(body []byte, event func(data []byte) error) (done bool, err error) {
 	var (
-		data    []byte
-		hasData bool
+		// data is the event's data so far: its one line in body, or own
+		// once a second line joins it.
+		data, own     []byte
+		hasData, owns bool
+		// noLF records that the rest of body holds no LF (a CR-only
+		// stream), so lines are not searched for one again.
+		noLF bool
 	)
 	for len(body) > 0 {
-		i := bytes.IndexAny(body, "\r\n")
+		i := lineEnd(body, &noLF)
 		if i < 0 {
 			// The body ends inside a line: an incomplete event.
 			return false, nil
@@ -45,7 +52,7 @@ func sseEvents(body []byte, event func(data []byte) error) (done bool, err error
 			if err := event(data); err != nil {
 				return false, err
 			}
-			data, hasData = data[:0], false
+			data, hasData, owns = nil, false, false
 			continue
 		}
 		if line[0] == ':' {
@@ -60,13 +67,39 @@ func sseEvents(body []byte, event func(data []byte) error) (done bool, err error
 			continue
 		}
 		value = bytes.TrimPrefix(value, []byte(" "))
-		if hasData {
-			data = append(data, '\n')
+		switch {
+		case !hasData:
+			data = value
+		case !owns:
+			own = append(append(append(own[:0], data...), '\n'), value...)
+			data, owns = own, true
+		default:
+			own = append(append(own, '\n'), value...)
+			data = own
 		}
-		data = append(data, value...)
 		hasData = true
 	}
 	return false, nil
+}
+
+// lineEnd returns the index of the first CR or LF of b, or -1. Two memchr
+// scans find it faster than a scan for either byte; noLF carries what the
+// first found about the rest of the body.
+func lineEnd(b []byte, noLF *bool) int {
+	lf := -1
+	if !*noLF {
+		if lf = bytes.IndexByte(b, '\n'); lf < 0 {
+			*noLF = true
+		}
+	}
+	limit := b
+	if lf >= 0 {
+		limit = b[:lf]
+	}
+	if cr := bytes.IndexByte(limit, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
 }
 
 // streamError is the *DecodeError of a stream whose events could not be

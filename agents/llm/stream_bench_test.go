@@ -97,7 +97,7 @@ func TestStreamBenchmarkAnswersAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeVLLMStream(cannedVLLMStream(1<<10), false)
+	got, err := decodeVLLMStream(cannedVLLMStream(1<<10), false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

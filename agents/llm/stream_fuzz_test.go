@@ -53,7 +53,7 @@ func (c *cuts) split(s string, k int) []string {
 // then k chunks sharing the content, reasoning, tool-call arguments, token
 // ids and logprob entries, the finish on the last, a usage chunk and
 // [DONE]; with CRLF line ends and keep-alive comments where c says.
-func chunkVLLM(t *testing.T, body []byte, c *cuts) []byte {
+func chunkVLLM(t testing.TB, body []byte, c *cuts) []byte {
 	t.Helper()
 	var resp struct {
 		PromptTokenIDs []int           `json:"prompt_token_ids"`
@@ -195,7 +195,7 @@ func FuzzStreamAssembly(f *testing.F) {
 			t.Fatalf("fixture: %v", err)
 		}
 		stream := chunkVLLM(t, body, &cuts{split})
-		got, err := decodeVLLMStream(stream, false)
+		got, err := decodeVLLMStream(stream, false, nil)
 		if err != nil {
 			t.Fatalf("stream of a valid answer: %v\n%s", err, stream)
 		}
@@ -205,7 +205,7 @@ func FuzzStreamAssembly(f *testing.F) {
 		// Cut anywhere before [DONE], the stream is a partial one.
 		end := len(stream) - len("data: [DONE]\n\n") - 1
 		cut := stream[:(&cuts{split}).next(end)]
-		if r, err := decodeVLLMStream(cut, false); err == nil {
+		if r, err := decodeVLLMStream(cut, false, nil); err == nil {
 			t.Fatalf("a stream cut at %d decoded without error", len(cut))
 		} else if !errors.Is(err, ErrStreamEnded) {
 			t.Fatalf("a stream cut at %d: %v, want ErrStreamEnded", len(cut), err)
@@ -225,12 +225,12 @@ func FuzzStreamDecoders(f *testing.F) {
 	f.Add([]byte(": hi\r\ndata: [DO\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var de *DecodeError
-		if r, err := decodeVLLMStream(body, true); err != nil && !errors.As(err, &de) {
+		if r, err := decodeVLLMStream(body, true, nil); err != nil && !errors.As(err, &de) {
 			t.Fatalf("vllm stream: untyped error %v", err)
 		} else if err == nil && (r == nil || r.ch.FinishReason == "") {
 			t.Fatalf("vllm stream accepted without a finish reason")
 		}
-		if _, err := decodeGenerateStream(body); err != nil && !errors.As(err, &de) {
+		if _, err := decodeGenerateStream(body, nil); err != nil && !errors.As(err, &de) {
 			t.Fatalf("generate stream: untyped error %v", err)
 		}
 	})

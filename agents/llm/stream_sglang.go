@@ -24,8 +24,10 @@ type generateEvent struct {
 // returns what it carried with ErrStreamEnded, for a partial turn; an
 // event that is not JSON of that shape, an error event, or output ids
 // that neither restate nor extend those before them are a *DecodeError
-// wrapping ErrMalformedResponse. It never panics.
-func decodeGenerateStream(body []byte) (*GenerateResponse, error) {
+// wrapping ErrMalformedResponse. Each event goes through
+// fastGenerateEvent; what it leaves to encoding/json is counted in met
+// (which may be nil). It never panics.
+func decodeGenerateStream(body []byte, met *Metrics) (*GenerateResponse, error) {
 	var (
 		g    GenerateResponse
 		seen bool
@@ -33,8 +35,13 @@ func decodeGenerateStream(body []byte) (*GenerateResponse, error) {
 	)
 	done, err := sseEvents(body, func(data []byte) error {
 		var ev generateEvent
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return streamError(body, "%w: event %.80q: %v", ErrMalformedResponse, data, err)
+		fb := fastGenerateEvent(data, &ev)
+		met.fallback(fb)
+		if fb.body != "" {
+			ev = generateEvent{}
+			if err := json.Unmarshal(data, &ev); err != nil {
+				return streamError(body, "%w: event %.80q: %v", ErrMalformedResponse, data, err)
+			}
 		}
 		if len(ev.Error) > 0 && string(ev.Error) != "null" {
 			return streamError(body, "%w: error event: %s", ErrMalformedResponse, errorMessage(data))

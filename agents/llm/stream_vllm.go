@@ -28,10 +28,7 @@ type vllmChunkChoice struct {
 	Index    int       `json:"index"`
 	Delta    vllmDelta `json:"delta"`
 	Logprobs *struct {
-		Content []struct {
-			Token   string  `json:"token"`
-			Logprob float64 `json:"logprob"`
-		} `json:"content"`
+		Content []chunkLogprobEntry `json:"content"`
 	} `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason"`
@@ -73,6 +70,10 @@ type chatAssembly struct {
 	tokens   []string
 	seen     bool // a chunk for choice 0 arrived
 	finished bool
+	// dec decodes each event into chunk; both are reused from one event to
+	// the next.
+	dec   chunkDecoder
+	chunk vllmChunk
 }
 
 // decodeVLLMStream assembles a vLLM chat stream into the result its
@@ -84,10 +85,12 @@ type chatAssembly struct {
 // ends before its [DONE] event returns what it carried with ErrStreamEnded,
 // for a partial turn. Any event that is not a chunk (bad JSON, an error
 // event) is a *DecodeError wrapping ErrMalformedResponse. wantTokens keeps
-// the logprob entries' tokens. It never panics.
-func decodeVLLMStream(body []byte, wantTokens bool) (*chatResult, error) {
+// the logprob entries' tokens. Each event goes through fastVLLMChunk; what
+// it leaves to encoding/json is counted in met (which may be nil). It never
+// panics.
+func decodeVLLMStream(body []byte, wantTokens bool, met *Metrics) (*chatResult, error) {
 	a := &chatAssembly{}
-	done, err := sseEvents(body, func(data []byte) error { return a.add(body, data, wantTokens) })
+	done, err := sseEvents(body, func(data []byte) error { return a.add(body, data, wantTokens, met) })
 	if err != nil {
 		return nil, err
 	}
@@ -108,10 +111,16 @@ func decodeVLLMStream(body []byte, wantTokens bool) (*chatResult, error) {
 }
 
 // add folds one event's chunk into a.
-func (a *chatAssembly) add(body, data []byte, wantTokens bool) error {
-	var c vllmChunk
-	if err := json.Unmarshal(data, &c); err != nil {
-		return streamError(body, "%w: event %.80q: %v", ErrMalformedResponse, data, err)
+func (a *chatAssembly) add(body, data []byte, wantTokens bool, met *Metrics) error {
+	a.chunk = vllmChunk{}
+	c := &a.chunk
+	fb := a.dec.fastVLLMChunk(data, c, wantTokens)
+	met.fallback(fb)
+	if fb.body != "" {
+		*c = vllmChunk{}
+		if err := json.Unmarshal(data, c); err != nil {
+			return streamError(body, "%w: event %.80q: %v", ErrMalformedResponse, data, err)
+		}
 	}
 	if msg, ok := c.errorMessage(); ok {
 		return streamError(body, "%w: error event: %s", ErrMalformedResponse, msg)

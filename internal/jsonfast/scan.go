@@ -149,6 +149,22 @@ func isHex(c byte) bool {
 // escapes or bytes outside ASCII are refused: encoding/json unescapes and
 // case-folds them (Unicode folding included) in ways not worth repeating.
 func (s *Scanner) Key() ([]byte, bool) {
+	// Member names are short printable ASCII: one pass up to the closing
+	// quote checks that, without Str's block scan and UTF-8 validation.
+	if s.Peek() == '"' {
+		b, start := s.B, s.I+1
+		j := start
+		for j < len(b) && b[j] >= 0x20 && b[j] < utf8.RuneSelf && b[j] != '"' && b[j] != '\\' {
+			j++
+		}
+		if j < len(b) && b[j] == '"' {
+			s.I = j + 1
+			if !s.Eat(':') {
+				return nil, false
+			}
+			return b[start:j], true
+		}
+	}
 	raw, special, ok := s.Str()
 	if !ok || special || !s.Eat(':') {
 		return nil, false

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/benchproc"
@@ -195,7 +197,8 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURL, HTTPClient: benchClient,
+	met := NewMetrics()
+	g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURL, HTTPClient: benchClient, Metrics: met,
 		Models: map[string]agents.Model{RolePlanner: client("planner"), RoleExecutor: client("executor")}})
 	if err != nil {
 		b.Fatal(err)
@@ -255,6 +258,14 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 			}
 			if failed > 0 {
 				b.ReportMetric(float64(failed)/float64(b.N), "failed/rollout")
+			}
+			if side.name == "gateway" {
+				// Requests the fast decoder left to encoding/json (0 expected).
+				n := 0.0
+				for _, c := range met.fallbackBy {
+					n += testutil.ToFloat64(c)
+				}
+				b.ReportMetric(n, "decode-fallbacks")
 			}
 		})
 	}

@@ -87,6 +87,9 @@ type Config struct {
 	HTTPClient *http.Client
 	// Logger receives the gateway's warnings (default: discard).
 	Logger *slog.Logger
+	// Metrics, when set, counts the requests its fast decoder leaves to
+	// encoding/json.
+	Metrics *Metrics
 }
 
 // Gateway serves OpenAI-compatible base URLs per rollout and role in front
@@ -108,6 +111,8 @@ type Gateway struct {
 
 	// offers hands pulled rollouts to GET /v1/tasks/next.
 	offers chan *session
+	// tools remembers the agents' tool lists (request_tools.go).
+	tools toolLists
 
 	srv *http.Server
 	ln  net.Listener

@@ -79,7 +79,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req chatRequest
-	if !decodeBody(w, r, &req) {
+	if !g.decodeChatBody(w, r, &req) {
 		return
 	}
 	c, err := g.chatCall(s, role, req)
@@ -322,12 +322,18 @@ func callSeed(seed int64, role string, msgs []openai.ChatCompletionMessage, turn
 // decodeBody reads a JSON request body into v, answering 400 (or 413) in
 // OpenAI's error shape when it cannot.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	return readBody(w, r, func(data []byte) error { return json.Unmarshal(data, v) })
+}
+
+// readBody reads a request body and decodes it with decode, answering as
+// decodeBody does.
+func readBody(w http.ResponseWriter, r *http.Request, decode func([]byte) error) bool {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		bodyError(w, err)
 		return false
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	if err := decode(data); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_json", fmt.Sprintf("request body: %v", err))
 		return false
 	}

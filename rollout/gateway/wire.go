@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/jsonfast"
 )
 
 // chatRequest is the part of an OpenAI chat completions request the gateway
@@ -31,6 +33,11 @@ type chatRequest struct {
 	N                   *int            `json:"n"`
 	Seed                *int64          `json:"seed"`
 	Stop                json.RawMessage `json:"stop"`
+
+	// toolsRaw is the tools member as the agent wrote it, and toolsKnown
+	// whether Tools is a remembered list (see fastChatRequest).
+	toolsRaw   []byte
+	toolsKnown bool
 }
 
 // completionRequest is the part of an OpenAI (legacy) completions request
@@ -93,6 +100,12 @@ func contentText(raw json.RawMessage) (string, error) {
 		// fast path of every message of a long history).
 		if body := raw[1 : len(raw)-1]; bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
 			return string(body), nil
+		}
+		// Text with escapes (a history's newlines) through the client's
+		// scanner, which resolves them as encoding/json does.
+		sc := jsonfast.Scanner{B: raw}
+		if v, ok := sc.Text(); ok && sc.End() {
+			return v, nil
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
