@@ -85,10 +85,10 @@ var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 5
 func benchAgent(o offer, webURL string) (string, error) {
 	delegate := []any{benchTool("delegate", "task", "string")}
 	webTools := []any{benchTool("search", "query", "array"), benchTool("visit", "url", "array")}
-	return benchConverse(o.BaseURLs[RolePlanner], o.Task.Question, delegate, func(name string, args map[string]any) string {
-		task, _ := args["task"].(string)
-		report, err := benchConverse(o.BaseURLs[RoleExecutor], task, webTools, func(name string, args map[string]any) string {
-			return benchWeb(webURL, name, args)
+	return benchConverse(o.BaseURLs[RolePlanner], o.Task.Question, delegate, "", func(c gatewaytest.Call) string {
+		task, _ := c.Args["task"].(string)
+		report, err := benchConverse(o.BaseURLs[RoleExecutor], task, webTools, c.ID, func(c gatewaytest.Call) string {
+			return benchWeb(webURL, c.Name, c.Args)
 		})
 		if err != nil {
 			return "The executor failed: " + err.Error()
@@ -106,9 +106,11 @@ func benchTool(name, arg, typ string) map[string]any {
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{arg: prop}}}}
 }
 
-// benchConverse runs one conversation of the benchmark's agent.
-func benchConverse(base, user string, tools []any, run func(string, map[string]any) string) (string, error) {
-	return gatewaytest.Converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16}, run)
+// benchConverse runs one conversation of the benchmark's agent; an
+// executor's names the planner's call that started it.
+func benchConverse(base, user string, tools []any, delegation string, run func(gatewaytest.Call) string) (string, error) {
+	return gatewaytest.Converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16,
+		Delegation: delegation}, run)
 }
 
 var benchTag = regexp.MustCompile(`<[^>]+>`)
