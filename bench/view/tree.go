@@ -116,7 +116,7 @@ func trajectoryView(t *rollout.TrajectoryRecord, anchor, title string) trajView 
 			for _, c := range st.Calls {
 				cv := callView{Name: c.Name, Arguments: compactJSON(c.Arguments), Observation: c.Observation,
 					Failed: c.Meta.Failed() && c.Meta.Class != "", Class: string(c.Meta.Class), Error: c.Meta.Error}
-				if c.Name == "delegate" && c.Executor >= 0 {
+				if c.Executor >= 0 {
 					cv.Executor = "executor-" + strconv.Itoa(c.Executor)
 				}
 				tv.Calls = append(tv.Calls, cv)

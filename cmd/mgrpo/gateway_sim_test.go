@@ -39,10 +39,10 @@ func goAgent(t *testing.T) string {
 			return
 		}
 		answer, err := agentLoop(task.BaseURLs["planner"], "You are the planner. Delegate subtasks, then answer in <answer></answer> tags.",
-			task.Task.Question, []any{tool("delegate", "task", "string")}, func(name string, args map[string]any) string {
-				sub, _ := args["task"].(string)
+			task.Task.Question, []any{tool("delegate", "task", "string")}, "", func(c gatewaytest.Call) string {
+				sub, _ := c.Args["task"].(string)
 				report, err := agentLoop(task.BaseURLs["executor"], "You are a web researcher. Search, visit, then report.", sub,
-					[]any{tool("search", "query", "array"), tool("visit", "url", "array")}, webTool)
+					[]any{tool("search", "query", "array"), tool("visit", "url", "array")}, c.ID, webTool)
 				if err != nil {
 					return "The executor failed: " + err.Error()
 				}
@@ -69,17 +69,19 @@ func tool(name, arg, typ string) map[string]any {
 }
 
 // agentLoop runs one conversation of the Go agent (gatewaytest.Converse,
-// 12 turns at temperature 0.3, which the run's settings override).
-func agentLoop(base, system, user string, tools []any, run func(name string, args map[string]any) string) (string, error) {
+// 12 turns at temperature 0.3, which the run's settings override); an
+// executor's names the planner's delegate call that started it.
+func agentLoop(base, system, user string, tools []any, delegation string, run func(gatewaytest.Call) string) (string, error) {
 	return gatewaytest.Converse(http.DefaultClient, base, gatewaytest.Conversation{System: system, User: user, Tools: tools,
-		MaxTurns: 12, Extra: map[string]any{"temperature": 0.3}}, run)
+		MaxTurns: 12, Extra: map[string]any{"temperature": 0.3}, Delegation: delegation}, run)
 }
 
 var htmlTag = regexp.MustCompile(`<[^>]+>`)
 
 // webTool runs search (Serper-shaped JSON, verbatim) and visit (the page's
 // text) against the sim web.
-func webTool(name string, args map[string]any) string {
+func webTool(c gatewaytest.Call) string {
+	name, args := c.Name, c.Args
 	list := func(key string) []string {
 		var out []string
 		switch v := args[key].(type) {
@@ -126,8 +128,10 @@ func webTool(name string, args map[string]any) string {
 // checkGatewayRun checks a trained run whose rollouts came through the
 // gateway: both policy versions advanced, every sample's tokens are the
 // engine's (the sim trainer reproduced every weighted token with the
-// sampler's logprob), executors were delegated, and the rewards vary.
-func checkGatewayRun(t *testing.T, out string, steps int) {
+// sampler's logprob), executors were delegated, and the rewards vary. With
+// linked (an agent that sends X-Mgrpo-Delegation), every executor
+// trajectory of step 1 is the one planner delegate call's that started it.
+func checkGatewayRun(t *testing.T, out string, steps int, linked bool) {
 	t.Helper()
 	checkTrainedRun(t, out, steps, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
 	sums, _ := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
@@ -153,8 +157,17 @@ func checkGatewayRun(t *testing.T, out string, steps int) {
 			Tree struct {
 				Planner struct {
 					Error string `json:"error"`
+					Steps []struct {
+						Calls []struct {
+							Name      string          `json:"name"`
+							Arguments json.RawMessage `json:"arguments"`
+							Executor  int             `json:"executor"`
+						} `json:"calls"`
+					} `json:"steps"`
 				} `json:"planner"`
-				Executors []json.RawMessage `json:"executors"`
+				Executors []struct {
+					Task string `json:"task"`
+				} `json:"executors"`
 			} `json:"tree"`
 		}
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
@@ -164,6 +177,28 @@ func checkGatewayRun(t *testing.T, out string, steps int) {
 			t.Errorf("a rollout failed: %s", rec.Tree.Planner.Error)
 		}
 		executors += len(rec.Tree.Executors)
+		if linked {
+			from := make([]int, len(rec.Tree.Executors))
+			for _, st := range rec.Tree.Planner.Steps {
+				for _, c := range st.Calls {
+					if c.Executor < 0 {
+						continue
+					}
+					var args struct{ Task string }
+					_ = json.Unmarshal(c.Arguments, &args)
+					if c.Name != "delegate" || c.Executor >= len(from) || rec.Tree.Executors[c.Executor].Task != args.Task {
+						t.Errorf("planner call %s(%s) links to executor %d of %d: want a delegate call and its executor's task", c.Name, c.Arguments, c.Executor, len(from))
+						continue
+					}
+					from[c.Executor]++
+				}
+			}
+			for i, n := range from {
+				if n != 1 {
+					t.Errorf("executor %d (%q) is linked from %d planner calls, want 1", i, rec.Tree.Executors[i].Task, n)
+				}
+			}
+		}
 		rewards[fmt.Sprint(rec.Scores.Main)] = true
 	}
 	if executors == 0 {
@@ -184,7 +219,7 @@ func TestTrainSimGatewayGoAgent(t *testing.T) {
 	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--agent-url", goAgent(t))...); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	checkGatewayRun(t, out, 2)
+	checkGatewayRun(t, out, 2, true)
 }
 
 // TestTrainSimGatewayJSAgent trains both roles from the OpenAI Agents SDK
@@ -206,7 +241,7 @@ func TestTrainSimGatewayJSAgent(t *testing.T) {
 	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--agent-url", url)...); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	checkGatewayRun(t, out, 2)
+	checkGatewayRun(t, out, 2, false)
 }
 
 // TestTrainSimGatewayJSPullAgent trains both roles from the plain openai
@@ -229,7 +264,7 @@ func TestTrainSimGatewayJSPullAgent(t *testing.T) {
 	if code, _, stderr := runCLI(t, simTrainArgs(out, 2, "--gateway-addr", addr)...); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	checkGatewayRun(t, out, 2)
+	checkGatewayRun(t, out, 2, true)
 }
 
 // startNode runs a node script of dir that serves on the port it prints

@@ -7,7 +7,9 @@
 //
 // The planner is one conversation with a `delegate` tool; each delegation
 // runs an executor conversation (search, visit on the sim web), in parallel
-// when a turn delegates several.
+// when a turn delegates several. Each executor names the delegate call that
+// started it (the X-Mgrpo-Delegation header), so the run's rollout tree
+// links the two.
 import OpenAI from 'openai';
 import { search, visit, searchSchema, visitSchema } from './web.js';
 
@@ -26,10 +28,12 @@ const webTools = [fn('search', 'Search the web.', searchSchema), fn('visit', 'Re
 
 // converse runs one conversation until the model answers without tool
 // calls (or maxTurns is reached) and returns the last message's text.
-async function converse(client, system, user, tools, runTool, maxTurns = 12) {
+// headers go with every call; runTool gets each call's name, arguments and
+// id.
+async function converse(client, system, user, tools, runTool, headers = {}, maxTurns = 12) {
   const messages = [{ role: 'system', content: system }, { role: 'user', content: user }];
   for (let turn = 0; turn < maxTurns; turn++) {
-    const res = await client.chat.completions.create({ model: 'any', messages, tools });
+    const res = await client.chat.completions.create({ model: 'any', messages, tools }, { headers });
     const msg = res.choices[0].message;
     messages.push(msg);
     if (!msg.tool_calls?.length) return msg.content ?? '';
@@ -40,7 +44,7 @@ async function converse(client, system, user, tools, runTool, maxTurns = 12) {
       } catch (err) {
         return `Invalid arguments: ${err.message}`;
       }
-      return runTool(call.function.name, args);
+      return runTool(call.function.name, args, call.id);
     }));
     msg.tool_calls.forEach((call, i) => messages.push({ role: 'tool', tool_call_id: call.id, content: outputs[i] }));
   }
@@ -53,11 +57,11 @@ async function rollout(task) {
   const research = (name, args) => (name === 'search' ? search(args) : name === 'visit' ? visit(args) : `unknown tool ${name}`);
   const answer = await converse(planner,
     'You answer questions by delegating one-step subtasks to researchers. When you know the answer, write it as <answer>the answer</answer>.',
-    task.task.question, [delegateTool], async (name, args) => {
+    task.task.question, [delegateTool], async (name, args, callID) => {
       if (name !== 'delegate') return `unknown tool ${name}`;
       const report = await converse(executor,
         'You are a web researcher. Use search and visit to find what the task asks, then write a short report of what you found.',
-        String(args.task ?? ''), webTools, research);
+        String(args.task ?? ''), webTools, research, { 'X-Mgrpo-Delegation': callID });
       return report ?? 'The researcher ran out of turns.';
     });
   // Out of turns: the model's own doing, an invalid format.

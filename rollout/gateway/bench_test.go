@@ -48,7 +48,14 @@ func TestBenchChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := simllm.NewServer(simllm.DefaultConfig())
+	cfg := simllm.DefaultConfig()
+	if d := benchLatency(); d > 0 {
+		// BenchmarkGatewayLatency: every call takes d, and the server
+		// generates any number of sequences at once, so the ideal latency
+		// is exact.
+		cfg.TTFT, cfg.Slots = d, 1<<20
+	}
+	srv, err := simllm.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,18 +86,19 @@ func TestBenchChild(t *testing.T) {
 }
 
 // benchClient is the agent's HTTP client: enough idle connections for the
-// benchmark's concurrency.
-var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
+// benchmarks' concurrency (BenchmarkGatewayLatency's 1,000 rollouts hold a
+// push each and call in parallel).
+var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096}}
 
 // benchAgent plays one rollout: the planner's conversation, each
 // delegation an executor conversation with search and visit on the web.
 func benchAgent(o offer, webURL string) (string, error) {
 	delegate := []any{benchTool("delegate", "task", "string")}
 	webTools := []any{benchTool("search", "query", "array"), benchTool("visit", "url", "array")}
-	return benchConverse(o.BaseURLs[RolePlanner], o.Task.Question, delegate, func(name string, args map[string]any) string {
-		task, _ := args["task"].(string)
-		report, err := benchConverse(o.BaseURLs[RoleExecutor], task, webTools, func(name string, args map[string]any) string {
-			return benchWeb(webURL, name, args)
+	return benchConverse(o.BaseURLs[RolePlanner], o.Task.Question, delegate, "", func(c gatewaytest.Call) string {
+		task, _ := c.Args["task"].(string)
+		report, err := benchConverse(o.BaseURLs[RoleExecutor], task, webTools, c.ID, func(c gatewaytest.Call) string {
+			return benchWeb(webURL, c.Name, c.Args)
 		})
 		if err != nil {
 			return "The executor failed: " + err.Error()
@@ -108,9 +116,11 @@ func benchTool(name, arg, typ string) map[string]any {
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{arg: prop}}}}
 }
 
-// benchConverse runs one conversation of the benchmark's agent.
-func benchConverse(base, user string, tools []any, run func(string, map[string]any) string) (string, error) {
-	return gatewaytest.Converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16}, run)
+// benchConverse runs one conversation of the benchmark's agent; an
+// executor's names the planner's call that started it.
+func benchConverse(base, user string, tools []any, delegation string, run func(gatewaytest.Call) string) (string, error) {
+	return gatewaytest.Converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16,
+		Delegation: delegation}, run)
 }
 
 var benchTag = regexp.MustCompile(`<[^>]+>`)
@@ -170,49 +180,10 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 	for i, q := range world.Questions {
 		tasks[i] = farm.Task{ID: q.ID, Question: q.Question, Answer: q.Answer}
 	}
-	temp := 1.0
-	client := func(role string) *llm.Client {
-		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
-			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(c.Close)
-		return c
-	}
-	u, _ := url.Parse(webURL)
-	box, err := tools.NewWebToolbox(tools.WebConfig{
-		Search:     search.Config{Name: "serper", BaseURL: webURL, Getenv: func(string) string { return "sim-key" }},
-		AllowHosts: []string{u.Host},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	exec, err := agents.NewExecutor(agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	planner, err := agents.NewPlanner(agents.PlannerConfig{Model: client("planner"), Executor: exec,
-		Budget: agents.DefaultPlannerBudget(), Rollout: agents.DefaultRolloutBudget()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	met := NewMetrics()
-	g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURL, HTTPClient: benchClient, Metrics: met,
-		Models: map[string]agents.Model{RolePlanner: client("planner"), RoleExecutor: client("executor")}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := g.Listen("127.0.0.1:0", Limits()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { g.Close() })
+	sides, met := benchSides(b, llmURL, webURL, agentURL, 0)
 	scoring := farm.Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), ExpertFallback: rollout.DefaultExpertFallback}
 	const concurrency = 32
-	for _, side := range []struct {
-		name   string
-		runner farm.Runner
-	}{{"in-process", &farm.AgentRunner{Planner: planner}}, {"gateway", g}} {
+	for _, side := range sides {
 		// A warm-up pass over every task: connections, pools and the
 		// in-process tools' cache (which then answers the measured passes,
 		// so both sides count the farm's own work per call).
@@ -269,4 +240,56 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchSide is one side of a benchmark: the built-in agents in process, or
+// the gateway in front of the child's push agent.
+type benchSide struct {
+	name   string
+	runner farm.Runner
+}
+
+// benchSides builds both sides on the child's sim (llmURL, webURL) and push
+// agent (agentURL): the built-in planner and executor with search and visit
+// on the sim web, and a listening gateway; each side has its own vLLM
+// clients with maxInFlight calls per endpoint (0: the client's default).
+func benchSides(b *testing.B, llmURL, webURL, agentURL string, maxInFlight int64) ([]benchSide, *Metrics) {
+	temp := 1.0
+	client := func(role string) *llm.Client {
+		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
+			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp}, Pool: llm.PoolConfig{MaxInFlightPerEndpoint: maxInFlight}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(c.Close)
+		return c
+	}
+	u, _ := url.Parse(webURL)
+	box, err := tools.NewWebToolbox(tools.WebConfig{
+		Search:     search.Config{Name: "serper", BaseURL: webURL, Getenv: func(string) string { return "sim-key" }},
+		AllowHosts: []string{u.Host},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	exec, err := agents.NewExecutor(agents.ExecutorConfig{Model: client("executor"), Tools: box, Budget: agents.DefaultExecutorBudget()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	planner, err := agents.NewPlanner(agents.PlannerConfig{Model: client("planner"), Executor: exec,
+		Budget: agents.DefaultPlannerBudget(), Rollout: agents.DefaultRolloutBudget()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	met := NewMetrics()
+	g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURL, HTTPClient: benchClient, Metrics: met,
+		Models: map[string]agents.Model{RolePlanner: client("planner"), RoleExecutor: client("executor")}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := g.Listen("127.0.0.1:0", Limits()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	return []benchSide{{"in-process", &farm.AgentRunner{Planner: planner}}, {"gateway", g}}, met
 }

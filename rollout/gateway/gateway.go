@@ -32,6 +32,12 @@ const (
 // wants to say instead of leaving it to message-prefix extension.
 const TrajectoryHeader = "X-Mgrpo-Trajectory"
 
+// DelegationHeader, on an executor's calls, names the planner's tool call
+// (its id, as the gateway answered it) that started the executor, so that
+// the rollout's tree links the delegation to the trajectory it ran, as the
+// built-in planner's tree does.
+const DelegationHeader = "X-Mgrpo-Delegation"
+
 // Defaults of Config.
 const (
 	DefaultLease          = 2 * time.Minute

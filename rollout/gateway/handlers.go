@@ -223,7 +223,7 @@ func promptText(raw json.RawMessage) (string, error) {
 // trajectory and records its turn. On failure it has answered already and
 // ok is false.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, s *session, role string, c call) (*llm.Turn, openai.ChatCompletionMessage, bool) {
-	t, err := s.acquire(role, r.Header.Get(TrajectoryHeader), c.msgs)
+	t, err := s.acquire(role, r.Header.Get(TrajectoryHeader), strings.TrimSpace(r.Header.Get(DelegationHeader)), c.msgs)
 	if err != nil {
 		status := http.StatusConflict
 		code := "trajectory_busy"

@@ -149,8 +149,24 @@ func post(t *testing.T, url string, body any, header ...string) (int, map[string
 
 // agentChat is one chat call of the test agents.
 func agentChat(base string, msgs []map[string]any, tools []map[string]any) (map[string]any, error) {
+	return agentChatHeader(base, msgs, tools)
+}
+
+// agentChatHeader is agentChat with header names and values, in pairs; a
+// pair with an empty value is not sent.
+func agentChatHeader(base string, msgs []map[string]any, tools []map[string]any, header ...string) (map[string]any, error) {
 	body, _ := json.Marshal(map[string]any{"model": "whatever", "messages": msgs, "tools": tools, "temperature": 1.7})
-	resp, err := http.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] != "" {
+			req.Header.Set(header[i], header[i+1])
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
 	}

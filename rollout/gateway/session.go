@@ -62,6 +62,9 @@ type outcome struct {
 type trajectory struct {
 	role string
 	name string // the X-Mgrpo-Trajectory header, when one named it
+	// delegation is the planner's tool call that started an executor
+	// trajectory (the first X-Mgrpo-Delegation header of its calls).
+	delegation string
 	// msgs is the conversation so far: the last request's messages and the
 	// answer it got (as the gateway returned it).
 	msgs []openai.ChatCompletionMessage
@@ -101,9 +104,20 @@ var errFinished = fmt.Errorf("the rollout has finished")
 // else by message-prefix extension, else an idle trajectory whose history
 // the agent rewrote), or starts a new one, and marks it busy. The caller
 // must call release.
-func (s *session) acquire(role, name string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
+func (s *session) acquire(role, name, delegation string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	t, err := s.pick(role, name, msgs)
+	if err == nil && t.delegation == "" && role == RoleExecutor {
+		// Only the first delegation a trajectory names counts: the call
+		// that started it.
+		t.delegation = delegation
+	}
+	return t, err
+}
+
+// pick is acquire's choice of trajectory (s.mu held).
+func (s *session) pick(role, name string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
 	if s.finished {
 		return nil, errFinished
 	}

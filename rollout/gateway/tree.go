@@ -30,6 +30,7 @@ func (g *Gateway) tree(s *session, o outcome) *agents.Rollout {
 		judgeReport(e)
 		tree.Executors = append(tree.Executors, e)
 	}
+	linkDelegations(p, roles[RoleExecutor])
 	if o.err == nil && len(p.Turns) == 0 {
 		o.err = fmt.Errorf("the agent never called the %s base URL", main)
 	}
@@ -120,6 +121,32 @@ func convert(t *trajectory, role string, index int, task string) *agents.Traject
 		out.FailureKind, out.FailureCause = failure.KindInfra, "engine"
 	}
 	return out
+}
+
+// linkDelegations points each planner tool call an executor trajectory
+// named (DelegationHeader) at that executor, as the built-in planner's
+// delegate calls do (CallRecord.Executor), so that rollouts.jsonl and the
+// viewer show which call ran which executor. A call is linked to the first
+// executor that named it; a name that matches no call of the planner is
+// left unlinked.
+func linkDelegations(p *agents.Trajectory, executors []*trajectory) {
+	type pos struct{ step, call int }
+	calls := map[string][]pos{}
+	for i, st := range p.Steps {
+		for j, c := range st.Calls {
+			if c.ID != "" {
+				calls[c.ID] = append(calls[c.ID], pos{i, j})
+			}
+		}
+	}
+	for index, t := range executors {
+		for _, at := range calls[t.delegation] {
+			if c := &p.Steps[at.step].Calls[at.call]; c.Executor < 0 {
+				c.Executor = index
+				break
+			}
+		}
+	}
 }
 
 // judgeReport sets an executor's format validity: it ended with a report

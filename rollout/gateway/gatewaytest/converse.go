@@ -14,20 +14,35 @@ import (
 )
 
 // Conversation is one agent's chat: its prompts, the tools it offers
-// (OpenAI function specs), how many turns it may take and the extra
-// request fields it sends (for example a temperature the run overrides).
+// (OpenAI function specs), how many turns it may take, the extra request
+// fields it sends (for example a temperature the run overrides) and, for
+// a sub-agent, the id of the planner's tool call that started it (sent as
+// the X-Mgrpo-Delegation header, so the gateway links the two).
 type Conversation struct {
 	System, User string
 	Tools        []any
 	MaxTurns     int
 	Extra        map[string]any
+	Delegation   string
+}
+
+// DelegationHeader is the gateway's header naming the planner's tool call
+// that started a sub-agent's conversation (docs/gateway.md); spelled out
+// here, as an agent in another language would, instead of imported.
+const DelegationHeader = "X-Mgrpo-Delegation"
+
+// Call is one tool call of a model's answer: its id (as the gateway
+// answered it), the function's name and its arguments.
+type Call struct {
+	ID, Name string
+	Args     map[string]any
 }
 
 // Converse runs c against base (a role's OpenAI base URL) until the model
 // answers without tool calls, and returns that answer. Each turn's tool
 // calls run in parallel through run; arguments that are not JSON become an
 // error observation, as an agent framework would send.
-func Converse(client *http.Client, base string, c Conversation, run func(name string, args map[string]any) string) (string, error) {
+func Converse(client *http.Client, base string, c Conversation, run func(Call) string) (string, error) {
 	msgs := []any{map[string]any{"role": "system", "content": c.System}, map[string]any{"role": "user", "content": c.User}}
 	for range c.MaxTurns {
 		req := map[string]any{"model": "any", "messages": msgs, "tools": c.Tools}
@@ -38,7 +53,15 @@ func Converse(client *http.Client, base string, c Conversation, run func(name st
 		if err != nil {
 			return "", err
 		}
-		resp, err := client.Post(base+"/chat/completions", "application/json", bytes.NewReader(body))
+		hreq, err := http.NewRequest(http.MethodPost, base+"/chat/completions", bytes.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		hreq.Header.Set("Content-Type", "application/json")
+		if c.Delegation != "" {
+			hreq.Header.Set(DelegationHeader, c.Delegation)
+		}
+		resp, err := client.Do(hreq)
 		if err != nil {
 			return "", err
 		}
@@ -71,13 +94,14 @@ func Converse(client *http.Client, base string, c Conversation, run func(name st
 			fn, _ := call.(map[string]any)["function"].(map[string]any)
 			name, _ := fn["name"].(string)
 			argText, _ := fn["arguments"].(string)
+			id, _ := call.(map[string]any)["id"].(string)
 			wg.Go(func() {
 				var args map[string]any
 				if err := json.Unmarshal([]byte(argText), &args); err != nil {
 					results[i] = "Invalid arguments: " + err.Error()
 					return
 				}
-				results[i] = run(name, args)
+				results[i] = run(Call{ID: id, Name: name, Args: args})
 			})
 		}
 		wg.Wait()
