@@ -37,17 +37,17 @@ type PromptPrefix struct {
 	// digit (no closing bracket); ids are the numbers text holds, shared
 	// with a Turn and never modified.
 	text []byte
-	ids  []int
+	ids  []int32
 	// comp is the completion that answered ids, placed right after them in
 	// buf (see remember); nil when it was not.
-	comp []int
+	comp []int32
 	// buf is the array behind ids (and comp), with room for the next
 	// prompt's new ids: they are written after ids and comp in place (see
 	// extendIDs), so a trajectory's prompts and completions share one
 	// growing array instead of each turn copying all the ids before it.
 	// Turns hold views capped at their own length, so nothing they do
 	// reaches the room beyond, and nothing is ever written over a view.
-	buf []int
+	buf []int32
 
 	// msgsJSON is the messages array of the latest request encoded with
 	// this prefix, as appendMessages writes it; sent[i] is a copy of that
@@ -81,7 +81,7 @@ func (p *PromptPrefix) rememberTurn(text []byte, known int, t *Turn) {
 // returned: the next prompt normally continues with this completion, so
 // the array then holds the whole trajectory's sequence once (see
 // extendIDs and Sequences). Without a completion they are nil.
-func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int) (pv, cv, both []int) {
+func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int32) (pv, cv, both []int32) {
 	if len(text) == 0 || len(prompt) == 0 {
 		p.text, p.ids, p.comp, p.buf = p.text[:0], nil, nil, nil
 		return nil, nil, nil
@@ -113,11 +113,11 @@ func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int
 		}
 		return nil, nil, nil
 	}
-	var buf []int
+	var buf []int32
 	if inBuf && cap(p.buf) >= n+m {
 		buf = p.buf[:n]
 	} else {
-		buf = make([]int, n, 2*(n+m))
+		buf = make([]int32, n, 2*(n+m))
 		copy(buf, prompt)
 	}
 	buf = append(buf, completion...)
@@ -133,7 +133,7 @@ func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int
 // ids go after them; otherwise they go after the prompt. They are written
 // in place when p.buf has room and nothing there would be overwritten, else
 // into a new array with room for the next turns' ids, which becomes p.buf.
-func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
+func (s *jscan) extendIDs(p *PromptPrefix) ([]int32, bool) {
 	known := len(p.ids)
 	inBuf := known > 0 && len(p.buf) >= known && &p.buf[0] == &p.ids[0]
 	// Without a remembered completion the room after the prompt is free.
@@ -153,7 +153,7 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 		}
 	}
 	need := known + s.remainingInts()
-	var out []int
+	var out []int32
 	if free && cap(p.buf) >= need {
 		out = p.buf[:known]
 	} else {
@@ -161,7 +161,7 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 		if known > len(p.ids) {
 			src = p.buf[:known]
 		}
-		out = make([]int, known, need+need/2)
+		out = make([]int32, known, need+need/2)
 		copy(out, src)
 	}
 	out, ok := s.appendIntElems(out)
@@ -176,9 +176,9 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 // followed by a comma or, for the last, the closing bracket (done). It
 // reports false, having consumed an unknown amount, when the elements
 // differ from want or are not plain integers.
-func (s *jscan) matchInts(want []int) (done, ok bool) {
+func (s *jscan) matchInts(want []int32) (done, ok bool) {
 	for i, w := range want {
-		v, ok := s.Int()
+		v, ok := s.int32()
 		if !ok || v != w {
 			return false, false
 		}
@@ -207,12 +207,12 @@ func (s *jscan) matchInts(want []int) (done, ok bool) {
 // matches the start of the array, followed by a comma, its ids are copied
 // and only the rest is decoded. It records the array's text, up to its
 // last digit, in s.promptText.
-func (s *jscan) promptIDs() ([]int, bool) {
+func (s *jscan) promptIDs() ([]int32, bool) {
 	s.WS()
 	start := s.I
 	s.promptText, s.promptKnown = nil, 0
 	var (
-		out []int
+		out []int32
 		ok  bool
 	)
 	if p := s.prefix; p != nil && len(p.text) > 0 {

@@ -13,17 +13,17 @@ import (
 )
 
 // idsJSON writes ids as a compact JSON array.
-func idsJSON(v []int) string {
+func idsJSON(v []int32) string {
 	s := make([]string, len(v))
 	for i, n := range v {
-		s[i] = strconv.Itoa(n)
+		s[i] = strconv.Itoa(int(n))
 	}
 	return "[" + strings.Join(s, ",") + "]"
 }
 
 // vllmAnswer returns a vLLM chat answer with the given prompt ids,
 // completion ids and their logprobs.
-func vllmAnswer(prompt, completion []int, logprobs []float64) string {
+func vllmAnswer(prompt, completion []int32, logprobs []float64) string {
 	ints := idsJSON
 	entries := make([]string, len(logprobs))
 	for i, lp := range logprobs {
@@ -61,7 +61,7 @@ func genWireTrajectory(t *rapid.T) []*Turn {
 		if rapid.IntRange(0, 3).Draw(t, "rerender") == 0 {
 			comp := slices.Clone(prev.CompletionIDs)
 			comp[rapid.IntRange(0, len(comp)-1).Draw(t, "at")] += 1000
-			tail := rapid.SliceOfN(rapid.IntRange(0, 50), 0, 5).Draw(t, "tail")
+			tail := rapid.SliceOfN(rapid.Int32Range(0, 50), 0, 5).Draw(t, "tail")
 			turns[i].PromptIDs = slices.Concat(prev.PromptIDs, comp, tail)
 		}
 	}
@@ -113,13 +113,13 @@ func TestPromptPrefixTurnsProperty(t *testing.T) {
 // prompt that is exactly the previous prompt and completion adds nothing.
 func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	var p PromptPrefix
-	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-1, -2}})
+	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-1, -2}})
 	text1 := &p.text[0]
-	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6}, CompletionIDs: []int{7}, Logprobs: []float64{-3}})
+	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6}, CompletionIDs: []int32{7}, Logprobs: []float64{-3}})
 	if string(p.text) != "[1,2,3,4,5,6" || &p.text[0] != text1 {
 		t.Errorf("remembered text %q: not extended in place by the new ids' text", p.text)
 	}
-	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int{8}, Logprobs: []float64{-4}})
+	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int32{8}, Logprobs: []float64{-4}})
 	if &t1.PromptIDs[0] != &t2.PromptIDs[0] || &t2.PromptIDs[0] != &t3.PromptIDs[0] || &t1.CompletionIDs[0] != &t2.PromptIDs[3] || &t2.CompletionIDs[0] != &t3.PromptIDs[6] {
 		t.Fatal("the turns do not share one array with each completion after its prompt")
 	}
@@ -133,7 +133,7 @@ func TestPromptPrefixCompletionInPlace(t *testing.T) {
 		t.Fatalf("sequences %+v drifts %v err %v", seqs, drifts, err)
 	}
 	s := seqs[0]
-	if !slices.Equal(s.InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(s.LossMask, []int8{0, 0, 0, 1, 1, 0, 1, 1}) ||
+	if !slices.Equal(s.InputIDs, []int32{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(s.LossMask, []int8{0, 0, 0, 1, 1, 0, 1, 1}) ||
 		!slices.Equal(s.Logprobs, []float64{0, 0, 0, -1, -2, 0, -3, -4}) {
 		t.Errorf("sequence %+v", s)
 	}
@@ -142,9 +142,9 @@ func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	}
 	// A copied turn (its ids edited by the caller) is not trusted.
 	edited := *t3
-	edited.CompletionIDs = []int{9}
+	edited.CompletionIDs = []int32{9}
 	seqs, _, err = Sequences([]*Turn{t1, t2, &edited})
-	if err != nil || !slices.Equal(seqs[0].InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 9}) {
+	if err != nil || !slices.Equal(seqs[0].InputIDs, []int32{1, 2, 3, 4, 5, 6, 7, 9}) {
 		t.Errorf("edited turn: %v %v", seqs, err)
 	}
 }
@@ -226,10 +226,10 @@ func FuzzPromptPrefixCompletion(f *testing.F) {
 		if len(prevRaw) == 0 || len(compRaw) == 0 {
 			return
 		}
-		ids := func(raw []byte) []int {
-			out := make([]int, len(raw))
+		ids := func(raw []byte) []int32 {
+			out := make([]int32, len(raw))
 			for i, b := range raw {
-				out[i] = int(b)
+				out[i] = int32(b)
 			}
 			return out
 		}
