@@ -1,6 +1,9 @@
 package llm
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // PromptPrefix carries what one call of a trajectory can reuse from the
 // previous one. Every request of a trajectory normally repeats the previous
@@ -24,6 +27,10 @@ import "bytes"
 // array ends up holding the whole conversation's token sequence once and
 // Sequences takes it as is. Nothing is ever written over ids a turn holds:
 // a prompt that does not continue the completion gets an array of its own.
+// When a prompt outgrows the array, its ids go to a larger one and the
+// earlier turns' id slices are pointed at it (the same values), so a
+// trajectory holds one array, not every one it outgrew: read a
+// trajectory's earlier turns between its calls, not during one.
 //
 // Anything else (an edited message, drift, a server writing numbers
 // differently, the slow paths) is simply encoded or decoded in full: the
@@ -55,6 +62,26 @@ type PromptPrefix struct {
 	// encode_prefix.go.
 	msgsJSON []byte
 	sent     []sentMessage
+
+	// placed are the trajectory's turns whose ids lie in one array, in
+	// call order. When a turn's ids move to a new, larger array (the
+	// prompt outgrew the room), the earlier turns whose ids the new array
+	// repeats are pointed at it too (see adopt), so that a trajectory
+	// keeps one array alive instead of every array it outgrew.
+	placed []*Turn
+}
+
+// Release forgets what the prefix remembers of the previous request and
+// answer (the encoded messages and the text of the prompt ids), for a
+// trajectory about to wait long between calls: a planner while its
+// executors run holds nothing then, and its next call encodes and decodes
+// in full, with the same results. The turns' ids stay as they are.
+func (p *PromptPrefix) Release() {
+	if p == nil {
+		return
+	}
+	p.text, p.ids, p.comp, p.buf = nil, nil, nil, nil
+	p.msgsJSON, p.sent = nil, nil
 }
 
 // rememberTurn remembers t's prompt and completion (see remember) and
@@ -66,7 +93,44 @@ func (p *PromptPrefix) rememberTurn(text []byte, known int, t *Turn) {
 	}
 	if prompt, completion, both := p.remember(text, known, t.PromptIDs, t.CompletionIDs); both != nil {
 		t.PromptIDs, t.CompletionIDs, t.tokens = prompt, completion, both
+		p.adopt(t)
+	} else {
+		p.placed = p.placed[:0]
 	}
+}
+
+// adopt records t, whose ids were just placed in the trajectory's array,
+// and points the earlier placed turns at that array when they lie in an
+// older one whose ids it repeats at the same positions: the same values,
+// one array. A turn the caller changed (its ids no longer in the array it
+// was given) or one the new array does not repeat (drift) is left as it is
+// and forgotten. The check of the longest earlier turn covers the shorter
+// ones of the same old array, so moving costs one comparison of ids each
+// time the array grows.
+func (p *PromptPrefix) adopt(t *Turn) {
+	arr := t.tokens
+	var (
+		checked  *int32 // the old array whose first checkedN ids arr repeats
+		checkedN int
+	)
+	for i := len(p.placed) - 1; i >= 0; i-- {
+		o := p.placed[i]
+		ot := o.contiguous()
+		n := len(ot)
+		switch {
+		case ot == nil || n > len(arr):
+			p.placed[i] = nil
+		case &ot[0] == &arr[0]:
+		case &ot[0] == checked && n <= checkedN:
+			o.point(arr[:n])
+		case slices.Equal(ot, arr[:n]):
+			checked, checkedN = &ot[0], n
+			o.point(arr[:n])
+		default:
+			p.placed[i] = nil
+		}
+	}
+	p.placed = append(slices.DeleteFunc(p.placed, func(o *Turn) bool { return o == nil }), t)
 }
 
 // remember stores the prompt ids of the latest answer and their text (a

@@ -244,3 +244,70 @@ func FuzzPromptPrefixCompletion(f *testing.F) {
 		}
 	})
 }
+
+// TestPromptPrefixOneArrayAfterGrowth follows a trajectory whose prompts
+// outgrow the array their ids are placed in, again and again: the earlier
+// turns move to each new array, so the trajectory keeps one alive, with
+// every turn's ids unchanged; a turn the prompt no longer repeats (drift)
+// keeps its own.
+func TestPromptPrefixOneArrayAfterGrowth(t *testing.T) {
+	var (
+		p     PromptPrefix
+		turns []*Turn
+		plain []*Turn
+		seq   []int32
+	)
+	for i := range 12 {
+		for range 50 << i % 700 {
+			seq = append(seq, int32(len(seq)%997))
+		}
+		prompt := slices.Clone(seq)
+		comp := []int32{int32(5000 + i), int32(6000 + i)}
+		pt := &Turn{PromptIDs: prompt, CompletionIDs: comp, Logprobs: []float64{-1, -2}}
+		plain = append(plain, pt)
+		turns = append(turns, wireTurn(t, &p, pt))
+		seq = append(seq, comp...)
+	}
+	last := turns[len(turns)-1]
+	for i, tr := range turns {
+		if !slices.Equal(tr.PromptIDs, plain[i].PromptIDs) || !slices.Equal(tr.CompletionIDs, plain[i].CompletionIDs) {
+			t.Fatalf("turn %d holds other ids than the server sent", i)
+		}
+		if &tr.PromptIDs[0] != &last.PromptIDs[0] || tr.contiguous() == nil {
+			t.Errorf("turn %d is not in the trajectory's last array", i)
+		}
+	}
+	// Drift: the next prompt changes an early id, so it gets an array of
+	// its own and the earlier turns stay where they are.
+	drift := slices.Clone(seq)
+	drift[1]++
+	dt := wireTurn(t, &p, &Turn{PromptIDs: drift, CompletionIDs: []int32{1}, Logprobs: []float64{-1}})
+	if &dt.PromptIDs[0] == &last.PromptIDs[0] || &turns[0].PromptIDs[0] != &last.PromptIDs[0] {
+		t.Error("a drifted prompt moved the earlier turns or shares their array")
+	}
+	if !slices.Equal(turns[0].PromptIDs, plain[0].PromptIDs) || !slices.Equal(dt.PromptIDs, drift) {
+		t.Error("ids changed across the drift")
+	}
+}
+
+// TestPromptPrefixRelease checks that a released prefix holds nothing of
+// the previous exchange, that the next answer decodes to the same turn, and
+// that the earlier turns then move to the next turn's array.
+func TestPromptPrefixRelease(t *testing.T) {
+	var p PromptPrefix
+	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-1, -2}})
+	p.Release()
+	if p.text != nil || p.buf != nil || p.msgsJSON != nil || p.sent != nil {
+		t.Fatalf("released prefix still holds text %q, ids %v, messages %q", p.text, p.buf, p.msgsJSON)
+	}
+	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6}, CompletionIDs: []int32{7}, Logprobs: []float64{-3}})
+	if !slices.Equal(t1.PromptIDs, []int32{1, 2, 3}) || !slices.Equal(t1.CompletionIDs, []int32{4, 5}) ||
+		!slices.Equal(t2.PromptIDs, []int32{1, 2, 3, 4, 5, 6}) || !slices.Equal(t2.CompletionIDs, []int32{7}) {
+		t.Fatalf("turns after a release: %v %v, %v %v", t1.PromptIDs, t1.CompletionIDs, t2.PromptIDs, t2.CompletionIDs)
+	}
+	if &t1.PromptIDs[0] != &t2.PromptIDs[0] {
+		t.Error("the first turn did not move to the second turn's array")
+	}
+	var nilPrefix *PromptPrefix
+	nilPrefix.Release()
+}

@@ -244,6 +244,13 @@ func (t *Turn) contiguous() []int32 {
 	return t.tokens[: n+m : n+m]
 }
 
+// point makes t's ids views of ids, which holds the same values: its
+// prompt, then its completion (see PromptPrefix.adopt).
+func (t *Turn) point(ids []int32) {
+	n, m := len(t.PromptIDs), len(t.CompletionIDs)
+	t.PromptIDs, t.CompletionIDs, t.tokens = ids[:n:n], ids[n:n+m:n+m], ids[:n+m:n+m]
+}
+
 // WithoutPromptIDs returns a copy of t without its prompt ids and with
 // completion ids of its own. A trajectory's turns share one id array that
 // is replaced by a larger one as the conversation grows (see
