@@ -217,7 +217,7 @@ func TestAnswerNowNearContextLimit(t *testing.T) {
 		}
 		if n == 0 {
 			t := callTurn(`search:{"query":["a"]}`)
-			t.PromptIDs = make([]int, 900)
+			t.PromptIDs = make([]int32, 900)
 			return t, nil
 		}
 		return textTurn("report"), nil

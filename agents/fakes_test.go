@@ -38,19 +38,19 @@ func (m *scriptModel) calls() []llm.Request {
 // textTurn is a final message.
 func textTurn(content string) *llm.Turn {
 	return &llm.Turn{Message: openai.ChatCompletionMessage{Role: "assistant", Content: content}, FinishReason: "stop",
-		PromptIDs: []int{1}, CompletionIDs: []int{2}, Logprobs: []float64{-0.1}}
+		PromptIDs: []int32{1}, CompletionIDs: []int32{2}, Logprobs: []float64{-0.1}}
 }
 
 // abortedTurn is a generation the server aborted after three tokens.
 func abortedTurn(content string) *llm.Turn {
 	return &llm.Turn{Message: openai.ChatCompletionMessage{Role: "assistant", Content: content}, FinishReason: "abort",
-		Abort: &llm.Abort{By: llm.AbortedByServer}, PromptIDs: []int{1}, CompletionIDs: []int{2, 3, 4}, Logprobs: []float64{-0.1, -0.2, -0.3}}
+		Abort: &llm.Abort{By: llm.AbortedByServer}, PromptIDs: []int32{1}, CompletionIDs: []int32{2, 3, 4}, Logprobs: []float64{-0.1, -0.2, -0.3}}
 }
 
 // callTurn is a message calling tools; each call is name:argsJSON.
 func callTurn(calls ...string) *llm.Turn {
 	t := &llm.Turn{Message: openai.ChatCompletionMessage{Role: "assistant"}, FinishReason: "tool_calls",
-		PromptIDs: []int{1}, CompletionIDs: []int{2}, Logprobs: []float64{-0.1}}
+		PromptIDs: []int32{1}, CompletionIDs: []int32{2}, Logprobs: []float64{-0.1}}
 	for i, c := range calls {
 		name, args, _ := strings.Cut(c, ":")
 		tc := openai.ToolCall{ID: fmt.Sprintf("call-%d", i), Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: name, Arguments: args}}

@@ -36,6 +36,11 @@ type loop struct {
 	// report is true for executors: their ending is a report, not an
 	// answer (it changes the answer-now wording).
 	report bool
+	// longCalls is true for a loop whose tool calls take long (the
+	// planner's delegations run whole executor trajectories): the prompt
+	// prefix's memory is released before they run (PromptPrefix.Release),
+	// so thousands of waiting planners hold none of it.
+	longCalls bool
 }
 
 // run drives the conversation until the model answers without tool calls,
@@ -114,6 +119,9 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 				traj.formatError(fmt.Sprintf("turn %d: final message cut off by the token limit", turn))
 			}
 			return msgs
+		}
+		if l.longCalls {
+			prefix.Release()
 		}
 		step.Calls = l.runCalls(ctx, t.ToolCalls)
 		traj.Steps = append(traj.Steps, step)

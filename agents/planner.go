@@ -128,6 +128,7 @@ func (p *Planner) Run(ctx context.Context, q Query) *Rollout {
 		l := &loop{
 			model: p.cfg.Model, tools: ptools, budget: p.cfg.Budget, prompts: p.cfg.Prompts,
 			key: q.Key + "/planner", seed: deriveSeed(q.Seed, RolePlanner), prepare: d.prepare,
+			longCalls: true,
 		}
 		l.run(ctx, system, user, traj)
 		checkAnswer(traj)

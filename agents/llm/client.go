@@ -170,15 +170,24 @@ const (
 	// margin, so a request rarely lands on a connection the server is
 	// closing or has closed.
 	idleConnTimeout = 4 * time.Second
-	// writeBufferSize sizes each connection's write buffer. A request
-	// carries the whole conversation (8 KB and more); through net/http's
-	// default 4 KiB buffer it went out in two or three writes, through
-	// 32 KiB in one (BenchmarkChat at 8 KB: about 7% less CPU per call).
-	// The read buffer stays at net/http's 4 KiB: the client reads a body
-	// of known length straight into a buffer of that size, past the read
-	// buffer, and 64 KiB made no difference. A connection holds both for
-	// its whole life, so they count once per call in flight.
+	// writeBufferSize sizes each connection's write buffer while the
+	// role's calls in flight are few enough (see writeBufferFor). A
+	// request carries the whole conversation (8 KB and more); through
+	// net/http's default 4 KiB buffer it went out in two or three writes,
+	// through 32 KiB in one (BenchmarkChat at 8 KB: about 7% less CPU per
+	// call). The read buffer stays at net/http's 4 KiB: the client reads a
+	// body of known length straight into a buffer of that size, past the
+	// read buffer, and 64 KiB made no difference. A connection holds both
+	// for its whole life, so they count once per call in flight.
 	writeBufferSize = 32 << 10
+	// minWriteBufferSize is net/http's default write buffer, the floor.
+	minWriteBufferSize = 4 << 10
+	// writeBufferBudget bounds what the write buffers of a role's
+	// connections hold in all: at 1,024 calls in flight (the pool's
+	// default per endpoint) each still gets writeBufferSize, at 8,000 (the
+	// farm at 10,000 rollouts) each gets the floor, 31 MiB instead of
+	// 250 MiB, for a second write of a long request.
+	writeBufferBudget = 32 << 20
 	// maxIdleConns caps the idle-connection limits derived from the
 	// pool's in-flight caps, which may be set very large.
 	maxIdleConns = 1 << 16
@@ -210,8 +219,21 @@ func defaultTransport(pc PoolConfig) *http.Transport {
 		IdleConnTimeout:       idleConnTimeout,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
-		WriteBufferSize:       writeBufferSize,
+		WriteBufferSize:       writeBufferFor(pc.MaxInFlight),
 	}
+}
+
+// writeBufferFor returns the write buffer of each connection of a role
+// with at most inFlight calls in flight, one connection each:
+// writeBufferSize while their buffers fit writeBufferBudget, else the
+// budget's share, never below minWriteBufferSize. The buffer only saves
+// writes of long requests, so many connections are worth a few more
+// writes rather than 32 KiB each.
+func writeBufferFor(inFlight int64) int {
+	if inFlight <= 0 || inFlight <= writeBufferBudget/writeBufferSize {
+		return writeBufferSize
+	}
+	return int(max(writeBufferBudget/inFlight, minWriteBufferSize))
 }
 
 // Close stops the pool's prober and closes the idle connections of the

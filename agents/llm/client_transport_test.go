@@ -45,6 +45,22 @@ func TestDefaultTransportSettings(t *testing.T) {
 			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		inFlight int64
+		want     int
+	}{
+		{0, writeBufferSize},
+		{24, writeBufferSize},
+		{1024, writeBufferSize},
+		{2048, 16 << 10},
+		{8000, writeBufferBudget / 8000},
+		{20000, minWriteBufferSize},
+		{1 << 41, minWriteBufferSize},
+	} {
+		if got := defaultTransport(PoolConfig{MaxInFlightPerEndpoint: 1, MaxInFlight: tc.inFlight}).WriteBufferSize; got != tc.want {
+			t.Errorf("WriteBufferSize at %d calls in flight = %d, want %d", tc.inFlight, got, tc.want)
+		}
+	}
 	huge := defaultTransport(PoolConfig{MaxInFlightPerEndpoint: 1 << 40, MaxInFlight: 1 << 41})
 	if huge.MaxIdleConnsPerHost != maxIdleConns || huge.MaxIdleConns != maxIdleConns {
 		t.Errorf("idle limits for huge caps: per host %d, total %d; want %d", huge.MaxIdleConnsPerHost, huge.MaxIdleConns, maxIdleConns)

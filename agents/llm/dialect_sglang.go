@@ -86,7 +86,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		t.PromptIDs = ch.PromptTokenIDs
 		if ch.MetaInfo != nil {
 			lps := ch.MetaInfo.OutputTokenLogprobs
-			t.CompletionIDs = make([]int, len(lps))
+			t.CompletionIDs = make([]int32, len(lps))
 			t.Logprobs = make([]float64, len(lps))
 			for i, lp := range lps {
 				t.CompletionIDs[i], t.Logprobs[i] = lp.ID, lp.Logprob
@@ -301,7 +301,7 @@ func abortError(message string) error {
 	return &DecodeError{Err: fmt.Errorf("%w: %s", ErrAborted, message)}
 }
 
-func equalInts(a, b []int) bool {
+func equalInts(a, b []int32) bool {
 	if len(a) != len(b) {
 		return false
 	}

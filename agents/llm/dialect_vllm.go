@@ -178,25 +178,25 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 // idsFromLogprobTokens reads completion ids from the tokens of logprob
 // entries written as
 // "token_id:N" (vLLM's return_tokens_as_token_ids).
-func idsFromLogprobTokens(tokens []string) ([]int, error) {
-	ids := make([]int, len(tokens))
+func idsFromLogprobTokens(tokens []string) ([]int32, error) {
+	ids := make([]int32, len(tokens))
 	for i, tok := range tokens {
 		s, ok := strings.CutPrefix(tok, "token_id:")
 		if !ok {
 			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, tok)}
 		}
-		id, err := strconv.Atoi(s)
+		id, err := strconv.ParseInt(s, 10, 32)
 		if err != nil || id < 0 {
 			return nil, &DecodeError{Err: fmt.Errorf("%w: logprob token %d is %q, not token_id:N", ErrMissingTokenIDs, i, tok)}
 		}
-		ids[i] = id
+		ids[i] = int32(id)
 	}
 	return ids, nil
 }
 
 // tokenize asks the server for the prompt ids of req's messages with the
 // generation prompt, pinned to endpoint e while it is in rotation.
-func (c *Client) tokenize(ctx context.Context, req Request, s Sampling, e *endpoint, path string) ([]int, *endpoint, int, error) {
+func (c *Client) tokenize(ctx context.Context, req Request, s Sampling, e *endpoint, path string) ([]int32, *endpoint, int, error) {
 	body, err := json.Marshal(TokenizeRequest{
 		Model: c.model, Messages: req.Messages, Tools: req.Tools,
 		AddGenerationPrompt: true, ChatTemplateKwargs: s.ChatTemplateKwargs,
@@ -204,7 +204,7 @@ func (c *Client) tokenize(ctx context.Context, req Request, s Sampling, e *endpo
 	if err != nil {
 		return nil, e, 0, fmt.Errorf("llm role %s: encode tokenize request: %w", c.role, err)
 	}
-	var ids []int
+	var ids []int32
 	decode := func(b []byte, h http.Header) error {
 		var tr TokenizeResponse
 		if err := json.Unmarshal(b, &tr); err != nil {

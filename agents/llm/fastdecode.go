@@ -214,7 +214,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (r *chatResult
 	resp := new(ChatResponse)
 	r = &chatResult{resp: resp}
 	var (
-		ids         []int
+		ids         []int32
 		promptText  []byte
 		promptKnown int
 		seen        uint
@@ -520,7 +520,7 @@ func (s *jscan) tokenLogprobs(sc *scratch) ([]TokenLogprob, bool) {
 		if !ok || !s.Eat(',') {
 			return nil, false
 		}
-		id, ok := s.Int()
+		id, ok := s.int32()
 		if !ok {
 			return nil, false
 		}
@@ -553,7 +553,7 @@ func fastGenerate(body []byte) (*GenerateResponse, fallbacks) {
 	g := new(GenerateResponse)
 	var (
 		seen uint
-		ids  []int
+		ids  []int32
 		mi   *MetaInfo
 	)
 	sc.top.reset()

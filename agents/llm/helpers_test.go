@@ -250,3 +250,12 @@ func toolMsg(content, id string) openai.ChatCompletionMessage {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// wideIDs returns ids as the []int the sim's tokenizer takes.
+func wideIDs(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}

@@ -48,9 +48,22 @@ func digitsValue(w uint64, n int) int {
 	return int(w)
 }
 
+// int32 consumes an integer that fits an int32, as encoding/json decodes
+// one into an int32 field: a value out of range is refused, and the
+// caller's fallback to encoding/json reports it.
+func (s *jscan) int32() (int32, bool) {
+	i := s.I
+	n, ok := s.Int64()
+	if !ok || int64(int32(n)) != n {
+		s.I = i
+		return 0, false
+	}
+	return int32(n), true
+}
+
 // ints consumes an array of integers (or null, which is nil). Like
 // encoding/json it returns an empty, non-nil slice for [].
-func (s *jscan) ints() ([]int, bool) {
+func (s *jscan) ints() ([]int32, bool) {
 	if s.Null() {
 		return nil, true
 	}
@@ -58,16 +71,16 @@ func (s *jscan) ints() ([]int, bool) {
 		return nil, false
 	}
 	if s.Eat(']') {
-		return []int{}, true
+		return []int32{}, true
 	}
 	return s.intElems(nil)
 }
 
 // intElems consumes an integer array's elements from the next one through
 // the closing bracket and returns them after a copy of head.
-func (s *jscan) intElems(head []int) ([]int, bool) {
+func (s *jscan) intElems(head []int32) ([]int32, bool) {
 	n := len(head) + s.remainingInts()
-	out := make([]int, len(head), n)
+	out := make([]int32, len(head), n)
 	copy(out, head)
 	return s.appendIntElems(out)
 }
@@ -84,7 +97,7 @@ func (s *jscan) remainingInts() int {
 
 // appendIntElems consumes an integer array's elements from the next one
 // through the closing bracket and appends them to out.
-func (s *jscan) appendIntElems(out []int) ([]int, bool) {
+func (s *jscan) appendIntElems(out []int32) ([]int32, bool) {
 	b, i := s.B, s.I
 	for {
 		// The common case: "digits," with fewer than eight digits and no
@@ -94,7 +107,8 @@ func (s *jscan) appendIntElems(out []int) ([]int, bool) {
 		if len(b)-i >= 8 {
 			w := binary.LittleEndian.Uint64(b[i:])
 			if d := commaAt(w); d > 0 && d < 8 && digitRun(w) == d && (d == 1 || b[i] != '0') {
-				out = append(out, digitsValue(w, d))
+				// Seven digits or fewer always fit an int32.
+				out = append(out, int32(digitsValue(w, d)))
 				i += d + 1
 				continue
 			}
@@ -102,7 +116,7 @@ func (s *jscan) appendIntElems(out []int) ([]int, bool) {
 		// Anything else — a sign, whitespace, a long number, the end of the
 		// body or an error — goes through int.
 		s.I = i
-		v, ok := s.Int()
+		v, ok := s.int32()
 		if !ok {
 			return nil, false
 		}

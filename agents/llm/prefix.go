@@ -1,6 +1,9 @@
 package llm
 
-import "bytes"
+import (
+	"bytes"
+	"slices"
+)
 
 // PromptPrefix carries what one call of a trajectory can reuse from the
 // previous one. Every request of a trajectory normally repeats the previous
@@ -24,6 +27,10 @@ import "bytes"
 // array ends up holding the whole conversation's token sequence once and
 // Sequences takes it as is. Nothing is ever written over ids a turn holds:
 // a prompt that does not continue the completion gets an array of its own.
+// When a prompt outgrows the array, its ids go to a larger one and the
+// earlier turns' id slices are pointed at it (the same values), so a
+// trajectory holds one array, not every one it outgrew: read a
+// trajectory's earlier turns between its calls, not during one.
 //
 // Anything else (an edited message, drift, a server writing numbers
 // differently, the slow paths) is simply encoded or decoded in full: the
@@ -37,17 +44,17 @@ type PromptPrefix struct {
 	// digit (no closing bracket); ids are the numbers text holds, shared
 	// with a Turn and never modified.
 	text []byte
-	ids  []int
+	ids  []int32
 	// comp is the completion that answered ids, placed right after them in
 	// buf (see remember); nil when it was not.
-	comp []int
+	comp []int32
 	// buf is the array behind ids (and comp), with room for the next
 	// prompt's new ids: they are written after ids and comp in place (see
 	// extendIDs), so a trajectory's prompts and completions share one
 	// growing array instead of each turn copying all the ids before it.
 	// Turns hold views capped at their own length, so nothing they do
 	// reaches the room beyond, and nothing is ever written over a view.
-	buf []int
+	buf []int32
 
 	// msgsJSON is the messages array of the latest request encoded with
 	// this prefix, as appendMessages writes it; sent[i] is a copy of that
@@ -55,6 +62,26 @@ type PromptPrefix struct {
 	// encode_prefix.go.
 	msgsJSON []byte
 	sent     []sentMessage
+
+	// placed are the trajectory's turns whose ids lie in one array, in
+	// call order. When a turn's ids move to a new, larger array (the
+	// prompt outgrew the room), the earlier turns whose ids the new array
+	// repeats are pointed at it too (see adopt), so that a trajectory
+	// keeps one array alive instead of every array it outgrew.
+	placed []*Turn
+}
+
+// Release forgets what the prefix remembers of the previous request and
+// answer (the encoded messages and the text of the prompt ids), for a
+// trajectory about to wait long between calls: a planner while its
+// executors run holds nothing then, and its next call encodes and decodes
+// in full, with the same results. The turns' ids stay as they are.
+func (p *PromptPrefix) Release() {
+	if p == nil {
+		return
+	}
+	p.text, p.ids, p.comp, p.buf = nil, nil, nil, nil
+	p.msgsJSON, p.sent = nil, nil
 }
 
 // rememberTurn remembers t's prompt and completion (see remember) and
@@ -66,7 +93,44 @@ func (p *PromptPrefix) rememberTurn(text []byte, known int, t *Turn) {
 	}
 	if prompt, completion, both := p.remember(text, known, t.PromptIDs, t.CompletionIDs); both != nil {
 		t.PromptIDs, t.CompletionIDs, t.tokens = prompt, completion, both
+		p.adopt(t)
+	} else {
+		p.placed = p.placed[:0]
 	}
+}
+
+// adopt records t, whose ids were just placed in the trajectory's array,
+// and points the earlier placed turns at that array when they lie in an
+// older one whose ids it repeats at the same positions: the same values,
+// one array. A turn the caller changed (its ids no longer in the array it
+// was given) or one the new array does not repeat (drift) is left as it is
+// and forgotten. The check of the longest earlier turn covers the shorter
+// ones of the same old array, so moving costs one comparison of ids each
+// time the array grows.
+func (p *PromptPrefix) adopt(t *Turn) {
+	arr := t.tokens
+	var (
+		checked  *int32 // the old array whose first checkedN ids arr repeats
+		checkedN int
+	)
+	for i := len(p.placed) - 1; i >= 0; i-- {
+		o := p.placed[i]
+		ot := o.contiguous()
+		n := len(ot)
+		switch {
+		case ot == nil || n > len(arr):
+			p.placed[i] = nil
+		case &ot[0] == &arr[0]:
+		case &ot[0] == checked && n <= checkedN:
+			o.point(arr[:n])
+		case slices.Equal(ot, arr[:n]):
+			checked, checkedN = &ot[0], n
+			o.point(arr[:n])
+		default:
+			p.placed[i] = nil
+		}
+	}
+	p.placed = append(slices.DeleteFunc(p.placed, func(o *Turn) bool { return o == nil }), t)
 }
 
 // remember stores the prompt ids of the latest answer and their text (a
@@ -81,7 +145,7 @@ func (p *PromptPrefix) rememberTurn(text []byte, known int, t *Turn) {
 // returned: the next prompt normally continues with this completion, so
 // the array then holds the whole trajectory's sequence once (see
 // extendIDs and Sequences). Without a completion they are nil.
-func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int) (pv, cv, both []int) {
+func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int32) (pv, cv, both []int32) {
 	if len(text) == 0 || len(prompt) == 0 {
 		p.text, p.ids, p.comp, p.buf = p.text[:0], nil, nil, nil
 		return nil, nil, nil
@@ -113,11 +177,11 @@ func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int
 		}
 		return nil, nil, nil
 	}
-	var buf []int
+	var buf []int32
 	if inBuf && cap(p.buf) >= n+m {
 		buf = p.buf[:n]
 	} else {
-		buf = make([]int, n, 2*(n+m))
+		buf = make([]int32, n, 2*(n+m))
 		copy(buf, prompt)
 	}
 	buf = append(buf, completion...)
@@ -133,7 +197,7 @@ func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int
 // ids go after them; otherwise they go after the prompt. They are written
 // in place when p.buf has room and nothing there would be overwritten, else
 // into a new array with room for the next turns' ids, which becomes p.buf.
-func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
+func (s *jscan) extendIDs(p *PromptPrefix) ([]int32, bool) {
 	known := len(p.ids)
 	inBuf := known > 0 && len(p.buf) >= known && &p.buf[0] == &p.ids[0]
 	// Without a remembered completion the room after the prompt is free.
@@ -153,7 +217,7 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 		}
 	}
 	need := known + s.remainingInts()
-	var out []int
+	var out []int32
 	if free && cap(p.buf) >= need {
 		out = p.buf[:known]
 	} else {
@@ -161,7 +225,7 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 		if known > len(p.ids) {
 			src = p.buf[:known]
 		}
-		out = make([]int, known, need+need/2)
+		out = make([]int32, known, need+need/2)
 		copy(out, src)
 	}
 	out, ok := s.appendIntElems(out)
@@ -176,9 +240,9 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int, bool) {
 // followed by a comma or, for the last, the closing bracket (done). It
 // reports false, having consumed an unknown amount, when the elements
 // differ from want or are not plain integers.
-func (s *jscan) matchInts(want []int) (done, ok bool) {
+func (s *jscan) matchInts(want []int32) (done, ok bool) {
 	for i, w := range want {
-		v, ok := s.Int()
+		v, ok := s.int32()
 		if !ok || v != w {
 			return false, false
 		}
@@ -207,12 +271,12 @@ func (s *jscan) matchInts(want []int) (done, ok bool) {
 // matches the start of the array, followed by a comma, its ids are copied
 // and only the rest is decoded. It records the array's text, up to its
 // last digit, in s.promptText.
-func (s *jscan) promptIDs() ([]int, bool) {
+func (s *jscan) promptIDs() ([]int32, bool) {
 	s.WS()
 	start := s.I
 	s.promptText, s.promptKnown = nil, 0
 	var (
-		out []int
+		out []int32
 		ok  bool
 	)
 	if p := s.prefix; p != nil && len(p.text) > 0 {

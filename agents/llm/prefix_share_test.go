@@ -11,7 +11,7 @@ import (
 // later ones.
 func TestPromptPrefixSharesOneArray(t *testing.T) {
 	var p PromptPrefix
-	decode := func(arr string) []int {
+	decode := func(arr string) []int32 {
 		t.Helper()
 		body, _ := withPromptIDs(arr)
 		r, err := decodeChatPrefix([]byte(body), false, &p, nil)
@@ -24,7 +24,7 @@ func TestPromptPrefixSharesOneArray(t *testing.T) {
 	first := decode("[1,2,3]")
 	second := decode("[1,2,3,4,5]")
 	third := decode("[1,2,3,4,5,6,7]")
-	if !reflect.DeepEqual(first, []int{1, 2, 3}) || !reflect.DeepEqual(second, []int{1, 2, 3, 4, 5}) || !reflect.DeepEqual(third, []int{1, 2, 3, 4, 5, 6, 7}) {
+	if !reflect.DeepEqual(first, []int32{1, 2, 3}) || !reflect.DeepEqual(second, []int32{1, 2, 3, 4, 5}) || !reflect.DeepEqual(third, []int32{1, 2, 3, 4, 5, 6, 7}) {
 		t.Fatalf("ids %v %v %v", first, second, third)
 	}
 	if &second[0] != &third[0] {
@@ -40,11 +40,11 @@ func TestPromptPrefixSharesOneArray(t *testing.T) {
 	}
 	// Drift starts a new array; the old turns keep theirs.
 	fourth := decode("[1,9,3,4]")
-	if !reflect.DeepEqual(fourth, []int{1, 9, 3, 4}) || !reflect.DeepEqual(third, []int{1, 2, 3, 4, 5, 6, 7}) {
+	if !reflect.DeepEqual(fourth, []int32{1, 9, 3, 4}) || !reflect.DeepEqual(third, []int32{1, 2, 3, 4, 5, 6, 7}) {
 		t.Errorf("after drift: %v, third now %v", fourth, third)
 	}
 	fifth := decode("[1,9,3,4,8]")
-	if !reflect.DeepEqual(fifth, []int{1, 9, 3, 4, 8}) || !reflect.DeepEqual(third, []int{1, 2, 3, 4, 5, 6, 7}) {
+	if !reflect.DeepEqual(fifth, []int32{1, 9, 3, 4, 8}) || !reflect.DeepEqual(third, []int32{1, 2, 3, 4, 5, 6, 7}) {
 		t.Errorf("after drift and growth: %v, third now %v", fifth, third)
 	}
 }

@@ -70,13 +70,13 @@ func TestPromptPrefixDecodesTheSame(t *testing.T) {
 // TestPromptPrefixIsUsed checks the copy path is taken: a prefix whose ids
 // do not match its text (which never happens for real) shows through.
 func TestPromptPrefixIsUsed(t *testing.T) {
-	p := &PromptPrefix{text: []byte("[1,2,3"), ids: []int{7, 8, 9}}
+	p := &PromptPrefix{text: []byte("[1,2,3"), ids: []int32{7, 8, 9}}
 	v, s := withPromptIDs("[1,2,3,4]")
 	r, err := decodeChatPrefix([]byte(v), false, p, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.resp.PromptTokenIDs; !reflect.DeepEqual(got, []int{7, 8, 9, 4}) {
+	if got := r.resp.PromptTokenIDs; !reflect.DeepEqual(got, []int32{7, 8, 9, 4}) {
 		t.Errorf("vLLM prompt ids %v, want the prefix's ids then 4", got)
 	}
 	if string(r.promptText) != "[1,2,3,4" {
@@ -86,14 +86,14 @@ func TestPromptPrefixIsUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := r.ch.PromptTokenIDs; !reflect.DeepEqual(got, []int{7, 8, 9, 4}) {
+	if got := r.ch.PromptTokenIDs; !reflect.DeepEqual(got, []int32{7, 8, 9, 4}) {
 		t.Errorf("SGLang prompt ids %v, want the prefix's ids then 4", got)
 	}
 
 	// remember copies the text out of the body, which is recycled.
 	body := []byte("[1,2")
 	var q PromptPrefix
-	q.remember(body, 0, []int{1, 2}, nil)
+	q.remember(body, 0, []int32{1, 2}, nil)
 	body[1] = '9'
 	if string(q.text) != "[1,2" {
 		t.Errorf("remembered text changed with the body: %q", q.text)

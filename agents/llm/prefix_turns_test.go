@@ -13,17 +13,17 @@ import (
 )
 
 // idsJSON writes ids as a compact JSON array.
-func idsJSON(v []int) string {
+func idsJSON(v []int32) string {
 	s := make([]string, len(v))
 	for i, n := range v {
-		s[i] = strconv.Itoa(n)
+		s[i] = strconv.Itoa(int(n))
 	}
 	return "[" + strings.Join(s, ",") + "]"
 }
 
 // vllmAnswer returns a vLLM chat answer with the given prompt ids,
 // completion ids and their logprobs.
-func vllmAnswer(prompt, completion []int, logprobs []float64) string {
+func vllmAnswer(prompt, completion []int32, logprobs []float64) string {
 	ints := idsJSON
 	entries := make([]string, len(logprobs))
 	for i, lp := range logprobs {
@@ -61,7 +61,7 @@ func genWireTrajectory(t *rapid.T) []*Turn {
 		if rapid.IntRange(0, 3).Draw(t, "rerender") == 0 {
 			comp := slices.Clone(prev.CompletionIDs)
 			comp[rapid.IntRange(0, len(comp)-1).Draw(t, "at")] += 1000
-			tail := rapid.SliceOfN(rapid.IntRange(0, 50), 0, 5).Draw(t, "tail")
+			tail := rapid.SliceOfN(rapid.Int32Range(0, 50), 0, 5).Draw(t, "tail")
 			turns[i].PromptIDs = slices.Concat(prev.PromptIDs, comp, tail)
 		}
 	}
@@ -113,13 +113,13 @@ func TestPromptPrefixTurnsProperty(t *testing.T) {
 // prompt that is exactly the previous prompt and completion adds nothing.
 func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	var p PromptPrefix
-	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-1, -2}})
+	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-1, -2}})
 	text1 := &p.text[0]
-	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6}, CompletionIDs: []int{7}, Logprobs: []float64{-3}})
+	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6}, CompletionIDs: []int32{7}, Logprobs: []float64{-3}})
 	if string(p.text) != "[1,2,3,4,5,6" || &p.text[0] != text1 {
 		t.Errorf("remembered text %q: not extended in place by the new ids' text", p.text)
 	}
-	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int{8}, Logprobs: []float64{-4}})
+	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int32{8}, Logprobs: []float64{-4}})
 	if &t1.PromptIDs[0] != &t2.PromptIDs[0] || &t2.PromptIDs[0] != &t3.PromptIDs[0] || &t1.CompletionIDs[0] != &t2.PromptIDs[3] || &t2.CompletionIDs[0] != &t3.PromptIDs[6] {
 		t.Fatal("the turns do not share one array with each completion after its prompt")
 	}
@@ -133,7 +133,7 @@ func TestPromptPrefixCompletionInPlace(t *testing.T) {
 		t.Fatalf("sequences %+v drifts %v err %v", seqs, drifts, err)
 	}
 	s := seqs[0]
-	if !slices.Equal(s.InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(s.LossMask, []int8{0, 0, 0, 1, 1, 0, 1, 1}) ||
+	if !slices.Equal(s.InputIDs, []int32{1, 2, 3, 4, 5, 6, 7, 8}) || !slices.Equal(s.LossMask, []int8{0, 0, 0, 1, 1, 0, 1, 1}) ||
 		!slices.Equal(s.Logprobs, []float64{0, 0, 0, -1, -2, 0, -3, -4}) {
 		t.Errorf("sequence %+v", s)
 	}
@@ -142,9 +142,9 @@ func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	}
 	// A copied turn (its ids edited by the caller) is not trusted.
 	edited := *t3
-	edited.CompletionIDs = []int{9}
+	edited.CompletionIDs = []int32{9}
 	seqs, _, err = Sequences([]*Turn{t1, t2, &edited})
-	if err != nil || !slices.Equal(seqs[0].InputIDs, []int{1, 2, 3, 4, 5, 6, 7, 9}) {
+	if err != nil || !slices.Equal(seqs[0].InputIDs, []int32{1, 2, 3, 4, 5, 6, 7, 9}) {
 		t.Errorf("edited turn: %v %v", seqs, err)
 	}
 }
@@ -226,10 +226,10 @@ func FuzzPromptPrefixCompletion(f *testing.F) {
 		if len(prevRaw) == 0 || len(compRaw) == 0 {
 			return
 		}
-		ids := func(raw []byte) []int {
-			out := make([]int, len(raw))
+		ids := func(raw []byte) []int32 {
+			out := make([]int32, len(raw))
 			for i, b := range raw {
-				out[i] = int(b)
+				out[i] = int32(b)
 			}
 			return out
 		}
@@ -243,4 +243,71 @@ func FuzzPromptPrefixCompletion(f *testing.F) {
 			t.Fatalf("the first turn's ids became %v %v, want %v %v", first.PromptIDs, first.CompletionIDs, prompt, comp)
 		}
 	})
+}
+
+// TestPromptPrefixOneArrayAfterGrowth follows a trajectory whose prompts
+// outgrow the array their ids are placed in, again and again: the earlier
+// turns move to each new array, so the trajectory keeps one alive, with
+// every turn's ids unchanged; a turn the prompt no longer repeats (drift)
+// keeps its own.
+func TestPromptPrefixOneArrayAfterGrowth(t *testing.T) {
+	var (
+		p     PromptPrefix
+		turns []*Turn
+		plain []*Turn
+		seq   []int32
+	)
+	for i := range 12 {
+		for range 50 << i % 700 {
+			seq = append(seq, int32(len(seq)%997))
+		}
+		prompt := slices.Clone(seq)
+		comp := []int32{int32(5000 + i), int32(6000 + i)}
+		pt := &Turn{PromptIDs: prompt, CompletionIDs: comp, Logprobs: []float64{-1, -2}}
+		plain = append(plain, pt)
+		turns = append(turns, wireTurn(t, &p, pt))
+		seq = append(seq, comp...)
+	}
+	last := turns[len(turns)-1]
+	for i, tr := range turns {
+		if !slices.Equal(tr.PromptIDs, plain[i].PromptIDs) || !slices.Equal(tr.CompletionIDs, plain[i].CompletionIDs) {
+			t.Fatalf("turn %d holds other ids than the server sent", i)
+		}
+		if &tr.PromptIDs[0] != &last.PromptIDs[0] || tr.contiguous() == nil {
+			t.Errorf("turn %d is not in the trajectory's last array", i)
+		}
+	}
+	// Drift: the next prompt changes an early id, so it gets an array of
+	// its own and the earlier turns stay where they are.
+	drift := slices.Clone(seq)
+	drift[1]++
+	dt := wireTurn(t, &p, &Turn{PromptIDs: drift, CompletionIDs: []int32{1}, Logprobs: []float64{-1}})
+	if &dt.PromptIDs[0] == &last.PromptIDs[0] || &turns[0].PromptIDs[0] != &last.PromptIDs[0] {
+		t.Error("a drifted prompt moved the earlier turns or shares their array")
+	}
+	if !slices.Equal(turns[0].PromptIDs, plain[0].PromptIDs) || !slices.Equal(dt.PromptIDs, drift) {
+		t.Error("ids changed across the drift")
+	}
+}
+
+// TestPromptPrefixRelease checks that a released prefix holds nothing of
+// the previous exchange, that the next answer decodes to the same turn, and
+// that the earlier turns then move to the next turn's array.
+func TestPromptPrefixRelease(t *testing.T) {
+	var p PromptPrefix
+	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-1, -2}})
+	p.Release()
+	if p.text != nil || p.buf != nil || p.msgsJSON != nil || p.sent != nil {
+		t.Fatalf("released prefix still holds text %q, ids %v, messages %q", p.text, p.buf, p.msgsJSON)
+	}
+	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6}, CompletionIDs: []int32{7}, Logprobs: []float64{-3}})
+	if !slices.Equal(t1.PromptIDs, []int32{1, 2, 3}) || !slices.Equal(t1.CompletionIDs, []int32{4, 5}) ||
+		!slices.Equal(t2.PromptIDs, []int32{1, 2, 3, 4, 5, 6}) || !slices.Equal(t2.CompletionIDs, []int32{7}) {
+		t.Fatalf("turns after a release: %v %v, %v %v", t1.PromptIDs, t1.CompletionIDs, t2.PromptIDs, t2.CompletionIDs)
+	}
+	if &t1.PromptIDs[0] != &t2.PromptIDs[0] {
+		t.Error("the first turn did not move to the second turn's array")
+	}
+	var nilPrefix *PromptPrefix
+	nilPrefix.Release()
 }

@@ -152,7 +152,7 @@ func TestSGLangStreamedPromptEndsWithAssistantHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prompt, err := srv.sim.Tokenizer().Decode(tr.PromptIDs)
+	prompt, err := srv.sim.Tokenizer().Decode(wideIDs(tr.PromptIDs))
 	if err != nil || !strings.HasSuffix(prompt, simllm.IMStart+"assistant\n") {
 		t.Errorf("prompt does not end with the assistant header: %q (%v)", tail(prompt), err)
 	}

@@ -10,7 +10,7 @@ import (
 type Sequence struct {
 	// InputIDs are the token ids: the first turn's prompt, then for each
 	// turn its completion and the next prompt's new tokens.
-	InputIDs []int
+	InputIDs []int32
 	// LossMask is 1 exactly on the tokens the engine sampled, 0 elsewhere.
 	LossMask []int8
 	// Logprobs are the sampler's logprobs aligned with InputIDs; 0 where
@@ -77,7 +77,7 @@ func Sequences(turns []*Turn) ([]Sequence, []Drift, error) {
 // extends reports whether prompt starts with prev's prompt and completion
 // ids, and where they first differ. Ids the client placed in one array
 // (see PromptPrefix) are the same memory and need no comparing.
-func extends(prompt []int, prev *Turn) (at int, ok bool) {
+func extends(prompt []int32, prev *Turn) (at int, ok bool) {
 	pp, pc := prev.PromptIDs, prev.CompletionIDs
 	n := len(pp) + len(pc)
 	if len(prompt) >= n && &prompt[0] == &pp[0] && &prompt[len(pp)] == &pc[0] {
@@ -100,7 +100,7 @@ func mergeTurns(run []*Turn, first int) Sequence {
 	ids := last.contiguous()
 	n := len(last.PromptIDs) + len(last.CompletionIDs)
 	if ids == nil {
-		ids = make([]int, n)
+		ids = make([]int32, n)
 		copy(ids, last.PromptIDs)
 		copy(ids[len(last.PromptIDs):], last.CompletionIDs)
 	}
@@ -118,7 +118,7 @@ func mergeTurns(run []*Turn, first int) Sequence {
 }
 
 // commonPrefix returns the length of the longest common prefix of a and b.
-func commonPrefix(a, b []int) int {
+func commonPrefix(a, b []int32) int {
 	n := min(len(a), len(b))
 	for i := range n {
 		if a[i] != b[i] {

@@ -14,12 +14,12 @@ func genTrajectory(t *rapid.T) []*Turn {
 	n := rapid.IntRange(1, 8).Draw(t, "turns")
 	var (
 		turns []*Turn
-		prev  []int
+		prev  []int32
 		tag   = 0
 	)
-	ids := rapid.SliceOfN(rapid.IntRange(0, 50), 1, 20)
+	ids := rapid.SliceOfN(rapid.Int32Range(0, 50), 1, 20)
 	for i := range n {
-		var prompt []int
+		var prompt []int32
 		if i > 0 && rapid.Bool().Draw(t, "extend") {
 			prompt = append(slices.Clone(prev), ids.Draw(t, "new")...)
 		} else {
@@ -46,7 +46,7 @@ func TestSequencesProperty(t *testing.T) {
 		}
 		// Every sampled (id, logprob) appears once, in order, with mask 1.
 		type tok struct {
-			id int
+			id int32
 			lp float64
 		}
 		var want, got []tok
@@ -106,7 +106,7 @@ func TestSequencesErrors(t *testing.T) {
 	}{
 		{"nil", []*Turn{nil}},
 		{"no ids", []*Turn{{}}},
-		{"mismatch", []*Turn{{PromptIDs: []int{1}, CompletionIDs: []int{2, 3}, Logprobs: []float64{-1}}}},
+		{"mismatch", []*Turn{{PromptIDs: []int32{1}, CompletionIDs: []int32{2, 3}, Logprobs: []float64{-1}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,11 +27,11 @@ func TestSimCapture(t *testing.T) {
 				t.Errorf("usage prompt tokens %d, prompt ids %d", got, want)
 			}
 			if tr.FinishReason != "length" {
-				if got, want := tr.CompletionIDs[len(tr.CompletionIDs)-1], tok.SpecialID(simllm.IMEnd); got != want {
+				if got, want := int(tr.CompletionIDs[len(tr.CompletionIDs)-1]), tok.SpecialID(simllm.IMEnd); got != want {
 					t.Errorf("last completion id %d, want EOS %d", got, want)
 				}
 			}
-			text, err := tok.Decode(tr.CompletionIDs)
+			text, err := tok.Decode(wideIDs(tr.CompletionIDs))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,7 +43,7 @@ func TestSimCapture(t *testing.T) {
 					t.Errorf("completion text lacks call %q", call.Function.Name)
 				}
 			}
-			prompt, err := tok.Decode(tr.PromptIDs)
+			prompt, err := tok.Decode(wideIDs(tr.PromptIDs))
 			if err != nil || !strings.HasSuffix(prompt, simllm.IMStart+"assistant\n") {
 				t.Errorf("prompt does not end with the generation prompt: %q (%v)", tail(prompt), err)
 			}

@@ -66,7 +66,7 @@ type chunkDecoder struct {
 
 // choiceSpare holds the buffers of the choice at one position.
 type choiceSpare struct {
-	ids     []int
+	ids     []int32
 	lp      *chunkLogprobs
 	entries []chunkLogprobEntry
 	texts   [3]string
@@ -207,7 +207,7 @@ func (d *chunkDecoder) choice(s *jscan, ch *vllmChunkChoice, sp *choiceSpare, wa
 }
 
 // intsInto is ints appending to buf[:0] (so its result may alias buf).
-func (s *jscan) intsInto(buf []int) ([]int, bool) {
+func (s *jscan) intsInto(buf []int32) ([]int32, bool) {
 	if s.Null() {
 		return nil, true
 	}
@@ -216,7 +216,7 @@ func (s *jscan) intsInto(buf []int) ([]int, bool) {
 	}
 	if s.Eat(']') {
 		if buf == nil {
-			return []int{}, true
+			return []int32{}, true
 		}
 		return buf[:0], true
 	}

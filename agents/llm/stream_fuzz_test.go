@@ -56,7 +56,7 @@ func (c *cuts) split(s string, k int) []string {
 func chunkVLLM(t testing.TB, body []byte, c *cuts) []byte {
 	t.Helper()
 	var resp struct {
-		PromptTokenIDs []int           `json:"prompt_token_ids"`
+		PromptTokenIDs []int32         `json:"prompt_token_ids"`
 		Usage          json.RawMessage `json:"usage"`
 		Choices        []struct {
 			Message struct {
@@ -77,7 +77,7 @@ func chunkVLLM(t testing.TB, body []byte, c *cuts) []byte {
 			} `json:"logprobs"`
 			FinishReason string          `json:"finish_reason"`
 			StopReason   json.RawMessage `json:"stop_reason"`
-			TokenIDs     []int           `json:"token_ids"`
+			TokenIDs     []int32         `json:"token_ids"`
 		} `json:"choices"`
 	}
 	if err := json.Unmarshal(body, &resp); err != nil {
@@ -150,7 +150,7 @@ func chunkVLLM(t testing.TB, body []byte, c *cuts) []byte {
 		if calls != nil {
 			delta["tool_calls"] = calls
 		}
-		ids, entries := []int{}, []json.RawMessage{}
+		ids, entries := []int32{}, []json.RawMessage{}
 		for i, id := range ch.TokenIDs {
 			if at[i] == p {
 				ids = append(ids, id)

@@ -12,7 +12,7 @@ import (
 // how decodeGenerateStream tells the two apart.
 type generateEvent struct {
 	Text      *string         `json:"text"`
-	OutputIDs []int           `json:"output_ids"`
+	OutputIDs []int32         `json:"output_ids"`
 	MetaInfo  *MetaInfo       `json:"meta_info"`
 	Error     json.RawMessage `json:"error"`
 }

@@ -18,7 +18,7 @@ type vllmChunk struct {
 	Object         string            `json:"object"`
 	Message        string            `json:"message"`
 	Error          json.RawMessage   `json:"error"`
-	PromptTokenIDs []int             `json:"prompt_token_ids"`
+	PromptTokenIDs []int32           `json:"prompt_token_ids"`
 	Choices        []vllmChunkChoice `json:"choices"`
 	Usage          *openai.Usage     `json:"usage"`
 	Metadata       *ResponseMetadata `json:"metadata"`
@@ -32,7 +32,7 @@ type vllmChunkChoice struct {
 	} `json:"logprobs"`
 	FinishReason *string         `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason"`
-	TokenIDs     []int           `json:"token_ids"`
+	TokenIDs     []int32         `json:"token_ids"`
 }
 
 // vllmDelta is a DeltaMessage. vLLM writes reasoning text as "reasoning"

@@ -144,10 +144,10 @@ type Turn struct {
 	ToolCallError *FormatError `json:"tool_call_error,omitempty"`
 
 	// PromptIDs are the token ids of the rendered prompt.
-	PromptIDs []int `json:"prompt_ids,omitempty"`
+	PromptIDs []int32 `json:"prompt_ids,omitempty"`
 	// CompletionIDs are the sampled token ids, ending with the EOS id when
 	// the model stopped on it.
-	CompletionIDs []int `json:"completion_ids,omitempty"`
+	CompletionIDs []int32 `json:"completion_ids,omitempty"`
 	// Logprobs holds the sampler's logprob of each completion id.
 	Logprobs []float64 `json:"logprobs,omitempty"`
 
@@ -182,7 +182,7 @@ type Turn struct {
 	// placed them so in the trajectory's array (see PromptPrefix);
 	// Sequences then uses it instead of copying. It is trusted only while
 	// PromptIDs and CompletionIDs still point into it (see contiguous).
-	tokens []int
+	tokens []int32
 }
 
 // Abort says how a generation was ended before the model finished it.
@@ -236,12 +236,19 @@ func cutTurn(t *Turn, reason string) *Turn {
 
 // contiguous returns t's prompt and completion ids as one slice when they
 // lie one after the other in one array, else nil.
-func (t *Turn) contiguous() []int {
+func (t *Turn) contiguous() []int32 {
 	n, m := len(t.PromptIDs), len(t.CompletionIDs)
 	if n == 0 || m == 0 || len(t.tokens) != n+m || &t.tokens[0] != &t.PromptIDs[0] || &t.tokens[n] != &t.CompletionIDs[0] {
 		return nil
 	}
 	return t.tokens[: n+m : n+m]
+}
+
+// point makes t's ids views of ids, which holds the same values: its
+// prompt, then its completion (see PromptPrefix.adopt).
+func (t *Turn) point(ids []int32) {
+	n, m := len(t.PromptIDs), len(t.CompletionIDs)
+	t.PromptIDs, t.CompletionIDs, t.tokens = ids[:n:n], ids[n:n+m:n+m], ids[:n+m:n+m]
 }
 
 // WithoutPromptIDs returns a copy of t without its prompt ids and with

@@ -50,7 +50,7 @@ type ChatResponse struct {
 
 	Choices []ChatChoice `json:"choices"`
 	// PromptTokenIDs is vLLM's top-level prompt_token_ids.
-	PromptTokenIDs []int `json:"prompt_token_ids"`
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
 	// Metadata carries SGLang's weight_version on newer servers.
 	Metadata *ResponseMetadata `json:"metadata"`
 }
@@ -69,9 +69,9 @@ type ChatChoice struct {
 	Message ChatMessage `json:"message"`
 
 	// TokenIDs is vLLM's completion ids.
-	TokenIDs []int `json:"token_ids"`
+	TokenIDs []int32 `json:"token_ids"`
 	// PromptTokenIDs is SGLang's per-choice prompt ids.
-	PromptTokenIDs []int `json:"prompt_token_ids"`
+	PromptTokenIDs []int32 `json:"prompt_token_ids"`
 	// StopReason is vLLM's stop_reason: the matched stop string or token id,
 	// or null at EOS.
 	StopReason json.RawMessage `json:"stop_reason"`
@@ -135,7 +135,7 @@ type MetaInfo struct {
 // the wire as [logprob, token_id, text-or-null].
 type TokenLogprob struct {
 	Logprob float64
-	ID      int
+	ID      int32
 }
 
 // UnmarshalJSON reads the [logprob, id, text] triple. A null logprob or a
@@ -152,11 +152,11 @@ func (t *TokenLogprob) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("output_token_logprobs logprob %s: %w", parts[0], err)
 	}
-	id, err := strconv.Atoi(string(bytes.TrimSpace(parts[1])))
+	id, err := strconv.ParseInt(string(bytes.TrimSpace(parts[1])), 10, 32)
 	if err != nil {
 		return fmt.Errorf("output_token_logprobs token id %s: %w", parts[1], err)
 	}
-	t.Logprob, t.ID = lp, id
+	t.Logprob, t.ID = lp, int32(id)
 	return nil
 }
 
@@ -171,7 +171,7 @@ type sglangFinish struct {
 
 // GenerateRequest is SGLang's native /generate body.
 type GenerateRequest struct {
-	InputIDs       []int          `json:"input_ids"`
+	InputIDs       []int32        `json:"input_ids"`
 	SamplingParams map[string]any `json:"sampling_params"`
 	ReturnLogprob  bool           `json:"return_logprob"`
 	TopLogprobsNum int            `json:"top_logprobs_num"`
@@ -181,7 +181,7 @@ type GenerateRequest struct {
 // GenerateResponse is SGLang's native /generate answer.
 type GenerateResponse struct {
 	Text      string   `json:"text"`
-	OutputIDs []int    `json:"output_ids"`
+	OutputIDs []int32  `json:"output_ids"`
 	MetaInfo  MetaInfo `json:"meta_info"`
 }
 
@@ -200,13 +200,13 @@ type TokenizeRequest struct {
 // TokenizeResponse is the tokenize answer; vLLM calls the ids "tokens",
 // SGLang "tokens" too (older builds "input_ids").
 type TokenizeResponse struct {
-	Tokens   []int `json:"tokens"`
-	InputIDs []int `json:"input_ids"`
-	Count    int   `json:"count"`
+	Tokens   []int32 `json:"tokens"`
+	InputIDs []int32 `json:"input_ids"`
+	Count    int     `json:"count"`
 }
 
 // ids returns whichever id list the server filled.
-func (r *TokenizeResponse) ids() []int {
+func (r *TokenizeResponse) ids() []int32 {
 	if len(r.Tokens) > 0 {
 		return r.Tokens
 	}

@@ -47,7 +47,7 @@ func (f *fakeModel) Chat(_ context.Context, req llm.Request) (*llm.Turn, error) 
 		return nil, errors.New("engine down")
 	}
 	return &llm.Turn{Message: openai.ChatCompletionMessage{Role: "assistant", Content: "re: " + last},
-		PromptIDs: []int{1, 2, 3}, CompletionIDs: []int{4, 5}, Logprobs: []float64{-0.5, -0.25}, FinishReason: "stop"}, nil
+		PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-0.5, -0.25}, FinishReason: "stop"}, nil
 }
 
 type fakeTools struct{}
@@ -151,7 +151,7 @@ func BenchmarkRecordChat(b *testing.B) {
 	ctx := context.Background()
 	long := strings.Repeat("The fact sought is on this page. ", 250)
 	turn := &llm.Turn{Message: openai.ChatCompletionMessage{Role: "assistant", Content: strings.Repeat("word ", 200)},
-		PromptIDs: make([]int, 2000), CompletionIDs: make([]int, 200), Logprobs: make([]float64, 200), FinishReason: "stop"}
+		PromptIDs: make([]int32, 2000), CompletionIDs: make([]int32, 200), Logprobs: make([]float64, 200), FinishReason: "stop"}
 	m := constModel{turn}
 	req := request("r/1/q/0/executor/0", 3, long, "ok", "go on")
 	for _, rec := range []bool{false, true} {

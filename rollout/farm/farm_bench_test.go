@@ -269,7 +269,7 @@ func meanPromptBytes(b *testing.B, trees []*agents.Rollout) float64 {
 	for _, tree := range trees {
 		for _, tr := range append([]*agents.Trajectory{tree.Planner}, tree.Executors...) {
 			for _, turn := range tr.Turns {
-				s, err := tok.Decode(turn.PromptIDs)
+				s, err := tok.Decode(wideIDs(turn.PromptIDs))
 				if err != nil {
 					b.Fatal(err)
 				}

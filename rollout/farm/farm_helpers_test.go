@@ -42,12 +42,12 @@ func (exactScorer) Score(_ context.Context, _, prediction, gold string) (rollout
 // told apart in samples.
 func scriptedTrajectory(role string, index, n, base int, final string) *agents.Trajectory {
 	tr := &agents.Trajectory{Role: role, Index: index, Task: fmt.Sprintf("%s task %d", role, index), Final: final}
-	prompt := []int{base, base + 1, base + 2}
+	prompt := []int32{int32(base), int32(base + 1), int32(base + 2)}
 	for i := range n {
-		c := []int{base + 10 + 2*i, base + 11 + 2*i}
+		c := []int32{int32(base + 10 + 2*i), int32(base + 11 + 2*i)}
 		t := &llm.Turn{
 			Message:       openai.ChatCompletionMessage{Role: "assistant", Content: fmt.Sprintf("turn %d", i)},
-			PromptIDs:     append([]int(nil), prompt...),
+			PromptIDs:     append([]int32(nil), prompt...),
 			CompletionIDs: c,
 			Logprobs:      []float64{-0.25 * float64(i+1), -0.5},
 			FinishReason:  "stop",
@@ -58,7 +58,7 @@ func scriptedTrajectory(role string, index, n, base int, final string) *agents.T
 		}
 		tr.Turns = append(tr.Turns, t)
 		tr.Steps = append(tr.Steps, agents.Step{})
-		prompt = append(append(prompt, c...), base+5)
+		prompt = append(append(prompt, c...), int32(base+5))
 	}
 	if final != "" {
 		tr.FormatOK = true

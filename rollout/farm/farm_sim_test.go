@@ -173,13 +173,13 @@ func checkTokens(t *testing.T, smp rollout.Sample, turns []*llm.Turn) {
 	sampled := make([]bool, len(smp.InputIDs))
 	for ti, turn := range turns {
 		p, c := turn.PromptIDs, turn.CompletionIDs
-		if !slices.Equal(smp.InputIDs[:len(p)], p) {
+		if !slices.Equal(smp.InputIDs[:len(p)], wideIDs(p)) {
 			t.Errorf("%s turn %d: prompt ids are not a prefix of the sample", name, ti)
 			return
 		}
 		for j, id := range c {
 			at := len(p) + j
-			if smp.InputIDs[at] != id || smp.LossMask[at] != 1 || smp.Logprobs[at] != turn.Logprobs[j] {
+			if smp.InputIDs[at] != int(id) || smp.LossMask[at] != 1 || smp.Logprobs[at] != turn.Logprobs[j] {
 				t.Errorf("%s turn %d token %d: sample has id %d mask %d logprob %v, server sampled %d with logprob %v",
 					name, ti, j, smp.InputIDs[at], smp.LossMask[at], smp.Logprobs[at], id, turn.Logprobs[j])
 				return

@@ -266,12 +266,12 @@ func TestFarmRecordsFailedRollouts(t *testing.T) {
 // sampler's logprobs), finishes with reason "abort", and is scored as the
 // failed rollout it is; rollouts.jsonl records the abort.
 func TestFarmKeepsPartialTurns(t *testing.T) {
-	partial := []int{4242, 4243}
+	partial := []int32{4242, 4243}
 	runner := runnerFunc(func(ctx context.Context, task rollout.RolloutTask, tk Task) *agents.Rollout {
 		r := scriptedRollout(tk, task, 1, tk.Answer)
 		if task.QueryID == "q0" && task.K == 1 {
 			last := r.Planner.Turns[len(r.Planner.Turns)-1]
-			prompt := append(append([]int(nil), last.PromptIDs...), append(last.CompletionIDs, 7)...)
+			prompt := append(append([]int32(nil), last.PromptIDs...), append(last.CompletionIDs, 7)...)
 			r.Planner.Turns = append(r.Planner.Turns, &llm.Turn{PromptIDs: prompt, CompletionIDs: partial, Logprobs: []float64{-0.5, -0.75},
 				FinishReason: "abort", Abort: &llm.Abort{By: llm.AbortedByServer, Reason: "Aborted"}})
 			r.Planner.Steps = append(r.Planner.Steps, agents.Step{})
@@ -298,7 +298,7 @@ func TestFarmKeepsPartialTurns(t *testing.T) {
 		if smp.FinishReason != "abort" || smp.FormatOK || smp.Reward != 0 {
 			t.Errorf("partial sample: finish %q, format_ok %v, reward %v; want abort, false, 0", smp.FinishReason, smp.FormatOK, smp.Reward)
 		}
-		if !slices.Equal(smp.InputIDs[n-2:], partial) || !slices.Equal(smp.LossMask[n-2:], []int8{1, 1}) || !slices.Equal(smp.Logprobs[n-2:], []float64{-0.5, -0.75}) {
+		if !slices.Equal(smp.InputIDs[n-2:], wideIDs(partial)) || !slices.Equal(smp.LossMask[n-2:], []int8{1, 1}) || !slices.Equal(smp.Logprobs[n-2:], []float64{-0.5, -0.75}) {
 			t.Errorf("partial sample ends with ids %v mask %v logprobs %v, want the partial completion", smp.InputIDs[n-2:], smp.LossMask[n-2:], smp.Logprobs[n-2:])
 		}
 	}

@@ -160,7 +160,7 @@ func TestInspectionRecordStrips(t *testing.T) {
 	started := time.Unix(1700000000, 0)
 	tr := &agents.Trajectory{Role: agents.RolePlanner, Started: started, Duration: time.Second,
 		Turns: []*llm.Turn{{}, {Message: openai.ChatCompletionMessage{Role: "assistant", ToolCalls: calls}, ToolCalls: calls,
-			PromptIDs: []int{1, 2}, CompletionIDs: []int{3}, Logprobs: []float64{-0.5},
+			PromptIDs: []int32{1, 2}, CompletionIDs: []int32{3}, Logprobs: []float64{-0.5},
 			Endpoint: "http://gpu-1:8000", Latency: time.Second, Attempts: 2, FinishReason: "tool_calls"}},
 		Steps: []agents.Step{{}, {Calls: []agents.CallRecord{
 			{ID: "chatcmpl-tool-x2", Name: "visit", Meta: tools.Meta{Tool: "visit", Latency: time.Second, CacheHit: true, CacheHits: 1, SharedHits: 1, Upstream: 3}},

@@ -150,11 +150,25 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 	}
 	out := TrajectoryResult{Sequences: make([]rollout.Sequence, len(seqs)), Drifts: len(drifts)}
 	for i, s := range seqs {
-		out.Sequences[i] = rollout.Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs}
+		out.Sequences[i] = rollout.Sequence{InputIDs: wideIDs(s.InputIDs), LossMask: s.LossMask, Logprobs: s.Logprobs}
 		if verr := out.Sequences[i].Validate(); verr != nil {
 			return TrajectoryResult{SequenceError: fmt.Sprintf("sequence %d: %v", i, verr)}
 		}
 	}
 	out.validated = true
+	return out
+}
+
+// wideIDs copies the client's 4-byte token ids, which it holds that way
+// while conversations are in flight, into the []int of the pure layer's
+// sequences and samples.
+func wideIDs(ids []int32) []int {
+	if ids == nil {
+		return nil
+	}
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
 	return out
 }

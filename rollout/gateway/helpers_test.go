@@ -35,14 +35,14 @@ type fakeModel struct {
 	fail error
 }
 
-func msgIDs(m openai.ChatCompletionMessage) []int {
+func msgIDs(m openai.ChatCompletionMessage) []int32 {
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s|%s", m.Role, strings.TrimSpace(m.Content))
 	for _, tc := range m.ToolCalls {
 		fmt.Fprintf(h, "|%s(%s)", tc.Function.Name, tc.Function.Arguments)
 	}
-	v := int(h.Sum32() % 50000)
-	return []int{v + 1, v + 2, v + 3}
+	v := int32(h.Sum32() % 50000)
+	return []int32{v + 1, v + 2, v + 3}
 }
 
 func (f *fakeModel) Chat(_ context.Context, req llm.Request) (*llm.Turn, error) {
@@ -53,7 +53,7 @@ func (f *fakeModel) Chat(_ context.Context, req llm.Request) (*llm.Turn, error) 
 	if fail != nil {
 		return nil, fail
 	}
-	var prompt []int
+	var prompt []int32
 	for _, m := range req.Messages {
 		prompt = append(prompt, msgIDs(m)...)
 	}
