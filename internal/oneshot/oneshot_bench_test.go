@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -12,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,9 +34,15 @@ var (
 // sideResult is one run of one side.
 type sideResult struct {
 	cpu, start, run, end time.Duration
+	sys                  time.Duration // the system part of cpu
 	calls                int64
 	wall                 time.Duration
 	rss                  int64
+	// faults are minor page faults, switches voluntary and involuntary
+	// context switches (a thread that sleeps and is woken, or is preempted).
+	faults, switches int64
+	// conns are the connections it opened to the servers.
+	conns int64
 }
 
 // BenchmarkOneShot runs, in each iteration and in an order that rotates, the
@@ -46,9 +55,9 @@ type sideResult struct {
 // it to its last answer (per call), after it. Medians over the iterations.
 func BenchmarkOneShot(b *testing.B) {
 	sides := strings.Split(*flagSides, ",")
-	python, err := exec.LookPath("python3")
+	python, err := interpreter()
 	if err != nil {
-		b.Log("python3 is not on PATH: the Python side is skipped")
+		b.Logf("the Python side is skipped: %v", err)
 		sides = slices.DeleteFunc(sides, func(s string) bool { return s == "python" })
 	}
 	bin := *flagBin
@@ -57,11 +66,21 @@ func BenchmarkOneShot(b *testing.B) {
 	}
 	var phases Phases
 	web := &Web{Hooks: phases.Hooks()}
-	webSrv := httptest.NewServer(web)
+	var conns atomic.Int64
+	countConns := func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	webSrv := httptest.NewUnstartedServer(web)
+	webSrv.Config.ConnState = countConns
+	webSrv.Start()
 	defer webSrv.Close()
 	web.URL = webSrv.URL
 	chat := &Chat{Models: []string{"planner", "executor"}, WebURL: webSrv.URL, Latency: *flagLatency, Hooks: phases.Hooks()}
-	chatSrv := httptest.NewServer(chat)
+	chatSrv := httptest.NewUnstartedServer(chat)
+	chatSrv.Config.ConnState = countConns
+	chatSrv.Start()
 	defer chatSrv.Close()
 	dir := b.TempDir()
 	tasks := filepath.Join(dir, "tasks.jsonl")
@@ -106,7 +125,10 @@ func BenchmarkOneShot(b *testing.B) {
 			default:
 				b.Fatalf("unknown side %q (want python, go or go-nostore)", side)
 			}
-			results[side] = append(results[side], runSide(b, cmd, chat, &phases))
+			conns0 := conns.Load()
+			r := runSide(b, cmd, chat, &phases)
+			r.conns = conns.Load() - conns0
+			results[side] = append(results[side], r)
 			if *flagKeep == "" {
 				os.RemoveAll(out)
 				os.Remove(out + ".jsonl")
@@ -115,6 +137,21 @@ func BenchmarkOneShot(b *testing.B) {
 	}
 	b.StopTimer()
 	report(b, sides, results)
+}
+
+// interpreter returns the python3 that PATH leads to, resolved to the
+// interpreter itself: a version manager's shim (pyenv's is a shell script)
+// would add its own start-up to the Python side's CPU.
+func interpreter() (string, error) {
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		return "", fmt.Errorf("python3 is not on PATH")
+	}
+	out, err := exec.Command(python, "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s does not run: %w", python, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // runSide runs cmd to its end and measures it.
@@ -134,9 +171,10 @@ func runSide(b *testing.B, cmd *exec.Cmd, chat *Chat, phases *Phases) sideResult
 		b.Fatalf("%s: %v\nstdout:\n%s\nstderr:\n%s", cmd.Args[0], err, tail(stdout.String()), tail(stderr.String()))
 	}
 	st := cmd.ProcessState
-	r := sideResult{cpu: st.UserTime() + st.SystemTime(), calls: chat.Calls() - calls0, wall: wall}
+	r := sideResult{cpu: st.UserTime() + st.SystemTime(), sys: st.SystemTime(), calls: chat.Calls() - calls0, wall: wall}
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		r.rss = int64(ru.Maxrss) * 1024
+		r.faults, r.switches = int64(ru.Minflt), int64(ru.Nvcsw+ru.Nivcsw)
 	}
 	start, run, end, perr := phases.Split(r.cpu)
 	phases.Watch(0)
@@ -181,20 +219,24 @@ func report(b *testing.B, sides []string, results map[string][]sideResult) {
 	perCall := map[string]float64{}
 	for _, side := range sides {
 		rs := results[side]
-		var cpu, start, run, end, wall, rss, calls []float64
+		var cpu, sys, start, run, end, wall, rss, calls, faults, switches, conns []float64
 		for _, r := range rs {
 			cpu = append(cpu, float64(r.cpu.Microseconds())/float64(r.calls))
+			sys = append(sys, 100*float64(r.sys)/float64(r.cpu))
 			start = append(start, float64(r.start.Microseconds())/1000)
 			run = append(run, float64(r.run.Microseconds())/float64(r.calls))
 			end = append(end, float64(r.end.Microseconds())/1000)
 			wall = append(wall, r.wall.Seconds())
 			rss = append(rss, float64(r.rss)/(1<<20))
 			calls = append(calls, float64(r.calls))
+			conns = append(conns, float64(r.conns))
+			faults = append(faults, float64(r.faults)/float64(r.calls))
+			switches = append(switches, float64(r.switches)/float64(r.calls))
 		}
 		perCall[side] = median(cpu)
 		b.ReportMetric(median(cpu), side+"-µs/call")
-		b.Logf("%-10s CPU/call %6.0f µs (runs: %v)  start-up %5.1f ms  per call (first request → last answer) %6.0f µs  end %5.1f ms  wall %.2f s  calls %.0f  peak RSS %.0f MiB",
-			side, median(cpu), rounded(cpu), median(start), median(run), median(end), median(wall), median(calls), median(rss))
+		b.Logf("%-10s CPU/call %6.0f µs (runs: %v, %.0f%% system)  start-up %5.1f ms  per call (first request → last answer) %6.0f µs  end %5.1f ms  wall %.2f s  calls %.0f  peak RSS %.0f MiB  page faults %.1f and context switches %.1f a call  connections %.0f",
+			side, median(cpu), rounded(cpu), median(sys), median(start), median(run), median(end), median(wall), median(calls), median(rss), median(faults), median(switches), median(conns))
 	}
 	if py, ok := perCall["python"]; ok {
 		for _, side := range []string{"go", "go-nostore"} {
