@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -176,5 +177,16 @@ func TestMCPInRunRecord(t *testing.T) {
 	got := back.Tools.MCP
 	if len(got) != 1 || got[0].Headers["X-Key"] != "${KB_KEY}" || got[0].Tools["q"].Cache == nil || !*got[0].Tools["q"].Cache {
 		t.Errorf("workers get %+v", got)
+	}
+}
+
+// TestValidMCPName holds the split check to the name rule
+// ^[a-zA-Z0-9_-]{1,40}$.
+func TestValidMCPName(t *testing.T) {
+	pattern := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,40}$`)
+	for _, name := range []string{"", "kb", "my_server-2", strings.Repeat("x", 40), strings.Repeat("x", 41), "a.b", "a b", "ü"} {
+		if got, want := validMCPName(name), pattern.MatchString(name); got != want {
+			t.Errorf("validMCPName(%q) = %v, want %v", name, got, want)
+		}
 	}
 }

@@ -38,7 +38,10 @@ const exitInterrupted = 130
 func main() {
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	os.Exit(runMain(context.Background(), os.Args, os.Stdout, os.Stderr, signals, os.Exit))
+	stop := startProfile(os.Getenv, os.Stderr)
+	code := runMain(context.Background(), os.Args, os.Stdout, os.Stderr, signals, func(code int) { stop(); os.Exit(code) })
+	stop()
+	os.Exit(code)
 }
 
 // runMain executes the command line and returns the exit status. The first

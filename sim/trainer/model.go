@@ -174,6 +174,16 @@ func (s *Server) releaseOldSteps(m *model, seq int64) {
 	s.mu.Unlock()
 }
 
-// checkpointName is what save_weights_for_sampler takes as path: SkyRL's
-// ID pattern.
-var checkpointName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,255}$`)
+// checkpointChars and maxCheckpointName are what save_weights_for_sampler
+// takes as path: SkyRL's ID pattern, ^[A-Za-z0-9_-]{1,255}$. The length is
+// checked apart because a counted repetition compiles into 255 copies of
+// the class, which cost every mgrpo process ~250 KB and a few milliseconds
+// at start-up.
+var checkpointChars = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+const maxCheckpointName = 255
+
+// validCheckpointName reports whether s matches SkyRL's ID pattern.
+func validCheckpointName(s string) bool {
+	return len(s) <= maxCheckpointName && checkpointChars.MatchString(s)
+}

@@ -150,7 +150,7 @@ func (s *Server) weightsAt(route, path, base string) ([]float64, string, *httpEr
 	}
 	rest, ok := strings.CutPrefix(path, "tinker://")
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 3 || !checkpointName.MatchString(parts[0]) || !checkpointName.MatchString(parts[2]) {
+	if !ok || len(parts) != 3 || !validCheckpointName(parts[0]) || !validCheckpointName(parts[2]) {
 		return nil, "", errorf(http.StatusBadRequest, "%s: model_path %q: want tinker://MODEL/sampler_weights/NAME, as save_weights_for_sampler answers", route, clip(path))
 	}
 	switch parts[1] {

@@ -370,7 +370,7 @@ func (s *Server) sequenced(w http.ResponseWriter, route, contentType string, bod
 			return
 		}
 		modelID, seq = req.ModelID, req.SeqID
-		if req.Path != "" && !checkpointName.MatchString(req.Path) {
+		if req.Path != "" && !validCheckpointName(req.Path) {
 			bad = errorf(http.StatusBadRequest, "%s: path %q: want 1 to 255 of A-Z a-z 0-9 _ -", route, clip(req.Path))
 			break
 		}

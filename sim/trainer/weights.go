@@ -125,7 +125,7 @@ func (s *Server) state(path string) (*snapshot, error) {
 	}
 	rest, ok := strings.CutPrefix(path, "tinker://")
 	parts := strings.Split(rest, "/")
-	if !ok || len(parts) != 3 || parts[1] != "weights" || !checkpointName.MatchString(parts[2]) || !checkpointName.MatchString(parts[0]) {
+	if !ok || len(parts) != 3 || parts[1] != "weights" || !validCheckpointName(parts[2]) || !validCheckpointName(parts[0]) {
 		return nil, fmt.Errorf("path %q: want tinker://MODEL/weights/NAME, as save_weights answers", clip(path))
 	}
 	if s.cfg.CheckpointDir == "" {
