@@ -82,6 +82,16 @@ func writeRescoreTable(w io.Writer, res run.RescoreResult) {
 		}
 		fmt.Fprintln(w)
 	}
+	excluded, steps := 0, 0
+	for _, s := range res.Steps {
+		if s.Excluded > 0 {
+			excluded += s.Excluded
+			steps++
+		}
+	}
+	if excluded > 0 {
+		fmt.Fprintf(w, "%d groups the run excluded (infra failures) stay excluded, in %d steps (excluded_groups in %s)\n", excluded, steps, run.RescoreChangesFile)
+	}
 	fmt.Fprintf(w, "%d rollouts rescored in %.2fs; judge: %d answers asked, %d from the cache\n", res.Rollouts, res.Seconds, res.JudgeCalls, res.JudgeCached)
 }
 
