@@ -24,6 +24,7 @@ func rescoreCommand() *cli.Command {
 	flags = append([]cli.Flag{
 		&cli.PathFlag{Name: "out", Usage: "the new run's `DIR` (must not exist, or be empty)", Required: true},
 		&cli.PathFlag{Name: "config", Usage: "YAML `FILE` whose rewards.*, dbar, drop_zero_variance and judge.* keys replace the run's (flags override it)"},
+		&cli.StringFlag{Name: "store", Usage: "the recorded run's store `URL` as the run used it (redis://HOST:PORT/DB[?prefix=P], rediss://…, sqlite://PATH; password from MGRPO_STORE_PASSWORD); default RUN_DIR/store.db. Only read"},
 	}, flags...)
 	return &cli.Command{
 		Name:      "rescore",
@@ -50,7 +51,7 @@ func rescoreCommand() *cli.Command {
 				}
 				return cfg, overlayConfigFlags(c, &cfg)
 			}
-			res, err := run.Rescore(c.Context, run.RescoreOptions{From: c.Args().First(), Out: c.Path("out"),
+			res, err := run.Rescore(c.Context, run.RescoreOptions{From: c.Args().First(), Out: c.Path("out"), Store: c.String("store"),
 				Settings: settings, Hooks: run.Hooks{Logger: loggerOf(c)}})
 			if err != nil {
 				return err
