@@ -63,7 +63,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if opts.Out == "" {
 		return ReplayResult{}, invalid(errors.New("replay: --out DIR is required"))
 	}
-	if err := checkRunDirs("replay", opts.From, opts.Out); err != nil {
+	if err := checkRunDirs("replay", opts.From, opts.Out, true); err != nil {
 		return ReplayResult{}, invalid(err)
 	}
 	src, _, spec, err := openRecordedRun(ctx, opts.From)

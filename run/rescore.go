@@ -1,6 +1,7 @@
 package run
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
@@ -43,6 +45,11 @@ type RescoreOptions struct {
 	// From is the recorded run's directory, Out the new run's (it must
 	// not exist, or be empty).
 	From, Out string
+	// Store is the recorded run's store as the run used it (--store):
+	// "" for From's store.db; a redis:// or rediss:// URL (its password,
+	// when the URL has none, from MGRPO_STORE_PASSWORD) is read, never
+	// written; a sqlite:// file is read from a copy.
+	Store string
 	// Settings returns the new run's configuration from the recorded
 	// run's, whose judge is cleared: a rescore calls a judge only when
 	// asked. Nil: unchanged settings.
@@ -80,10 +87,10 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	if opts.Out == "" {
 		return RescoreResult{}, invalid(errors.New("rescore: --out NEW_DIR is required"))
 	}
-	if err := checkRunDirs("rescore", opts.From, opts.Out); err != nil {
+	if err := checkRunDirs("rescore", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return RescoreResult{}, invalid(err)
 	}
-	src, runID, spec, err := openRecordedRun(ctx, opts.From)
+	src, runID, spec, err := openRecordedRunAt(ctx, opts.From, opts.Store)
 	if err != nil {
 		return RescoreResult{}, err
 	}
@@ -189,9 +196,9 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	return res, nil
 }
 
-// checkRunDirs checks, for command, that from is a run directory and out
-// a free place for the new run.
-func checkRunDirs(command, from, out string) error {
+// checkRunDirs checks, for command, that from is a run directory (with
+// its store.db when withStore) and out a free place for the new run.
+func checkRunDirs(command, from, out string, withStore bool) error {
 	if from == "" {
 		return fmt.Errorf("%s: RUN_DIR is required", command)
 	}
@@ -202,8 +209,15 @@ func checkRunDirs(command, from, out string) error {
 	if err != nil || !info.IsDir() {
 		return fmt.Errorf("%s: %s is not a directory", command, from)
 	}
-	for _, name := range []string{rollout.SummaryFile, StoreFile} {
+	names := []string{rollout.SummaryFile}
+	if withStore {
+		names = append(names, StoreFile)
+	}
+	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(from, name)); err != nil {
+			if name == StoreFile && command == "rescore" {
+				return fmt.Errorf("%s: %s has no %s: a run kept in Redis is read with --store URL, the URL the run used (mgrpo rollout or train --out DIR writes %s otherwise)", command, from, name, name)
+			}
 			return fmt.Errorf("%s: %s is not a run directory of this mgrpo (no %s; mgrpo rollout or train --out DIR writes one)", command, from, name)
 		}
 	}
@@ -231,39 +245,72 @@ func (r *recordedStore) close() {
 	if r.st != nil {
 		r.st.Close()
 	}
-	os.RemoveAll(r.dir)
+	if r.dir != "" {
+		os.RemoveAll(r.dir)
+	}
 }
 
-// openRecordedRun opens a copy of the run's store and reads its record.
+// openRecordedRun opens a copy of the run's store.db and reads its record.
 func openRecordedRun(ctx context.Context, from string) (*recordedStore, string, farm.RunSpec, error) {
+	return openRecordedRunAt(ctx, from, "")
+}
+
+// openRecordedRunAt opens the recorded run's store — a copy of from's
+// store.db (storeURL ""), of a sqlite:// file, or the Redis a redis://
+// URL names, read in place (nothing here writes to it) — and reads the
+// record of the run whose step files are in from: the store's one run,
+// or among several the one named in from's rollouts.jsonl (else from's
+// directory name, the default run name).
+func openRecordedRunAt(ctx context.Context, from, storeURL string) (*recordedStore, string, farm.RunSpec, error) {
 	var spec farm.RunSpec
-	dir, err := os.MkdirTemp("", "mgrpo-rescore-")
-	if err != nil {
-		return nil, "", spec, fmt.Errorf("%w", err)
-	}
-	r := &recordedStore{dir: dir}
+	r := &recordedStore{}
 	fail := func(err error) (*recordedStore, string, farm.RunSpec, error) {
 		r.close()
 		return nil, "", spec, err
 	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := copyIfPresent(filepath.Join(from, StoreFile+suffix), filepath.Join(dir, StoreFile+suffix)); err != nil {
-			return fail(err)
-		}
+	where := filepath.Join(from, StoreFile)
+	file := where
+	lower := strings.ToLower(storeURL)
+	switch {
+	case storeURL == "":
+	case strings.HasPrefix(lower, "sqlite://"):
+		file, where = filepath.FromSlash(storeURL[len("sqlite://"):]), redact.URL(storeURL)
+	case strings.HasPrefix(lower, "redis://"), strings.HasPrefix(lower, "rediss://"):
+		where = redact.URL(storeURL)
+		file = ""
+	default:
+		return fail(invalid(fmt.Errorf("--store %q: want the run's sqlite://, redis:// or rediss:// store", redact.URL(storeURL))))
 	}
-	if r.st, err = backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(dir, StoreFile))); err != nil {
-		return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", filepath.Join(from, StoreFile), err)))
+	var err error
+	if file != "" {
+		if _, err := os.Stat(file); err != nil {
+			return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err)))
+		}
+		if r.dir, err = os.MkdirTemp("", "mgrpo-rescore-"); err != nil {
+			return fail(fmt.Errorf("%w", err))
+		}
+		for _, suffix := range []string{"", "-wal", "-shm"} {
+			if err := copyIfPresent(file+suffix, filepath.Join(r.dir, StoreFile+suffix)); err != nil {
+				return fail(err)
+			}
+		}
+		if r.st, err = backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(r.dir, StoreFile))); err != nil {
+			return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err)))
+		}
+	} else if r.st, err = OpenStore(ctx, Config{Store: storeURL}, os.Getenv); err != nil {
+		return fail(invalid(fmt.Errorf("the run's store cannot be read: %w", err)))
 	}
 	ids, err := r.st.RunIDs(ctx)
 	if err != nil {
-		return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", filepath.Join(from, StoreFile), err)))
+		return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err)))
 	}
-	if len(ids) != 1 {
-		return fail(invalid(fmt.Errorf("%s holds %d runs, want the one run of %s", filepath.Join(from, StoreFile), len(ids), from)))
-	}
-	rec, err := r.st.Run(ctx, ids[0])
+	id, err := recordedRunID(from, where, ids)
 	if err != nil {
-		return fail(invalid(fmt.Errorf("%s: %w", filepath.Join(from, StoreFile), err)))
+		return fail(invalid(err))
+	}
+	rec, err := r.st.Run(ctx, id)
+	if err != nil {
+		return fail(invalid(fmt.Errorf("%s: %w", where, err)))
 	}
 	if rec.Version != store.RunRecordVersion {
 		return fail(invalid(fmt.Errorf("%s was written by another mgrpo version (run record version %d, this one reads %d): use the mgrpo that wrote it", from, rec.Version, store.RunRecordVersion)))
@@ -272,6 +319,48 @@ func openRecordedRun(ctx context.Context, from string) (*recordedStore, string, 
 		return fail(invalid(fmt.Errorf("%s: %w", from, err)))
 	}
 	return r, rec.ID, spec, nil
+}
+
+// recordedRunID picks, among the runs of the store at where, the run of
+// the directory from: the only one, or the one named by the first rollout
+// of from's first step (its task's run), else by from's directory name.
+func recordedRunID(from, where string, ids []string) (string, error) {
+	if len(ids) == 1 {
+		return ids[0], nil
+	}
+	name := filepath.Base(filepath.Clean(from))
+	if sums, err := rollout.ReadSummaries(filepath.Join(from, rollout.SummaryFile)); err == nil && len(sums) > 0 {
+		if n := firstRolloutRun(filepath.Join(rollout.StepDir(from, sums[0].Step), rollout.RolloutsFile)); n != "" {
+			name = n
+		}
+	}
+	if slices.Contains(ids, name) {
+		return name, nil
+	}
+	return "", fmt.Errorf("%s holds %d runs and none is %q, the run of %s", where, len(ids), name, from)
+}
+
+// firstRolloutRun returns the run named by the first line of a
+// rollouts.jsonl file, "" when it cannot be read.
+func firstRolloutRun(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, err := bufio.NewReaderSize(f, 1<<16).ReadBytes('\n')
+	if err != nil && len(line) == 0 {
+		return ""
+	}
+	var rec struct {
+		Task struct {
+			Run string `json:"run"`
+		} `json:"task"`
+	}
+	if json.Unmarshal(line, &rec) != nil {
+		return ""
+	}
+	return rec.Task.Run
 }
 
 // copyIfPresent copies the file src to dst; a missing src is no error.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/rollout/farm"
@@ -69,8 +70,14 @@ func Worker(ctx context.Context, opts WorkerOptions) error {
 	runCfg.Concurrency, runCfg.Grace, runCfg.Store = opts.Concurrency, Duration{Duration: opts.Grace}, cfg.Store
 	// A run on the simulated world reaches the coordinator's sim through
 	// the URLs its record holds, with the key the sim's search accepts.
-	stack, err := Build(ctx, runCfg, Options{Single: runCfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !runCfg.Sim,
-		Getenv: SimGetenv(runCfg.Sim), Logger: logger, Registerer: opts.Registerer, SharedCache: st})
+	bopts := Options{Single: runCfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !runCfg.Sim,
+		Getenv: SimGetenv(runCfg.Sim), Logger: logger, Registerer: opts.Registerer, SharedCache: st}
+	if runCfg.Record {
+		// A recorded run's workers record the rollouts they run, into the
+		// run's store, so that mgrpo replay finds every answer.
+		bopts.Recorder = replay.NewRecorder(st, logger)
+	}
+	stack, err := Build(ctx, runCfg, bopts)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ var filterNames = []struct{ Name, Label string }{
 	{"invalid", "invalid format"},
 	{"zerovar", "zero-variance groups"},
 	{"drift", "drift splits"},
+	{"excluded", "excluded"},
 }
 
 // queryFilter is a step page's ?filter= and ?q= (a question's text, a
@@ -70,6 +71,8 @@ func (f queryFilter) keeps(row queryRow) bool {
 		return row.zeroVariance()
 	case "drift":
 		return row.any(func(r rolloutRow) bool { return r.Drifted })
+	case "excluded":
+		return row.Excluded != nil
 	}
 	return true
 }

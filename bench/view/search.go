@@ -52,6 +52,7 @@ func (h *Handler) serveSearch(w http.ResponseWriter, r *http.Request) {
 				err = ierr
 				break
 			}
+			stats, sf.excluded = withExcluded(stats, sf, s.Summary)
 			for _, qs := range stats {
 				row := queryRowOf(sf, qs)
 				if !row.matches(p.Q) {

@@ -56,6 +56,10 @@ type queryRow struct {
 	Rollouts []rolloutRow
 	// ZeroVariance says all K main rewards are equal.
 	ZeroVariance bool
+	// Excluded is set when the group was kept out of the step's batches
+	// (an infra failure after its retries): its Stats are only its
+	// rollouts' recorded rewards and executor counts.
+	Excluded *excludedGroup
 }
 
 // rolloutRow is one rollout of a query: its reward (R_M), the advantage its
@@ -88,6 +92,8 @@ type rolloutRow struct {
 // stepFiles are the indexes of a step's planner samples and rollouts.
 type stepFiles struct {
 	planner, executor, rollouts *fileIndex
+	// excluded names the step's excluded groups (withExcluded).
+	excluded map[string]*excludedGroup
 }
 
 func (h *Handler) stepIndexes(n int) (stepFiles, error) {
@@ -105,7 +111,7 @@ func (h *Handler) stepIndexes(n int) (stepFiles, error) {
 
 // queryRowOf builds the row of one query's statistics.
 func queryRowOf(sf stepFiles, qs rollout.QueryStats) queryRow {
-	row := queryRow{QueryID: qs.QueryID, Stats: qs}
+	row := queryRow{QueryID: qs.QueryID, Stats: qs, Excluded: sf.excluded[qs.QueryID]}
 	for k, reward := range qs.MainRewards {
 		rr := rolloutRow{K: k, Reward: reward}
 		if k < len(qs.D) {
@@ -128,7 +134,7 @@ func queryRowOf(sf stepFiles, qs rollout.QueryStats) queryRow {
 		}
 		row.Rollouts = append(row.Rollouts, rr)
 	}
-	row.ZeroVariance = row.zeroVariance()
+	row.ZeroVariance = row.Excluded == nil && row.zeroVariance()
 	return row
 }
 
@@ -151,6 +157,9 @@ func (h *Handler) stepBase(r *http.Request) (stepData, []rollout.QueryStats, ste
 		return d, nil, stepFiles{}, err
 	}
 	sf, err := h.stepIndexes(s.Step)
+	if err == nil {
+		stats, sf.excluded = withExcluded(stats, sf, d.Summary)
+	}
 	return d, stats, sf, err
 }
 

@@ -24,6 +24,7 @@ func rescoreCommand() *cli.Command {
 	flags = append([]cli.Flag{
 		&cli.PathFlag{Name: "out", Usage: "the new run's `DIR` (must not exist, or be empty)", Required: true},
 		&cli.PathFlag{Name: "config", Usage: "YAML `FILE` whose rewards.*, dbar, drop_zero_variance and judge.* keys replace the run's (flags override it)"},
+		&cli.StringFlag{Name: "store", Usage: "the recorded run's store `URL` as the run used it (redis://HOST:PORT/DB[?prefix=P], rediss://…, sqlite://PATH; password from MGRPO_STORE_PASSWORD); default RUN_DIR/store.db. Only read"},
 	}, flags...)
 	return &cli.Command{
 		Name:      "rescore",
@@ -50,7 +51,7 @@ func rescoreCommand() *cli.Command {
 				}
 				return cfg, overlayConfigFlags(c, &cfg)
 			}
-			res, err := run.Rescore(c.Context, run.RescoreOptions{From: c.Args().First(), Out: c.Path("out"),
+			res, err := run.Rescore(c.Context, run.RescoreOptions{From: c.Args().First(), Out: c.Path("out"), Store: c.String("store"),
 				Settings: settings, Hooks: run.Hooks{Logger: loggerOf(c)}})
 			if err != nil {
 				return err
@@ -81,6 +82,16 @@ func writeRescoreTable(w io.Writer, res run.RescoreResult) {
 			fmt.Fprintf(w, " %-36s", rescoreCell(ch))
 		}
 		fmt.Fprintln(w)
+	}
+	excluded, steps := 0, 0
+	for _, s := range res.Steps {
+		if s.Excluded > 0 {
+			excluded += s.Excluded
+			steps++
+		}
+	}
+	if excluded > 0 {
+		fmt.Fprintf(w, "%d groups the run excluded (infra failures) stay excluded, in %d steps (excluded_groups in %s)\n", excluded, steps, run.RescoreChangesFile)
 	}
 	fmt.Fprintf(w, "%d rollouts rescored in %.2fs; judge: %d answers asked, %d from the cache\n", res.Rollouts, res.Seconds, res.JudgeCalls, res.JudgeCached)
 }

@@ -334,3 +334,26 @@ func checkUseful(p FailurePolicy, step int, digests []resultDigest) error {
 	return fmt.Errorf("rollout step %d: %w: %s; commonest cause %s%s (%d rollouts); fix it and continue the run with the same command and --resume (the written steps are kept)",
 		step, ErrUselessStep, why, top.cause, where, count[top])
 }
+
+// pendingRetries returns what executeWithRetries gives each infra result
+// about to be retried in this process: with a store, the result is stored
+// under its pending-retry key (put: putResult for a step's rollouts,
+// putDrawResult for a streamed draw's), as a worker stores it. A
+// coordinator killed hard (SIGKILL, a lost machine) in the middle of a
+// rollout's retries then leaves its count in the store, and the resumed
+// run continues it (the digests of the step or draw take in pending
+// retries) instead of starting it from 0: no rollout gets more than
+// --rollout-retries retries across processes. Nil without a store (a run
+// in memory cannot resume) or without retries.
+func (f *Farm) pendingRetries(put func(context.Context, *RolloutResult) error) func(context.Context) func(*RolloutResult) {
+	if f.st == nil || f.cfg.Failures.RolloutRetries == 0 {
+		return func(context.Context) func(*RolloutResult) { return nil }
+	}
+	return func(ctx context.Context) func(*RolloutResult) {
+		return func(r *RolloutResult) {
+			if err := put(ctx, r); err != nil {
+				f.log.Warn("storing a pending retry failed; a resumed run would count the rollout's retries from the last one stored", "rollout", r.Task.ID(), "error", err)
+			}
+		}
+	}
+}

@@ -75,6 +75,10 @@ type RescoreStep struct {
 	// Roles holds the planner's (the single agent's) changes and, with a
 	// sub side, the executors'.
 	Roles map[rollout.Role]RoleChanges `json:"roles"`
+	// Excluded counts the groups the run excluded (a rollout still an
+	// infra failure after its retries): they stay excluded, their
+	// rollouts rescored but in no batch, statistics or change count.
+	Excluded int `json:"excluded_groups,omitempty"`
 	// Seconds is how long the step took to rescore.
 	Seconds float64 `json:"seconds"`
 }
@@ -168,6 +172,9 @@ func (cfg RescoreConfig) checkKept(st recordedStep, prevD []int) error {
 		return fmt.Errorf("%w: step %d: %w", ErrNotRescorable, st.step, err)
 	}
 	for _, g := range st.groups {
+		if g.stats == nil {
+			continue // excluded: no samples to build
+		}
 		var slots []rollout.SubSlot
 		if cfg.Mode.TrainsExecutor() {
 			gd := make([]int, len(g.records))
@@ -244,10 +251,15 @@ func (cfg RescoreConfig) whyMissing(st recordedStep, g recordedGroup, executor b
 	return "no sample holds it"
 }
 
-// stepD returns a step's d_k in assembly order.
+// stepD returns a step's d_k in assembly order, those of the groups it
+// trains: an excluded group's d_k leave the observations, as in a run
+// (observedD).
 func stepD(st recordedStep) []int {
 	var d []int
 	for _, g := range st.groups {
+		if g.stats == nil {
+			continue
+		}
 		for _, r := range g.records {
 			d = append(d, len(r.Scores.Subs))
 		}
@@ -265,6 +277,8 @@ func (cfg RescoreConfig) resolveDBar(prevD, thisD []int) (int, string, error) {
 	switch {
 	case !cfg.DBar.Auto:
 		source = "fixed"
+	case len(prevD) == 0 && len(thisD) == 0:
+		observed, source = []int{1}, "none observed (every group excluded)"
 	case len(prevD) == 0:
 		observed, source = thisD, "calibration pass (this step)"
 	}
@@ -300,7 +314,29 @@ func (cfg RescoreConfig) rescoreStep(ctx context.Context, st recordedStep, was r
 	sum := was
 	re := rescoreTally{}
 	var diff changeTally
-	for q, g := range st.groups {
+	for _, g := range st.groups {
+		if g.stats == nil {
+			// Excluded by the run: its rollouts are scored as the run
+			// scored them and written, the group kept out of the batches.
+			files := rollout.StepFiles{RolloutsCompact: true}
+			for _, r := range g.records {
+				r.Scores = cfg.scores(ctx, r)
+				re.addExcluded(r)
+				line, err := json.Marshal(r)
+				if err != nil {
+					w.Abort()
+					return RescoreStep{}, nil, fmt.Errorf("rescore step %d: encode %s: %w", st.step, r.ID, err)
+				}
+				files.Rollouts = append(files.Rollouts, line)
+			}
+			if err := w.Append(ctx, files); err != nil {
+				w.Abort()
+				return RescoreStep{}, nil, fmt.Errorf("rescore step %d: %w", st.step, err)
+			}
+			change.Excluded++
+			change.Rollouts += len(g.records)
+			continue
+		}
 		in := rollout.GroupInput{QueryID: g.queryID, Rollouts: make([]rollout.RolloutRewards, len(g.records))}
 		old := rollout.GroupInput{QueryID: g.queryID, Rollouts: make([]rollout.RolloutRewards, len(g.records))}
 		files := rollout.StepFiles{RolloutsCompact: true}
@@ -345,7 +381,7 @@ func (cfg RescoreConfig) rescoreStep(ctx context.Context, st recordedStep, was r
 			return RescoreStep{}, nil, fmt.Errorf("rescore step %d: %w", st.step, err)
 		}
 		ocfg := gcfg
-		ocfg.DBar, ocfg.DropZeroVariance = st.stats[q].DBar, cfg.WasDropZeroVariance
+		ocfg.DBar, ocfg.DropZeroVariance = g.stats.DBar, cfg.WasDropZeroVariance
 		if cfg.Mode.TrainsExecutor() && ocfg.DBar < 1 {
 			w.Abort()
 			return RescoreStep{}, nil, fmt.Errorf("%w: step %d query %q: the statistics hold no d̄", ErrNotRescorable, st.step, g.queryID)
@@ -362,6 +398,9 @@ func (cfg RescoreConfig) rescoreStep(ctx context.Context, st recordedStep, was r
 	}
 	if err := w.Commit(ctx); err != nil {
 		return RescoreStep{}, nil, fmt.Errorf("rescore step %d: %w", st.step, err)
+	}
+	if change.Excluded == len(st.groups) && cfg.Mode.TrainsExecutor() {
+		change.WasDBar = was.DBar // no group held statistics
 	}
 	re.summary(&sum, cfg.Mode.TrainsExecutor(), dbar)
 	sum.Usage.Price(cfg.Prices)

@@ -9,7 +9,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
+	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -38,6 +40,10 @@ type recordedStep struct {
 type recordedGroup struct {
 	queryID string
 	records []*rollout.RolloutRecord
+	// stats is the group's statistics line; nil when the run excluded
+	// the group (a rollout still an infra failure after its retries: no
+	// samples, no statistics line, only its rollouts.jsonl lines).
+	stats *rollout.QueryStats
 	// planner[k] and executors[k][i] are rollout k's trajectories as the
 	// samples held them; a trajectory no sample held has no sequences.
 	planner   []rollout.Trajectory
@@ -65,9 +71,6 @@ func readRecordedStep(dir string, step, group int) (recordedStep, error) {
 	}
 	if out.stats, err = rollout.ReadStatsJSONL(filepath.Join(sdir, rollout.StatsFile)); err != nil {
 		return out, fmt.Errorf("%w: %w", ErrNotRescorable, err)
-	}
-	if len(out.stats) != len(recs)/group {
-		return out, fmt.Errorf("%w: step %d: %d statistics lines for %d groups", ErrNotRescorable, step, len(out.stats), len(recs)/group)
 	}
 	byPlanner := map[trajKey][]rollout.Sample{}
 	for _, s := range planner {
@@ -106,10 +109,20 @@ func readRecordedStep(dir string, step, group int) (recordedStep, error) {
 			byExec[src] = append(byExec[src], s)
 		}
 	}
+	// The statistics lines follow the groups in order, skipping the
+	// excluded ones; a group without its line must hold an infra rollout.
+	next := 0
 	for q := 0; q < len(recs); q += group {
 		g := recordedGroup{queryID: recs[q].Task.QueryID, records: recs[q : q+group]}
-		if st := out.stats[q/group]; st.QueryID != g.queryID {
-			return out, fmt.Errorf("%w: step %d: statistics of query %q where rollouts.jsonl has %q", ErrNotRescorable, step, st.QueryID, g.queryID)
+		if next < len(out.stats) && out.stats[next].QueryID == g.queryID {
+			g.stats = &out.stats[next]
+			next++
+		} else if !slices.ContainsFunc(g.records, func(r *rollout.RolloutRecord) bool { return r.FailureKind == failure.KindInfra }) {
+			what := "no statistics line"
+			if next < len(out.stats) {
+				what = fmt.Sprintf("statistics of query %q", out.stats[next].QueryID)
+			}
+			return out, fmt.Errorf("%w: step %d: %s where rollouts.jsonl has %q, and no rollout of it is an infra failure (which would have excluded it)", ErrNotRescorable, step, what, g.queryID)
 		}
 		g.planner = make([]rollout.Trajectory, group)
 		g.executors = make([][]rollout.Trajectory, group)
@@ -127,6 +140,9 @@ func readRecordedStep(dir string, step, group int) (recordedStep, error) {
 			}
 		}
 		out.groups = append(out.groups, g)
+	}
+	if next != len(out.stats) {
+		return out, fmt.Errorf("%w: step %d: %d statistics lines for the %d groups rollouts.jsonl holds (%d of them matched)", ErrNotRescorable, step, len(out.stats), len(recs)/group, next)
 	}
 	return out, nil
 }

@@ -47,6 +47,25 @@ func (t *rescoreTally) add(r *rollout.RolloutRecord) {
 	}
 }
 
+// addExcluded counts one rescored record of an excluded group: its judge
+// answers and errors count, its rewards in no mean (as summaryAcc does).
+func (t *rescoreTally) addExcluded(r *rollout.RolloutRecord) {
+	if r.Scores.ScoreError != "" {
+		t.scoreErrors++
+	}
+	if v := r.Scores.Verdict; v != nil {
+		t.judge += v.JudgeCalls
+	}
+	for _, s := range r.Scores.Subs {
+		if s.ExpertRaw != "" {
+			t.judge++
+		}
+		if s.ExpertError != "" {
+			t.expertErrors++
+		}
+	}
+}
+
 // group counts one processed group and its samples.
 func (t *rescoreTally) group(res rollout.GroupResult, planner, executor int) {
 	t.counters.Add(res)

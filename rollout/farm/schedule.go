@@ -49,6 +49,9 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 	// farm's, shared by the steps whose rollouts overlap (asynchronous
 	// training).
 	launched := make(chan int, 1)
+	// A nil f.st makes no pending retries (pendingRetries checks it
+	// before the method value is ever called).
+	pending := f.pendingRetries(f.st.putResult)
 	go func() {
 		started := 0
 		defer func() { launched <- started }()
@@ -58,7 +61,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 			}
 			if units.Go(func(unitCtx context.Context) {
 				f.cfg.Metrics.started()
-				r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, plan.prior[i], f.cfg.Metrics, f.log, nil, func(c context.Context) RolloutResult {
+				r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, plan.prior[i], f.cfg.Metrics, f.log, pending(unitCtx), func(c context.Context) RolloutResult {
 					return f.executeUnit(c, plan, i)
 				})
 				digests[i] = digestOf(&r)

@@ -269,7 +269,11 @@ func (s *streamer) launch(ctx context.Context, d *draw) error {
 		// resumed run retries it rather than keep it as a zero.
 		prior := dg
 		s.units <- func(unitCtx context.Context) {
-			r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, prior, f.cfg.Metrics, f.log, nil, func(c context.Context) RolloutResult {
+			var put func(context.Context, *RolloutResult) error
+			if f.st != nil {
+				put = func(ctx context.Context, r *RolloutResult) error { return f.st.putDrawResult(ctx, d.n, r) }
+			}
+			r := executeWithRetries(unitCtx, ctx, f.cfg.Failures, prior, f.cfg.Metrics, f.log, f.pendingRetries(put)(unitCtx), func(c context.Context) RolloutResult {
 				return f.executeUnit(c, d.plan, k)
 			})
 			out := unitDone{d: d, k: k, digest: digestOf(&r), failure: firstLine(r.Error)}
