@@ -22,6 +22,8 @@ import (
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/redis"
 	"github.com/mgrpo/mgrpo/store/sqlite"
 )
 
@@ -309,11 +311,7 @@ func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurre
 	b.Helper()
 	cfg := Config{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
 		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: rollout.DirSink{Dir: b.TempDir()}}
-	if os.Getenv(benchStoreEnv) == "sqlite" {
-		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "store.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
+	if st := benchStore(b); st != nil {
 		defer st.Close()
 		cfg.Store = st
 	}
@@ -384,8 +382,37 @@ func heapAtPeak(b *testing.B) func() {
 
 // benchStoreEnv set to sqlite makes the farm benchmarks keep results in a
 // SQLite store (as mgrpo rollout does by default) instead of in memory, to
-// measure what the store costs the farm, side by side with it unset.
+// measure what the store costs the farm, side by side with it unset; set
+// to redis, in the Redis of MGRPO_TEST_REDIS (each run under a prefix of
+// its own). Either is behind the write-behind buffer mgrpo puts it.
 const benchStoreEnv = "MGRPO_BENCH_STORE"
+
+// benchStore opens the store benchStoreEnv asks for (nil: none).
+func benchStore(b *testing.B) store.Store {
+	b.Helper()
+	var (
+		st  store.Store
+		err error
+	)
+	switch v := os.Getenv(benchStoreEnv); v {
+	case "":
+		return nil
+	case "sqlite":
+		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "store.db"))
+	case "redis":
+		raw := os.Getenv("MGRPO_TEST_REDIS")
+		if raw == "" {
+			b.Fatalf("%s=redis needs MGRPO_TEST_REDIS", benchStoreEnv)
+		}
+		st, err = redis.Open(context.Background(), fmt.Sprintf("%s?prefix=mgrpo-bench-%d:", raw, time.Now().UnixNano()))
+	default:
+		b.Fatalf("%s=%q: want sqlite or redis", benchStoreEnv, v)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store.NewWriteBehind(st, store.DefaultWriteBehind)
+}
 
 // benchH2CEnv, set to anything, makes the farm benchmarks' model clients
 // speak unencrypted HTTP/2 instead of HTTP/1.1, to measure what the
