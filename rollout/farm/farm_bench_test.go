@@ -309,9 +309,18 @@ func dirBytes(b *testing.B, dir string) int64 {
 // against the sim child and returns the summary.
 func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) rollout.StepSummary {
 	b.Helper()
-	cfg := Config{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
+	return benchFarmIn(b, nil, "bench", runner, tasks, batch, group, concurrency, keepFiles)
+}
+
+// benchFarmIn is benchFarm in st, when not nil, as run: a running farm
+// keeps its store open from step to step.
+func benchFarmIn(b *testing.B, st store.Store, run string, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) rollout.StepSummary {
+	b.Helper()
+	cfg := Config{Run: run, Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
 		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: rollout.DirSink{Dir: b.TempDir()}}
-	if st := benchStore(b); st != nil {
+	if st != nil {
+		cfg.Store = st
+	} else if st := benchStore(b); st != nil {
 		defer st.Close()
 		cfg.Store = st
 	}
@@ -442,12 +451,20 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	var calls, rollouts, failed int
 	var promptTokens int64
 	warm0, _ := selfUsage(b)
-	warm := benchFarm(b, rr, tasks, batch, group, concurrency, false)
+	// One store for every step, as a run keeps it (each step a run of its
+	// own in it).
+	st := benchStore(b)
+	if st != nil {
+		defer st.Close()
+	}
+	runs := 0
+	warm := benchFarmIn(b, st, "bench-0", rr, tasks, batch, group, concurrency, false)
 	cpu0, _ := selfUsage(b)
 	sim0 := child.cpuTime(b)
 	start := time.Now()
 	for b.Loop() {
-		sum := benchFarm(b, rr, tasks, batch, group, concurrency, false)
+		runs++
+		sum := benchFarmIn(b, st, fmt.Sprintf("bench-%d", runs), rr, tasks, batch, group, concurrency, false)
 		calls += sum.LLMCalls
 		rollouts += sum.Rollouts
 		failed += sum.FailedRollouts
