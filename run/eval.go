@@ -13,6 +13,7 @@ import (
 	"github.com/mgrpo/mgrpo/bench/evalrun"
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/backends"
 )
 
@@ -80,8 +81,10 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		if err != nil {
 			return evalrun.Outcome{}, fmt.Errorf("--record: %w", err)
 		}
-		defer st.Close()
-		bopts.Recorder = replay.NewRecorder(st, logger)
+		// Entries written several at a time, as the run's store's are.
+		wb := store.NewWriteBehind(st, store.DefaultWriteBehind)
+		defer wb.Close()
+		bopts.Recorder = replay.NewRecorder(wb, logger)
 	}
 	stack, err := Build(ctx, cfg, bopts)
 	if err != nil {

@@ -73,9 +73,12 @@ func (c Config) Queue() (queued bool, local int) {
 	return false, c.Concurrency
 }
 
-// OpenStore opens c's store (nil and no error with store: none). A Redis
-// URL without a password takes it from MGRPO_STORE_PASSWORD when set. An
-// error names the URL with its password redacted.
+// OpenStore opens c's store (nil and no error with store: none) behind a
+// write-behind buffer of store.DefaultWriteBehind: results, cache and
+// recording entries are applied several at a time, and a crash loses at
+// most that bound of them (redone on resume). A Redis URL without a
+// password takes it from MGRPO_STORE_PASSWORD when set. An error names the
+// URL with its password redacted.
 func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store.Store, error) {
 	raw := c.StoreURL()
 	if raw == "" {
@@ -100,7 +103,7 @@ func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store
 		// The backends' errors name the URL (its password redacted).
 		return nil, fmt.Errorf("the run's store (--store): %w", err)
 	}
-	return st, nil
+	return store.NewWriteBehind(st, store.DefaultWriteBehind), nil
 }
 
 // RunRecordConfig returns c as the run's record in the store holds it, for

@@ -82,7 +82,7 @@ func TestPendingDigest(t *testing.T) {
 	for n := range 2 {
 		r := RolloutResult{Task: u, Tree: &agents.Rollout{Planner: &agents.Trajectory{Error: "x"}}, Error: "x",
 			FailureKind: failure.KindInfra, FailureCause: failure.CauseEngineTimeout, Retries: n}
-		if err := st.putResult(ctx, &r); err != nil {
+		if _, err := st.putResult(ctx, &r); err != nil {
 			t.Fatal(err)
 		}
 	}

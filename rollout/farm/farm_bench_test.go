@@ -22,6 +22,8 @@ import (
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
 	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/store"
+	"github.com/mgrpo/mgrpo/store/redis"
 	"github.com/mgrpo/mgrpo/store/sqlite"
 )
 
@@ -307,13 +309,18 @@ func dirBytes(b *testing.B, dir string) int64 {
 // against the sim child and returns the summary.
 func benchFarm(b *testing.B, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) rollout.StepSummary {
 	b.Helper()
-	cfg := Config{Run: "bench", Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
+	return benchFarmIn(b, nil, "bench", runner, tasks, batch, group, concurrency, keepFiles)
+}
+
+// benchFarmIn is benchFarm in st, when not nil, as run: a running farm
+// keeps its store open from step to step.
+func benchFarmIn(b *testing.B, st store.Store, run string, runner Runner, tasks []Task, batch, group, concurrency int, keepFiles bool) rollout.StepSummary {
+	b.Helper()
+	cfg := Config{Run: run, Seed: 1, Steps: 1, BatchSize: batch, GroupSize: group, Mode: rollout.ModeMGRPO, DBar: rollout.DBarSpec{Auto: true},
 		Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: concurrency, Runner: runner, Sink: rollout.DirSink{Dir: b.TempDir()}}
-	if os.Getenv(benchStoreEnv) == "sqlite" {
-		st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "store.db"))
-		if err != nil {
-			b.Fatal(err)
-		}
+	if st != nil {
+		cfg.Store = st
+	} else if st := benchStore(b); st != nil {
 		defer st.Close()
 		cfg.Store = st
 	}
@@ -384,8 +391,37 @@ func heapAtPeak(b *testing.B) func() {
 
 // benchStoreEnv set to sqlite makes the farm benchmarks keep results in a
 // SQLite store (as mgrpo rollout does by default) instead of in memory, to
-// measure what the store costs the farm, side by side with it unset.
+// measure what the store costs the farm, side by side with it unset; set
+// to redis, in the Redis of MGRPO_TEST_REDIS (each run under a prefix of
+// its own). Either is behind the write-behind buffer mgrpo puts it.
 const benchStoreEnv = "MGRPO_BENCH_STORE"
+
+// benchStore opens the store benchStoreEnv asks for (nil: none).
+func benchStore(b *testing.B) store.Store {
+	b.Helper()
+	var (
+		st  store.Store
+		err error
+	)
+	switch v := os.Getenv(benchStoreEnv); v {
+	case "":
+		return nil
+	case "sqlite":
+		st, err = sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "store.db"))
+	case "redis":
+		raw := os.Getenv("MGRPO_TEST_REDIS")
+		if raw == "" {
+			b.Fatalf("%s=redis needs MGRPO_TEST_REDIS", benchStoreEnv)
+		}
+		st, err = redis.Open(context.Background(), fmt.Sprintf("%s?prefix=mgrpo-bench-%d:", raw, time.Now().UnixNano()))
+	default:
+		b.Fatalf("%s=%q: want sqlite or redis", benchStoreEnv, v)
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return store.NewWriteBehind(st, store.DefaultWriteBehind)
+}
 
 // benchH2CEnv, set to anything, makes the farm benchmarks' model clients
 // speak unencrypted HTTP/2 instead of HTTP/1.1, to measure what the
@@ -415,12 +451,20 @@ func BenchmarkFarmSimZeroLatency(b *testing.B) {
 	var calls, rollouts, failed int
 	var promptTokens int64
 	warm0, _ := selfUsage(b)
-	warm := benchFarm(b, rr, tasks, batch, group, concurrency, false)
+	// One store for every step, as a run keeps it (each step a run of its
+	// own in it).
+	st := benchStore(b)
+	if st != nil {
+		defer st.Close()
+	}
+	runs := 0
+	warm := benchFarmIn(b, st, "bench-0", rr, tasks, batch, group, concurrency, false)
 	cpu0, _ := selfUsage(b)
 	sim0 := child.cpuTime(b)
 	start := time.Now()
 	for b.Loop() {
-		sum := benchFarm(b, rr, tasks, batch, group, concurrency, false)
+		runs++
+		sum := benchFarmIn(b, st, fmt.Sprintf("bench-%d", runs), rr, tasks, batch, group, concurrency, false)
 		calls += sum.LLMCalls
 		rollouts += sum.Rollouts
 		failed += sum.FailedRollouts

@@ -169,7 +169,7 @@ func (f *Farm) rolloutStep(ctx context.Context, step int) (stepRollouts, error) 
 		err      error
 	)
 	if f.st != nil {
-		results = storedResults{st: f.st, plan: &plan}
+		results = newStoredResults(f.st, &plan)
 		if finished, err = f.scheduleStep(ctx, plan); err != nil {
 			return stepRollouts{}, err
 		}

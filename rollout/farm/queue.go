@@ -187,7 +187,7 @@ func (f *Farm) recordDead(ctx context.Context, plan stepPlan, byID map[string]in
 		f.log.Warn("rollout dead-lettered: recorded as failed", "rollout", d.Task.ID(), "attempts", d.Attempts, "last_worker", d.LastWorker)
 		r := failedResult(ctx, f.scoring, d.Task, plan.tasks[i/f.cfg.GroupSize], why)
 		r.final = true
-		if err := f.st.putResult(ctx, &r); err != nil {
+		if _, err := f.st.putResult(ctx, &r); err != nil {
 			return seen, err
 		}
 	}

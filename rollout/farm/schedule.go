@@ -50,8 +50,11 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 	// training).
 	launched := make(chan int, 1)
 	// A nil f.st makes no pending retries (pendingRetries checks it
-	// before the method value is ever called).
-	pending := f.pendingRetries(f.st.putResult)
+	// before the function is ever called).
+	pending := f.pendingRetries(func(ctx context.Context, r *RolloutResult) error {
+		_, err := f.st.putResult(ctx, r)
+		return err
+	})
 	go func() {
 		started := 0
 		defer func() { launched <- started }()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -92,17 +93,55 @@ func (m memResults) get(_ context.Context, i int) (*RolloutResult, error) {
 }
 
 // storedResults keeps a step's results in the run's store, each written as
-// its rollout finishes.
+// its rollout finishes: a resumed run needs the write. Assembly needs the
+// result once more, and reading it back costs as much CPU as writing it,
+// so the results are also kept in memory, up to keptResultBytes of their
+// stored size a step; the rest are read back.
 type storedResults struct {
 	st   *storeAccess
 	plan *stepPlan
+
+	mu        sync.Mutex
+	kept      map[int]*RolloutResult
+	keptSize  map[int]int
+	keptBytes int
 }
 
-func (s storedResults) put(ctx context.Context, i int, r *RolloutResult) error {
-	return s.st.putResult(ctx, r)
+// keptResultBytes bounds the stored size of the results a step keeps in
+// memory until it is assembled (about 75 KB a rollout of the sim; the
+// results in memory take about twice that).
+const keptResultBytes = 32 << 20
+
+func newStoredResults(st *storeAccess, plan *stepPlan) *storedResults {
+	return &storedResults{st: st, plan: plan, kept: map[int]*RolloutResult{}, keptSize: map[int]int{}}
 }
 
-func (s storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
+func (s *storedResults) put(ctx context.Context, i int, r *RolloutResult) error {
+	n, err := s.st.putResult(ctx, r)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.keptBytes+n <= keptResultBytes {
+		s.kept[i], s.keptSize[i] = r, n
+		s.keptBytes += n
+	}
+	return nil
+}
+
+func (s *storedResults) get(ctx context.Context, i int) (*RolloutResult, error) {
+	s.mu.Lock()
+	r, ok := s.kept[i]
+	if ok {
+		s.keptBytes -= s.keptSize[i]
+		delete(s.kept, i)
+		delete(s.keptSize, i)
+	}
+	s.mu.Unlock()
+	if ok {
+		return r, nil
+	}
 	u := s.plan.units[i]
 	return s.st.storedResult(ctx, u, u.Step)
 }
@@ -188,19 +227,22 @@ func (a *storeAccess) retry(ctx context.Context, what string, fn func(context.Co
 	}
 }
 
-// putResult encodes and stores a result (the first stored for a task wins).
-func (a *storeAccess) putResult(ctx context.Context, r *RolloutResult) error {
+// putResult encodes and stores a result (the first stored for a task
+// wins) and returns its stored size.
+func (a *storeAccess) putResult(ctx context.Context, r *RolloutResult) (int, error) {
 	var putErr error
+	size := 0
 	err := encodeResult(r, func(raw json.RawMessage) error {
+		size = len(raw)
 		putErr = a.retry(ctx, "store the result of "+r.Task.ID(), func(ctx context.Context) error {
 			return a.store.PutResult(ctx, r.Task.Run, r.Task.Step, a.resultKey(r), raw)
 		})
 		return putErr
 	})
 	if err != nil && putErr == nil {
-		return fmt.Errorf("encode %s: %w", r.describe(), err)
+		return 0, fmt.Errorf("encode %s: %w", r.describe(), err)
 	}
-	return err
+	return size, err
 }
 
 // digests returns the digests of the step's results in the store, by task

@@ -219,7 +219,7 @@ func (w *Worker) serveLease(ctx, shutdown context.Context, l store.Lease, stop c
 	if r.Failed() {
 		w.log.Warn("rollout failed", "rollout", task.ID(), "error", firstLine(r.Error))
 	}
-	if err := w.st.putResult(ctx, &r); err != nil {
+	if _, err := w.st.putResult(ctx, &r); err != nil {
 		if errors.Is(err, store.ErrUnusable) {
 			stop(err)
 			return
@@ -258,7 +258,7 @@ func (w *Worker) execute(ctx, shutdown context.Context, task rollout.RolloutTask
 		prior = resultDigest{}
 	}
 	pending := func(r *RolloutResult) {
-		if err := w.st.putResult(ctx, r); err != nil {
+		if _, err := w.st.putResult(ctx, r); err != nil {
 			w.log.Warn("storing a pending retry failed; a worker taking the rollout up would count its retries from the last one stored", "rollout", task.ID(), "error", err)
 		}
 	}

@@ -43,6 +43,7 @@ func Run(t *testing.T, b Backend) {
 		{"ExtendKeepsTheLease", testExtend},
 		{"DeadLetter", testDeadLetter},
 		{"Results", testResults},
+		{"Batch", testBatch},
 		{"Draws", testDraws},
 		{"Cache", testCache},
 		{"Versions", testVersions},
