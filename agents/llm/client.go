@@ -255,6 +255,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 		return nil, &GiveUpError{Endpoint: "<no endpoint>", Err: fmt.Errorf("wait for an in-flight slot: %w", err)}
 	}
 	defer c.pool.global.Release(1)
+	slotAt := time.Now()
 	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
 	if err != nil {
 		if !turn.Partial() {
@@ -270,6 +271,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 		return nil, &GiveUpError{Endpoint: e.display, Status: http.StatusOK, Attempts: attempts, Err: ErrMissingTokenIDs}
 	}
 	c.met.success(c.role, e.display, turn)
+	c.pool.auto.observeCall(time.Since(slotAt), len(turn.CompletionIDs))
 	return turn, nil
 }
 
