@@ -20,9 +20,8 @@ type AutoConfig struct {
 	// decided (default 500ms).
 	Interval time.Duration
 	// KVHigh is the KV-cache usage (0..1, the fullest endpoint's) at and
-	// above which the limit backs off (default 0.95); KVHold, below it,
-	// where it stops growing (default 0.85).
-	KVHigh, KVHold float64
+	// above which the limit stops growing (default 0.95).
+	KVHigh float64
 }
 
 // Defaults of AutoConfig.
@@ -48,9 +47,6 @@ func (c AutoConfig) withDefaults(endpoints int) AutoConfig {
 	}
 	if c.KVHigh <= 0 {
 		c.KVHigh = 0.95
-	}
-	if c.KVHold <= 0 || c.KVHold > c.KVHigh {
-		c.KVHold = min(0.85, c.KVHigh)
 	}
 	return c
 }
@@ -121,11 +117,13 @@ func (c *Controller) Config() AutoConfig { return c.cfg }
 // Observe decides from one scrape. inUse is how many calls the pool holds
 // now and saturated whether calls waited for the limit since the previous
 // tick: the limit only grows when it is what bounds the work. It backs off
-// multiplicatively when the engines preempted since the previous scrape or
-// the KV cache is nearly full, by the excess when more requests wait in the
-// engines' queues than a small headroom (a short queue keeps a freed slot
-// busy while the client sends the next request), and grows while nothing
-// waits beyond the headroom and the KV cache has room.
+// multiplicatively when the engines preempted since the previous scrape, by
+// half the excess when more requests wait in the engines' queues than a
+// small headroom (a short queue keeps a freed slot busy while the client
+// sends the next request), holds while the KV cache is nearly full (an
+// engine at full KV with nothing preempted is an engine used well), and
+// grows while fewer requests wait than the headroom and the KV cache has
+// room.
 func (c *Controller) Observe(l EngineLoad, inUse int64, saturated bool) int64 {
 	c.Mode = "metrics"
 	preempted := false
@@ -133,14 +131,14 @@ func (c *Controller) Observe(l EngineLoad, inUse int64, saturated bool) int64 {
 		preempted = c.havePre && l.Preemptions > c.prevPre
 		c.prevPre, c.havePre = l.Preemptions, true
 	}
-	headroom := math.Max(1, math.Ceil(l.Running/16))
+	headroom := math.Max(2, math.Ceil(l.Running/8))
 	base := min(c.limit, max(inUse, c.cfg.Min))
 	switch {
-	case preempted || l.KVUsage >= c.cfg.KVHigh:
+	case preempted:
 		c.backoff(int64(math.Floor(float64(base) * 0.8)))
 	case l.Waiting > headroom:
 		c.backoff(base - int64(math.Ceil((l.Waiting-headroom)/2)))
-	case l.Waiting == 0 && l.KVUsage < c.cfg.KVHold && saturated:
+	case l.Waiting < headroom && l.KVUsage < c.cfg.KVHigh && saturated:
 		c.grow()
 	default:
 		c.Last = DecisionHold

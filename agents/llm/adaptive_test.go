@@ -18,13 +18,12 @@ func TestControllerMetrics(t *testing.T) {
 		{"free slots, limit binds: slow start", EngineLoad{Endpoints: 1, Running: 8, HasPreemptions: true}, 8, true, 10, DecisionGrow},
 		{"again", EngineLoad{Endpoints: 1, Running: 10, HasPreemptions: true}, 10, true, 12, DecisionGrow},
 		{"limit does not bind: hold", EngineLoad{Endpoints: 1, Running: 5, HasPreemptions: true}, 5, false, 12, DecisionHold},
-		{"one waits (headroom): hold", EngineLoad{Endpoints: 1, Running: 12, Waiting: 1, HasPreemptions: true}, 12, true, 12, DecisionHold},
-		{"queue beyond headroom: back off by the excess", EngineLoad{Endpoints: 1, Running: 10, Waiting: 5, HasPreemptions: true}, 12, true, 10, DecisionBackoff},
-		{"after a back-off: additive growth", EngineLoad{Endpoints: 1, Running: 10, HasPreemptions: true}, 10, true, 11, DecisionGrow},
-		{"kv nearly full: hold", EngineLoad{Endpoints: 1, Running: 11, KVUsage: 0.9, HasPreemptions: true}, 11, true, 11, DecisionHold},
-		{"kv full: multiplicative back-off", EngineLoad{Endpoints: 1, Running: 11, KVUsage: 0.97, HasPreemptions: true}, 11, true, 8, DecisionBackoff},
-		{"preemptions rose: back-off", EngineLoad{Endpoints: 1, Running: 8, Preemptions: 3, HasPreemptions: true}, 8, true, 6, DecisionBackoff},
-		{"preemptions flat: grow", EngineLoad{Endpoints: 1, Running: 6, Preemptions: 3, HasPreemptions: true}, 6, true, 7, DecisionGrow},
+		{"two wait (the headroom): hold", EngineLoad{Endpoints: 1, Running: 12, Waiting: 2, HasPreemptions: true}, 12, true, 12, DecisionHold},
+		{"queue beyond headroom: back off by half the excess", EngineLoad{Endpoints: 1, Running: 10, Waiting: 6, HasPreemptions: true}, 12, true, 10, DecisionBackoff},
+		{"after a back-off: additive growth, one waiting", EngineLoad{Endpoints: 1, Running: 10, Waiting: 1, HasPreemptions: true}, 10, true, 11, DecisionGrow},
+		{"kv nearly full: hold", EngineLoad{Endpoints: 1, Running: 11, KVUsage: 0.96, HasPreemptions: true}, 11, true, 11, DecisionHold},
+		{"preemptions rose: back-off", EngineLoad{Endpoints: 1, Running: 11, Preemptions: 3, HasPreemptions: true}, 11, true, 8, DecisionBackoff},
+		{"preemptions flat: grow", EngineLoad{Endpoints: 1, Running: 6, Preemptions: 3, HasPreemptions: true}, 8, true, 9, DecisionGrow},
 	}
 	for _, s := range steps {
 		got := c.Observe(s.load, s.inUse, s.saturated)

@@ -110,7 +110,7 @@ func TestPoolAutoTick(t *testing.T) {
 	}
 	waiting.Store(9)
 	if got := p.autoTick(ctx); got != 1 {
-		t.Fatalf("9 waiting in the engine: limit %d, want 5-ceil(8/2)=1", got)
+		t.Fatalf("9 waiting in the engine: limit %d, want 5-ceil(7/2)=1", got)
 	}
 	if got := p.Status()[0].Waiting; got != 9 {
 		t.Fatalf("endpoint waiting %d, want the scraped 9", got)
