@@ -33,7 +33,7 @@ type Config struct {
 	DBar             string      `yaml:"dbar" category:"shape" flag:"dbar" scope:"farm" doc:"executor trajectories per rollout after alignment: {{N}} or auto (0.99 quantile of observed d)"`
 	Mode             string      `yaml:"mode" category:"shape" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
 	DropZeroVariance bool        `yaml:"drop_zero_variance" category:"training" flag:"drop-zero-variance" scope:"farm" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
-	Concurrency      Concurrency `yaml:"concurrency" category:"shape" flag:"concurrency" doc:"rollouts in flight across a step ({{N}}), or auto (auto:CAP) to let each role's requests to its engines adapt to their /metrics (running, waiting, KV cache, preemptions) with at most CAP (default 256) rollouts in flight"`
+	Concurrency      Concurrency `yaml:"concurrency" category:"shape" flag:"concurrency" doc:"{{N}}, or auto (auto:CAP: each role's requests to its engines adapt to their /metrics, with at most CAP, default 256, rollouts in flight; docs/concurrency.md): rollouts in flight across a step"`
 	Format           string      `yaml:"format" category:"output" flag:"format" scope:"farm" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
 	Grace            Duration    `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
 	Sim              bool        `yaml:"sim" category:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
