@@ -73,6 +73,30 @@ type Stack struct {
 	// rollout instead of the built-in agents (nil otherwise).
 	Gateway *gateway.Gateway
 	closers []func()
+	// limits are the adaptive pools under --concurrency auto.
+	limits []roleLimit
+}
+
+// roleLimit is one role's adaptive pool.
+type roleLimit struct {
+	role string
+	pool *llm.Pool
+}
+
+// ConcurrencyLimits returns each role's adaptive request limit under
+// --concurrency auto (nil for a fixed concurrency), for the progress line
+// and mgrpo_farm_concurrency_limit.
+func (s *Stack) ConcurrencyLimits() map[string]int64 {
+	if len(s.limits) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(s.limits))
+	for _, l := range s.limits {
+		if n, ok := l.pool.ConcurrencyLimit(); ok {
+			out[l.role] = n
+		}
+	}
+	return out
 }
 
 // Agent is what runs one rollout of a query.
@@ -134,9 +158,18 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	var preflight []*llm.Client
 	probed := map[string]*llm.Client{}
 	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
-		cl, err := newClient(role, e, capture, logger, llmMetrics)
+		// The judge's calls are few and off the rollouts' path: its
+		// pool keeps a fixed limit under --concurrency auto.
+		var auto *llm.AutoConfig
+		if role != "judge" {
+			auto = c.Concurrency.poolAuto()
+		}
+		cl, err := newClient(role, e, capture, logger, llmMetrics, auto)
 		if err != nil {
 			return nil, err
+		}
+		if auto != nil {
+			st.limits = append(st.limits, roleLimit{role, cl.Pool()})
 		}
 		st.closers = append(st.closers, cl.Close)
 		// Hosted OpenAI-style APIs have no /health; their first call tells.
@@ -308,7 +341,7 @@ func (j playedJudge) Complete(ctx context.Context, system, user string) (string,
 // newClient returns the model client of one role's endpoints, its API key
 // read from the environment variable the endpoint names (the judge's
 // default: EnvJudgeKey). An error wraps ErrConfig.
-func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger, metrics *llm.Metrics) (*llm.Client, error) {
+func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger, metrics *llm.Metrics, auto *llm.AutoConfig) (*llm.Client, error) {
 	env := e.APIKeyEnv
 	if env == "" && role == "judge" {
 		env = EnvJudgeKey
@@ -318,7 +351,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 		key = os.Getenv(env)
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream,
+		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Pool: llm.PoolConfig{Auto: auto},
 		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
@@ -342,6 +375,9 @@ func cacheScope(c Config) string {
 // returns a description of r_correct for the start-of-run log.
 func (s *Stack) configure(fc *farm.Config) (correctness string) {
 	fc.Runner = &farm.AgentRunner{Planner: s.Planner, Single: s.Single}
+	if len(s.limits) > 0 {
+		fc.ConcurrencyLimits = s.ConcurrencyLimits
+	}
 	if s.Gateway != nil {
 		fc.Runner = s.Gateway
 	}

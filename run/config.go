@@ -23,20 +23,20 @@ import (
 // every role whose field is tagged roleflags:"true" (--dialect sets
 // planner.dialect and executor.dialect).
 type Config struct {
-	Run              string   `yaml:"run" category:"shape" flag:"run" scope:"farm" doc:"run {{NAME}}, written into every sample (default: the out directory's name)"`
-	Tasks            string   `yaml:"tasks" category:"shape" flag:"tasks" scope:"farm" doc:"JSON Lines task {{FILE}} (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
-	Out              string   `yaml:"out" category:"shape" flag:"out" doc:"output {{DIR}}: step-NNNNNN/ folders, summary.jsonl"`
-	Seed             uint64   `yaml:"seed" category:"shape" flag:"seed" doc:"run seed: rollout seeds, alignment and the sim world derive from it"`
-	Steps            int      `yaml:"steps" category:"shape" flag:"steps" scope:"farm" doc:"number of steps"`
-	BatchSize        int      `yaml:"batch_size" category:"shape" flag:"batch-size" scope:"farm" doc:"queries per step ({{B}})"`
-	GroupSize        int      `yaml:"group_size" category:"shape" flag:"group-size" scope:"farm" doc:"rollouts per query ({{K}}; the paper uses 8)"`
-	DBar             string   `yaml:"dbar" category:"shape" flag:"dbar" scope:"farm" doc:"executor trajectories per rollout after alignment: {{N}} or auto (0.99 quantile of observed d)"`
-	Mode             string   `yaml:"mode" category:"shape" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
-	DropZeroVariance bool     `yaml:"drop_zero_variance" category:"training" flag:"drop-zero-variance" scope:"farm" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
-	Concurrency      int      `yaml:"concurrency" category:"shape" flag:"concurrency" doc:"rollouts in flight across a step"`
-	Format           string   `yaml:"format" category:"output" flag:"format" scope:"farm" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
-	Grace            Duration `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
-	Sim              bool     `yaml:"sim" category:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
+	Run              string      `yaml:"run" category:"shape" flag:"run" scope:"farm" doc:"run {{NAME}}, written into every sample (default: the out directory's name)"`
+	Tasks            string      `yaml:"tasks" category:"shape" flag:"tasks" scope:"farm" doc:"JSON Lines task {{FILE}} (id, question, answer, metadata); with sim and no tasks, the sim web's questions"`
+	Out              string      `yaml:"out" category:"shape" flag:"out" doc:"output {{DIR}}: step-NNNNNN/ folders, summary.jsonl"`
+	Seed             uint64      `yaml:"seed" category:"shape" flag:"seed" doc:"run seed: rollout seeds, alignment and the sim world derive from it"`
+	Steps            int         `yaml:"steps" category:"shape" flag:"steps" scope:"farm" doc:"number of steps"`
+	BatchSize        int         `yaml:"batch_size" category:"shape" flag:"batch-size" scope:"farm" doc:"queries per step ({{B}})"`
+	GroupSize        int         `yaml:"group_size" category:"shape" flag:"group-size" scope:"farm" doc:"rollouts per query ({{K}}; the paper uses 8)"`
+	DBar             string      `yaml:"dbar" category:"shape" flag:"dbar" scope:"farm" doc:"executor trajectories per rollout after alignment: {{N}} or auto (0.99 quantile of observed d)"`
+	Mode             string      `yaml:"mode" category:"shape" flag:"mode" doc:"mgrpo (planner and executor samples), frozen-sub (planner only) or single (one agent, GRPO)"`
+	DropZeroVariance bool        `yaml:"drop_zero_variance" category:"training" flag:"drop-zero-variance" scope:"farm" doc:"drop groups whose rewards are all equal instead of emitting zero advantages"`
+	Concurrency      Concurrency `yaml:"concurrency" category:"shape" flag:"concurrency" doc:"{{N}}, or auto (auto:CAP: each role's requests to its engines adapt to their /metrics, with at most CAP, default 256, rollouts in flight; docs/concurrency.md): rollouts in flight across a step"`
+	Format           string      `yaml:"format" category:"output" flag:"format" scope:"farm" doc:"jsonl, or parquet (JSONL plus Parquet copies)"`
+	Grace            Duration    `yaml:"grace" doc:"after SIGINT, time in-flight rollouts get to finish (e.g. 30s); a second SIGINT stops at once"`
+	Sim              bool        `yaml:"sim" category:"sim" flag:"sim" doc:"start the simulated world in-process and point every URL at it"`
 	// SimStripReasoning makes the sim's chat template drop earlier turns'
 	// reasoning, so multi-turn trajectories split at drift events.
 	SimStripReasoning bool `yaml:"sim_strip_reasoning" category:"sim" flag:"sim-strip-reasoning" doc:"the sim's chat template drops earlier turns' <think> blocks (drift splits trajectories)"`
@@ -238,7 +238,7 @@ func DefaultConfig() Config {
 	pb, eb, rb := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
 	return Config{
 		Seed: 1, Steps: 1, BatchSize: 8, GroupSize: 8, DBar: "auto", Mode: string(rollout.ModeMGRPO),
-		Concurrency: 64, Format: "jsonl", Grace: Duration{30 * time.Second}, Workers: -1,
+		Concurrency: ConcurrencyOf(64), Format: "jsonl", Grace: Duration{30 * time.Second}, Workers: -1,
 		RolloutRetries: farm.DefaultRolloutRetries, MaxToolOutageFraction: farm.DefaultMaxToolOutageFraction,
 		OnInfraFailure: string(farm.InfraExclude), MaxFailedFraction: farm.DefaultMaxFailedFraction,
 		Planner:  OnPolicySampling(EndpointConfig{Dialect: "vllm"}),

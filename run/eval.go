@@ -97,7 +97,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	}
 	ecfg := evalrun.Config{
 		Benchmark: opts.Benchmark, Items: items, Runs: opts.Runs, Out: cfg.Out, Agent: stack.Agent(), Scorer: scorer,
-		Concurrency: cfg.Concurrency, Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger, OnProgress: opts.OnProgress,
+		Concurrency: cfg.Concurrency.Rollouts(), Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger, OnProgress: opts.OnProgress,
 	}
 	if err := ecfg.Validate(); err != nil {
 		return evalrun.Outcome{}, invalid(err)

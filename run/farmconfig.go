@@ -53,7 +53,7 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 	fc := farm.Config{
 		Run: c.Run, Seed: c.Seed, Steps: c.Steps, BatchSize: c.BatchSize, GroupSize: c.GroupSize,
 		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
-		ExpertFallback: fallback, Concurrency: c.Concurrency, Grace: c.Grace.Duration, Prices: c.Prices,
+		ExpertFallback: fallback, Concurrency: c.Concurrency.Rollouts(), Grace: c.Grace.Duration, Prices: c.Prices,
 		Sink: p.sink, Logger: p.hooks.Logger, OnProgress: p.hooks.OnProgress, OnStep: p.hooks.OnStep,
 		Metrics: farm.NewMetrics(p.hooks.Registerer), Sampling: c.samplingRecords(mode),
 	}

@@ -165,6 +165,8 @@ func setField(dst reflect.Value, value any, f FlagSpec) error {
 	switch v := value.(type) {
 	case *Timeout:
 		value = *v
+	case *Concurrency:
+		value = *v
 	case []string:
 		var list []string
 		for _, s := range v {

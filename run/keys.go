@@ -19,7 +19,7 @@ var docPlaceholders = strings.NewReplacer("{providers}", search.NameList())
 var placeholder = regexp.MustCompile(`\{\{([^}]+)\}\}`)
 
 // leafTypes are the struct types that hold one value, not keys.
-var leafTypes = []reflect.Type{reflect.TypeFor[Duration](), reflect.TypeFor[Timeout]()}
+var leafTypes = []reflect.Type{reflect.TypeFor[Duration](), reflect.TypeFor[Timeout](), reflect.TypeFor[Concurrency]()}
 
 // keyField is one key of the configuration as its tags describe it.
 type keyField struct {

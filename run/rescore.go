@@ -416,7 +416,7 @@ func rescoreJudge(ctx context.Context, c Config, h *slog.Logger, dst, src store.
 		closeAll()
 		return nil, nil, invalid(errors.New("--judge-url without --judge-model: name the judge's model"))
 	}
-	cl, err := newClient("judge", c.Judge, false, nil, nil)
+	cl, err := newClient("judge", c.Judge, false, nil, nil, nil)
 	if err != nil {
 		closeAll()
 		return nil, nil, invalid(err)

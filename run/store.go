@@ -64,13 +64,13 @@ func (c Config) Shared() bool {
 func (c Config) Queue() (queued bool, local int) {
 	switch {
 	case c.StoreURL() == "":
-		return false, c.Concurrency
+		return false, c.Concurrency.Rollouts()
 	case c.Workers >= 0:
 		return true, c.Workers
 	case c.Shared():
-		return true, c.Concurrency
+		return true, c.Concurrency.Rollouts()
 	}
-	return false, c.Concurrency
+	return false, c.Concurrency.Rollouts()
 }
 
 // OpenStore opens c's store (nil and no error with store: none) behind a
@@ -111,7 +111,7 @@ func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store
 // what may differ between processes or between a run and its resume (the
 // output directory, concurrency, grace, steps, the store itself).
 func (c Config) RunRecordConfig() (json.RawMessage, error) {
-	c.Out, c.Concurrency, c.Grace, c.Steps, c.Store, c.Workers = "", 0, Duration{}, 0, "", 0
+	c.Out, c.Concurrency, c.Grace, c.Steps, c.Store, c.Workers = "", Concurrency{}, Duration{}, 0, "", 0
 	// Each process hosts its own gateway (a worker listens on the run's
 	// gateway address too), and agents reach each at its own address.
 	c.Gateway.URL = ""

@@ -47,8 +47,8 @@ func (c Config) Validate() error {
 	if c.GroupSize < 1 {
 		p.add("group_size", "group-size", "%d: must be at least 1 (rollouts per query; the paper uses 8)", c.GroupSize)
 	}
-	if c.Concurrency < 1 {
-		p.add("concurrency", "concurrency", "%d: must be at least 1 (rollouts in flight)", c.Concurrency)
+	if n := c.Concurrency.Rollouts(); n < 1 && !c.Concurrency.Auto() {
+		p.add("concurrency", "concurrency", "%d: must be at least 1 (rollouts in flight), or auto", n)
 	}
 	if c.RolloutRetries < 0 {
 		p.add("rollout_retries", "rollout-retries", "%d: must not be negative (0: never retry)", c.RolloutRetries)

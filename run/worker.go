@@ -67,7 +67,7 @@ func Worker(ctx context.Context, opts WorkerOptions) error {
 	if err != nil {
 		return invalid(fmt.Errorf("--store %s: run %q: %w", redact.URL(cfg.Store), rec.ID, err))
 	}
-	runCfg.Concurrency, runCfg.Grace, runCfg.Store = opts.Concurrency, Duration{Duration: opts.Grace}, cfg.Store
+	runCfg.Concurrency, runCfg.Grace, runCfg.Store = ConcurrencyOf(opts.Concurrency), Duration{Duration: opts.Grace}, cfg.Store
 	// A run on the simulated world reaches the coordinator's sim through
 	// the URLs its record holds, with the key the sim's search accepts.
 	bopts := Options{Single: runCfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !runCfg.Sim,

@@ -277,6 +277,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 		return nil, &GiveUpError{Endpoint: "<no endpoint>", Err: fmt.Errorf("wait for an in-flight slot: %w", err)}
 	}
 	defer c.pool.global.Release(1)
+	slotAt := time.Now()
 	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
 	if err != nil {
 		if !turn.Partial() {
@@ -292,6 +293,7 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 		return nil, &GiveUpError{Endpoint: e.display, Status: http.StatusOK, Attempts: attempts, Err: ErrMissingTokenIDs}
 	}
 	c.met.success(c.role, e.display, turn)
+	c.pool.auto.observeCall(time.Since(slotAt), len(turn.CompletionIDs))
 	return turn, nil
 }
 

@@ -38,6 +38,10 @@ type PoolConfig struct {
 	// StickyCapacity bounds the trajectory → endpoint table (default
 	// 100000); beyond it arbitrary entries are forgotten.
 	StickyCapacity int
+	// Auto, when set, makes the role-wide cap adaptive (--concurrency
+	// auto): it moves between Auto.Min and Auto.Cap from the engines'
+	// metrics (autoscrape.go); MaxInFlight defaults to Auto.Cap.
+	Auto *AutoConfig
 }
 
 func (c PoolConfig) withDefaults(n int) PoolConfig {
@@ -46,6 +50,9 @@ func (c PoolConfig) withDefaults(n int) PoolConfig {
 	}
 	if c.MaxInFlight <= 0 {
 		c.MaxInFlight = c.MaxInFlightPerEndpoint * int64(n)
+		if c.Auto != nil {
+			c.MaxInFlight = c.Auto.withDefaults(n).Cap
+		}
 	}
 	if c.EjectAfter <= 0 {
 		c.EjectAfter = 3
@@ -92,10 +99,13 @@ type EndpointStatus struct {
 // ejection after consecutive failures and re-admission after a /health
 // probe succeeds. It is safe for concurrent use. Close stops its prober.
 type Pool struct {
-	role   string
-	cfg    PoolConfig
-	eps    []*endpoint
-	global *semaphore.Weighted
+	role string
+	cfg  PoolConfig
+	eps  []*endpoint
+	// global caps the role's calls in flight: a semaphore.Weighted, or
+	// auto's Limiter.
+	global slots
+	auto   *autoState // nil unless PoolConfig.Auto
 	probe  *http.Client
 	log    *slog.Logger
 	met    *Metrics
@@ -117,8 +127,14 @@ func NewPool(role string, bases []string, cfg PoolConfig, probe *http.Client, lo
 	cfg = cfg.withDefaults(len(bases))
 	p := &Pool{
 		role: role, cfg: cfg, probe: probe, log: log, met: met,
-		global: semaphore.NewWeighted(cfg.MaxInFlight),
 		sticky: make(map[string]int),
+	}
+	if cfg.Auto != nil {
+		ctrl := NewController(*cfg.Auto, len(bases))
+		p.auto = &autoState{lim: NewLimiter(ctrl.Limit()), ctrl: ctrl}
+		p.global = p.auto.lim
+	} else {
+		p.global = semaphore.NewWeighted(cfg.MaxInFlight)
 	}
 	for i, b := range bases {
 		u, err := url.Parse(strings.TrimSpace(b))
@@ -133,6 +149,10 @@ func NewPool(role string, bases []string, cfg PoolConfig, probe *http.Client, lo
 	p.cancel = cancel
 	p.wg.Add(1)
 	go p.prober(ctx)
+	if p.auto != nil {
+		p.wg.Add(1)
+		go p.autoLoop(ctx, p.auto.ctrl.Config().Interval)
+	}
 	return p, nil
 }
 

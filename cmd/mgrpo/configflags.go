@@ -32,6 +32,8 @@ func configFlags(scopes ...string) []cli.Flag {
 			flags = append(flags, &cli.DurationFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: d})
 		case run.Timeout:
 			flags = append(flags, &cli.GenericFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: &d})
+		case run.Concurrency:
+			flags = append(flags, &cli.GenericFlag{Name: f.Name, Usage: f.Usage, Category: f.Category, DefaultText: f.DefaultText, Value: &d})
 		default:
 			// A key of a new type needs its flag kind here; TestConfigFlags fails until then.
 			panic(fmt.Sprintf("configuration flag --%s: no flag kind for %T", f.Name, f.Default))
@@ -63,7 +65,7 @@ func overlayConfigFlags(c *cli.Context, cfg *run.Config) error {
 			v = c.StringSlice(f.Name)
 		case time.Duration:
 			v = c.Duration(f.Name)
-		case run.Timeout:
+		case run.Timeout, run.Concurrency:
 			v = c.Generic(f.Name)
 		}
 		if err := cfg.SetFlag(f.Name, v); err != nil {

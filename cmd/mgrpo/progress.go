@@ -51,8 +51,12 @@ func (p *progressReporter) report(pr farm.Progress) {
 				p.logger.Info("progress", "step", pr.Step, "done", 0, "total", pr.Total)
 				return
 			}
-			p.logger.Info("progress", "step", pr.Step, "done", pr.Done, "total", pr.Total,
-				"mean_reward", sig3(pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", sig3(pr.Rate))
+			attrs := []any{"step", pr.Step, "done", pr.Done, "total", pr.Total,
+				"mean_reward", sig3(pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", sig3(pr.Rate)}
+			if pr.Limits != nil {
+				attrs = append(attrs, "concurrency_limit", limitsText(pr.Limits))
+			}
+			p.logger.Info("progress", attrs...)
 		}
 		return
 	}
@@ -92,7 +96,25 @@ func barDescription(pr farm.Progress) string {
 		left := time.Duration(float64(pr.Total-pr.Done) / pr.Rate * float64(time.Second))
 		d += " · " + left.Round(time.Second).String() + " left"
 	}
+	if pr.Limits != nil {
+		d += " · limit " + limitsText(pr.Limits)
+	}
 	return d
+}
+
+// limitsText writes the adaptive request limits of --concurrency auto by
+// role, in a fixed order: "planner 24 executor 18".
+func limitsText(limits map[string]int64) string {
+	roles := make([]string, 0, len(limits))
+	for r := range limits {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	parts := make([]string, 0, len(roles))
+	for _, r := range roles {
+		parts = append(parts, fmt.Sprintf("%s %d", r, limits[r]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // barWidth is the width of the bar itself so that the whole line fits the
@@ -104,7 +126,7 @@ func (p *progressReporter) barWidth(pr farm.Progress) int {
 	if cols <= 0 {
 		return 24
 	}
-	longest := farm.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 0.00123}
+	longest := farm.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 0.00123, Limits: pr.Limits}
 	digits := len(fmt.Sprint(pr.Total))
 	// " 100% |" + bar + "| (" + done/total + ")" and a column free, so the
 	// cursor never wraps.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
@@ -141,6 +142,10 @@ type asyncRun struct {
 	// trained holds each step's end of training (since the start) and its
 	// mean reward and rollouts.
 	trained []stepReward
+	// preemptions is the server's vllm:num_preemptions_total over the run;
+	// meanLimit the mean adaptive request limit of a role (auto only).
+	preemptions float64
+	meanLimit   float64
 }
 
 type stepReward struct {
@@ -169,6 +174,21 @@ func (r asyncRun) rewardBy(horizon time.Duration) float64 {
 // runAsync runs one training run at max staleness s and measures it.
 func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant) asyncRun {
 	b.Helper()
+	return runAsyncWith(b, llmURL, webURL, tasks, v, asyncOpts{concurrency: *asyncRollouts, slots: *asyncSlots, trainDelay: *asyncTrainDelay, steps: *asyncSteps})
+}
+
+// asyncOpts are the knobs of one measured run.
+type asyncOpts struct {
+	concurrency, slots, steps int
+	trainDelay                time.Duration
+	// auto, when set, makes each role's request limit adaptive
+	// (--concurrency auto); limits then receives the limit samples.
+	auto *llm.AutoConfig
+}
+
+// runAsyncWith is runAsync with its knobs.
+func runAsyncWith(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant, o asyncOpts) asyncRun {
+	b.Helper()
 	tl := newTimeline()
 	dir := b.TempDir()
 	st, err := sqlite.Open(context.Background(), filepath.Join(dir, "store.db"))
@@ -177,12 +197,14 @@ func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant)
 	}
 	defer st.Close()
 	hist := &stalenessHist{counts: map[int64]int{}}
-	runner := &lengthRunner{inner: newSimRunner(b, llmURL, webURL, simRunnerConfig{mode: rollout.ModeMGRPO})}
+	pools := map[string]*llm.Pool{}
+	runner := &lengthRunner{inner: newSimRunner(b, llmURL, webURL, simRunnerConfig{mode: rollout.ModeMGRPO, auto: o.auto,
+		pools: func(role string, p *llm.Pool) { pools[role] = p }})}
 	var out asyncRun
 	var mu sync.Mutex
 	start := time.Now()
-	fc := Config{Run: "async", Seed: 5, Steps: *asyncSteps, BatchSize: 4, GroupSize: 4, Mode: rollout.ModeMGRPO,
-		DBar: rollout.DBarSpec{Fixed: 2}, Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: *asyncRollouts,
+	fc := Config{Run: "async", Seed: 5, Steps: o.steps, BatchSize: 4, GroupSize: 4, Mode: rollout.ModeMGRPO,
+		DBar: rollout.DBarSpec{Fixed: 2}, Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: o.concurrency,
 		Runner: runner, Sink: rollout.DirSink{Dir: dir}, Store: st,
 		OnStep: func(sum rollout.StepSummary) {
 			mu.Lock()
@@ -190,15 +212,34 @@ func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant)
 			out.trained = append(out.trained, stepReward{at: time.Since(start), reward: sum.MeanMainReward, rollouts: sum.Rollouts})
 		},
 		Training: &Training{MaxStaleness: v.s, StreamGroups: v.stream, Trainers: map[rollout.Role]trainerbridge.Trainer{
-			rollout.RolePlanner:  &histTrainer{inner: &slowTrainer{tl: tl, delay: *asyncTrainDelay}, hist: hist},
-			rollout.RoleExecutor: &histTrainer{inner: &slowTrainer{tl: newTimeline(), delay: *asyncTrainDelay}, hist: hist}}}}
+			rollout.RolePlanner:  &histTrainer{inner: &slowTrainer{tl: tl, delay: o.trainDelay}, hist: hist},
+			rollout.RoleExecutor: &histTrainer{inner: &slowTrainer{tl: newTimeline(), delay: o.trainDelay}, hist: hist}}}}
+	var limitSum float64
+	limitN := 0
+	if o.auto != nil {
+		// The limits over the run, sampled as the progress line shows them.
+		fc.ConcurrencyLimits = func() map[string]int64 {
+			out := map[string]int64{}
+			for role, p := range pools {
+				out[role], _ = p.ConcurrencyLimit()
+			}
+			return out
+		}
+		fc.OnProgress = func(p Progress) {
+			for _, n := range p.Limits {
+				limitSum += float64(n)
+				limitN++
+			}
+		}
+	}
 	f, err := New(fc, tasks)
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	util := make(chan float64, 1)
-	go func() { util <- sampleRunning(ctx, llmURL, *asyncSlots) }()
+	go func() { util <- sampleRunning(ctx, llmURL, o.slots) }()
+	preBefore, _ := serverGauge(context.Background(), llmURL, "vllm:num_preemptions_total")
 	sums, err := f.Run(context.Background())
 	stop()
 	if err != nil {
@@ -213,6 +254,11 @@ func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant)
 	out.rate = float64(samples) / out.wall.Seconds()
 	out.staleness = hist.counts
 	out.lengths = runner.lengths
+	preAfter, _ := serverGauge(context.Background(), llmURL, "vllm:num_preemptions_total")
+	out.preemptions = preAfter - preBefore
+	if limitN > 0 {
+		out.meanLimit = limitSum / float64(limitN)
+	}
 	return out
 }
 
@@ -242,6 +288,11 @@ func sampleRunning(ctx context.Context, llmURL string, slots int) float64 {
 // runningRequests reads vllm:num_requests_running from the server's
 // Prometheus text.
 func runningRequests(ctx context.Context, llmURL string) (float64, bool) {
+	return serverGauge(ctx, llmURL, "vllm:num_requests_running")
+}
+
+// serverGauge reads one sample of name from the server's Prometheus text.
+func serverGauge(ctx context.Context, llmURL, name string) (float64, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, llmURL+"/metrics", nil)
 	if err != nil {
 		return 0, false
@@ -254,7 +305,7 @@ func runningRequests(ctx context.Context, llmURL string) (float64, bool) {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if !strings.HasPrefix(line, "vllm:num_requests_running{") {
+		if !strings.HasPrefix(line, name+"{") {
 			continue
 		}
 		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)

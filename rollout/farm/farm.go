@@ -81,6 +81,10 @@ type Config struct {
 	Metrics *Metrics
 	// Prices price each step's Usage (all 0: counted, not priced).
 	Prices rollout.Prices
+	// ConcurrencyLimits, when set (--concurrency auto), returns each model
+	// role's adaptive request limit now: shown in Progress.Limits and as
+	// mgrpo_farm_concurrency_limit.
+	ConcurrencyLimits func() map[string]int64
 
 	// Store, when set, holds the run: its record (RunConfig and the tasks,
 	// for workers), every rollout's result as it finishes (a step is
@@ -238,6 +242,9 @@ func (f *Farm) progress(p Progress) {
 	}
 	f.progressMu.Lock()
 	defer f.progressMu.Unlock()
+	if f.cfg.ConcurrencyLimits != nil {
+		p.Limits = f.cfg.ConcurrencyLimits()
+	}
 	f.cfg.OnProgress(p)
 }
 
@@ -282,6 +289,9 @@ func New(cfg Config, tasks []Task) (*Farm, error) {
 		f.st = &storeAccess{store: cfg.Store, log: log, retries: cfg.Failures.RolloutRetries}
 	}
 	f.pool = pool.New(cfg.Concurrency)
+	if cfg.Metrics != nil && cfg.ConcurrencyLimits != nil {
+		cfg.Metrics.watchLimits(cfg.ConcurrencyLimits)
+	}
 	f.newPolicy = newPolicyFor(cfg)
 	f.dispatcher = dispatcherFor(cfg, f)
 	f.train = trainingState{versions: map[rollout.Role]int64{}}

@@ -24,6 +24,7 @@ type Metrics struct {
 	policyVersion prometheus.Gauge
 	mainReward    prometheus.Gauge
 	accuracy      prometheus.Gauge
+	limits        *limitCollector
 }
 
 // The phases of a step, the "phase" label of
@@ -38,6 +39,8 @@ const (
 // (nil: counted, not registered).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		limits: &limitCollector{desc: prometheus.NewDesc("mgrpo_farm_concurrency_limit",
+			"Requests a model role may have in flight at its engines now, under --concurrency auto (absent for a fixed concurrency).", []string{"role"}, nil)},
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_farm_rollouts_total", Help: "Rollouts finished, by result (ok or failed) and failure class (infra, model; empty for none): a model failure is scored 0 and trained, an infra one retried and, still infra, its group excluded (--on-infra-failure).",
 		}, []string{"result", "class"}),
@@ -75,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.rollouts.WithLabelValues("ok", "")
 	m.rollouts.WithLabelValues("failed", "")
 	if reg != nil {
-		reg.MustRegister(m.rollouts, m.retries, m.excluded, m.inFlight, m.steps, m.phase, m.drifts, m.policyVersion, m.mainReward, m.accuracy)
+		reg.MustRegister(m.rollouts, m.retries, m.excluded, m.inFlight, m.steps, m.phase, m.drifts, m.policyVersion, m.mainReward, m.accuracy, m.limits)
 	}
 	return m
 }

@@ -84,6 +84,10 @@ type simRunnerConfig struct {
 	wrap func(agents.Model) agents.Model
 	// searchURL overrides the search provider's base URL (a faulty one).
 	searchURL string
+	// auto makes each role's request limit adaptive (--concurrency auto);
+	// pools, when set, receives each role's pool.
+	auto  *llm.AutoConfig
+	pools func(role string, p *llm.Pool)
 }
 
 // newSimRunner wires real clients and tools to the sim servers, as the
@@ -102,9 +106,12 @@ func newSimRunner(tb testing.TB, llmURL, webURL string, rc simRunnerConfig) *Age
 		}
 		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
 			CaptureTokens: true, Sampling: llm.Sampling{Temperature: &temp}, HTTPClient: hc,
-			Pool: llm.PoolConfig{MaxInFlightPerEndpoint: rc.maxInFlight}, Retry: rc.retry})
+			Pool: llm.PoolConfig{MaxInFlightPerEndpoint: rc.maxInFlight, Auto: rc.auto}, Retry: rc.retry})
 		if err != nil {
 			tb.Fatal(err)
+		}
+		if rc.pools != nil {
+			rc.pools(role, c.Pool())
 		}
 		tb.Cleanup(c.Close)
 		return c

@@ -34,6 +34,9 @@ type Progress struct {
 	Errors int
 	// Rate is finished rollouts per second since the step started.
 	Rate float64
+	// Limits are the model roles' adaptive request limits under
+	// --concurrency auto (Config.ConcurrencyLimits), nil otherwise.
+	Limits map[string]int64
 }
 
 // summarize fills the result-derived fields of a summary.

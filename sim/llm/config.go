@@ -112,6 +112,13 @@ type Config struct {
 	// Slots is the number of sequences generated concurrently (default 64);
 	// further requests wait in a queue.
 	Slots int
+	// KVCapacity is the engine's KV cache in tokens (0: unlimited, no KV
+	// model). When set, a running sequence holds its prompt and generated
+	// tokens, a request waits until its prompt fits, and past the capacity
+	// the newest sequence is preempted and recomputed (kvmodel.go), which
+	// shows in latency and in vllm:num_preemptions_total. Non-streamed
+	// generations follow the model; streamed ones hold their prompt only.
+	KVCapacity int
 	// TTFT is the time to the first token; PerToken the time per further
 	// output token. Both default to zero.
 	TTFT     time.Duration
@@ -281,6 +288,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxModelLen < 0 {
 		errs = append(errs, fmt.Errorf("MaxModelLen %d: must be positive (0 means %d)", c.MaxModelLen, DefaultMaxModelLen))
+	}
+	if c.KVCapacity < 0 {
+		errs = append(errs, fmt.Errorf("KVCapacity %d: must not be negative (0: unlimited)", c.KVCapacity))
 	}
 	if c.Slots < 0 {
 		errs = append(errs, fmt.Errorf("Slots %d: must be positive (0 means %d)", c.Slots, DefaultSlots))

@@ -23,6 +23,11 @@ type engine struct {
 	waiting  atomic.Int64
 	kvTokens atomic.Int64
 
+	// kv is the KV-cache model (kvmodel.go), nil unless Config.KVCapacity
+	// is set: then a sequence holds its prompt and generated tokens and the
+	// engine preempts when they exceed the capacity.
+	kv *kvModel
+
 	mu       sync.Mutex
 	gate     chan struct{} // closed while generation may proceed
 	gateOpen bool
@@ -31,12 +36,16 @@ type engine struct {
 	abort    chan struct{} // closed to abort the requests running now
 }
 
-func newEngine(slots, maxModelLen int) *engine {
+func newEngine(slots, maxModelLen, kvCapacity int) *engine {
 	e := &engine{
 		slots:    make(chan struct{}, slots),
 		capacity: int64(slots) * int64(maxModelLen),
 		gate:     make(chan struct{}),
 		abort:    make(chan struct{}),
+	}
+	if kvCapacity > 0 {
+		e.capacity = int64(kvCapacity)
+		e.kv = newKVModel(int64(kvCapacity))
 	}
 	close(e.gate)
 	e.gateOpen = true
@@ -49,6 +58,10 @@ type ticket struct {
 	tokens int64
 	abort  <-chan struct{}
 	once   sync.Once
+	// preempt is closed when the KV model preempts the sequence (nil
+	// without one); held is its KV tokens, guarded by e.mu.
+	preempt chan struct{}
+	held    int64
 }
 
 // admit waits until the engine is neither paused nor asleep and a slot is
@@ -79,6 +92,22 @@ func (e *engine) admit(ctx context.Context, tokens int) (*ticket, error) {
 			<-e.slots
 			continue
 		}
+		if e.kv != nil {
+			t, freed := e.kv.admitLocked(e, tokens)
+			if t == nil {
+				// No KV room: give the slot back until a sequence frees some.
+				e.mu.Unlock()
+				<-e.slots
+				select {
+				case <-freed:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				continue
+			}
+			e.mu.Unlock()
+			return t, nil
+		}
 		abort := e.abort
 		e.running.Add(1)
 		e.kvTokens.Add(int64(tokens))
@@ -90,6 +119,10 @@ func (e *engine) admit(ctx context.Context, tokens int) (*ticket, error) {
 // release frees the ticket's slot and KV tokens. It is idempotent.
 func (t *ticket) release() {
 	t.once.Do(func() {
+		if t.e.kv != nil {
+			t.e.kv.release(t)
+			return
+		}
 		t.e.kvTokens.Add(-t.tokens)
 		t.e.running.Add(-1)
 		<-t.e.slots

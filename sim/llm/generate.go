@@ -295,7 +295,8 @@ func (s *Server) run(ctx context.Context, g *genRequest) ([]genChoice, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer t.release()
+	// t changes when the KV model preempts and readmits the sequence.
+	defer func() { t.release() }()
 	choices, err := s.generate(ctx, g)
 	if err != nil {
 		return nil, err
@@ -305,7 +306,11 @@ func (s *Server) run(ctx context.Context, g *genRequest) ([]genChoice, error) {
 		longest = max(longest, len(c.ids))
 	}
 	start := time.Now()
-	if err := t.wait(ctx, s.latency(longest)); err != nil {
+	wait := func() error { return t.wait(ctx, s.latency(longest)) }
+	if s.eng.kv != nil {
+		wait = func() error { return s.decode(ctx, &t, len(g.promptIDs), longest) }
+	}
+	if err := wait(); err != nil {
 		if !errors.Is(err, errAborted) {
 			return nil, err
 		}

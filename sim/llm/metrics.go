@@ -67,10 +67,12 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		metric("sglang:num_running_reqs", "gauge", "The number of running requests.", running)
 		metric("sglang:num_queue_reqs", "gauge", "The number of requests in the waiting queue.", waiting)
 		metric("sglang:token_usage", "gauge", "The token usage (fraction of the KV cache in use).", s.eng.kvUsage())
+		metric("sglang:num_retracted_requests_total", "counter", "Requests retracted for lack of KV cache.", s.eng.preemptions())
 	} else {
 		metric("vllm:num_requests_running", "gauge", "Number of requests in model execution batches.", running)
 		metric("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.", waiting)
 		metric("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", s.eng.kvUsage())
+		metric("vllm:num_preemptions_total", "counter", "Cumulative number of preemptions from the engine.", s.eng.preemptions())
 	}
 	metric(prefix+"prompt_tokens_total", "counter", "Number of prefill tokens processed.", prompt)
 	metric(prefix+"generation_tokens_total", "counter", "Number of generation tokens processed.", gen)

@@ -60,7 +60,7 @@ func NewServer(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		tok:      NewTokenizer(),
 		pol:      policy.NewCached(cfg.Skills, cfg.CacheBytes/2),
-		eng:      newEngine(cfg.Slots, cfg.MaxModelLen),
+		eng:      newEngine(cfg.Slots, cfg.MaxModelLen, cfg.KVCapacity),
 		stat:     newStats(),
 		faultRng: rand.New(rand.NewPCG(cfg.Seed, newMix("faults").add(cfg.Seed).sum())),
 		version:  cfg.WeightVersion,
