@@ -9,8 +9,8 @@ import (
 // WeightVersionPinHeader is the request header a pinned call sends: the
 // weight version, a decimal number, its generation is to be served with.
 // vLLM and SGLang serve one version at a time and ignore it; the sim's
-// inference server keeps its last versions and honours it (serving the
-// newest it holds not newer than the pin). Either way the server reports
+// inference server keeps its last versions and honours it while it holds
+// the version named. Either way the server reports
 // the version that served the call, which the Turn records
 // (Turn.WeightVersion): a server that ignored the pin is never recorded as
 // having honoured it.

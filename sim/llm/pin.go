@@ -11,12 +11,12 @@ import (
 
 // PinHeader is the request header that names the weight version a
 // generation request is to be served with, as a decimal number: the
-// server answers it with the newest weights it holds whose version is not
-// newer (a version that is not a number, such as the initial "default",
-// counts as 0) and reports that version, in X-Weight-Version and SGLang's
-// meta_info.weight_version, as usual. When it holds none (they were let go,
-// see Config.KeptVersions) it serves the current weights and reports
-// them. vLLM and SGLang serve one version and ignore the header; the sim
+// server answers it with the weights it held under that version (a
+// version that is not a number, such as the initial "default", counts as
+// 0) and reports that version, in X-Weight-Version and SGLang's
+// meta_info.weight_version, as usual. When it holds no such weights (they
+// were let go, see Config.KeptVersions, or never loaded here, as after a
+// restart) it serves the current weights and reports them. vLLM and SGLang serve one version and ignore the header; the sim
 // honours it so that an asynchronous training run, whose weights change
 // while its rollouts run, can have every turn served by a version fixed
 // before the rollout started, whatever the timing.
@@ -51,7 +51,8 @@ func (s *Server) holdLocked() {
 }
 
 // pinned returns the held weights a request pinned to version v is
-// served with (see PinHeader), false when none qualifies.
+// served with (see PinHeader): the newest held under v, false when none
+// is.
 func (s *Server) pinned(v int64) (heldWeights, bool) {
 	s.versionMu.RLock()
 	defer s.versionMu.RUnlock()
@@ -60,7 +61,7 @@ func (s *Server) pinned(v int64) (heldWeights, bool) {
 		if err != nil {
 			n = 0
 		}
-		if n <= v {
+		if n == v {
 			return s.held[i], true
 		}
 	}

@@ -56,9 +56,9 @@ func pinnedChat(t *testing.T, base, pin string) (status int, header, meta string
 
 // TestPinnedRequestsServeTheirVersion loads two versions after the initial
 // weights (1 answers at once, 2 is the initial params again) and asks with
-// pins: each is served with the newest held version not newer than its
-// pin, and reports it; a version let go is served (and reported) as the
-// current one; an unpinned request is served as before.
+// pins: each is served with its version's weights, and reports it; a
+// version never held or let go is served (and reported) as the current
+// one; an unpinned request is served as before.
 func TestPinnedRequestsServeTheirVersion(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]*policy.Params{"guess.json": guessingParams(t), "default.json": policy.DefaultParams(policy.DefaultSkills())}
