@@ -117,6 +117,8 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 			logger.Info("removed the partial step directories of the stopped run", "dirs", removed)
 		}
 	}
+	// Before StartSim, which replaces the sim trainer's name by its URL.
+	pin := train && cfg.pinsVersions()
 	world, err := StartSim(&cfg, logger)
 	if err != nil {
 		return nil, err
@@ -165,6 +167,10 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 			return nil, err
 		}
 		defer parts.training.Close()
+		parts.training.PinVersions = pin
+		if pin {
+			logger.Info("asynchronous training in the simulated world: each step's rollouts are served by the weight versions the staleness bound fixes, so a rerun writes the same bytes", "max_staleness", cfg.Train.MaxStaleness)
+		}
 	}
 	fc, correctness, err := cfg.farmConfig(ctx, parts)
 	if err != nil {

@@ -38,6 +38,11 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 	opts := sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger,
 		Training: training, CheckpointDir: c.simCheckpoints(), StripReasoning: c.SimStripReasoning,
 		TrainerStepTime: c.SimTrainerStepTime.Duration, Faults: c.SimFaults.simFaults()}
+	if c.pinsVersions() {
+		// The versions a step's rollouts may be pinned to while later
+		// steps train: S + 1, and one to spare.
+		opts.KeptVersions = c.Train.MaxStaleness + 2
+	}
 	if err := c.simSampling(&opts, training); err != nil {
 		return nil, err
 	}

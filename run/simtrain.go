@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/trainer_bridge/weightsync"
 )
 
@@ -70,6 +71,20 @@ func ApplySimTraining(c *Config) bool {
 // SimTraining reports whether c trains with the sim trainer.
 func (c Config) SimTraining() bool {
 	return c.Sim && (c.Train.PlannerTrainer == SimTrainer || c.Train.ExecutorTrainer == SimTrainer)
+}
+
+// pinsVersions reports whether c's rollouts are pinned to the versions
+// the admission rule fixes (farm.Training.PinVersions): asynchronous fixed
+// steps (max_staleness > 0, partial rollouts continue, not streamed) run
+// by this process and trained inside the simulated world, whose inference
+// servers keep several versions and honour the pin, so such a run is
+// byte-identical on rerun. Runs against other servers, or the sim's with
+// a trainer of their own, keep the documented continue: weights synced
+// while a rollout runs reach its later turns.
+func (c Config) pinsVersions() bool {
+	queued, _ := c.Queue()
+	return c.SimTraining() && c.Train.MaxStaleness > 0 && !c.Train.StreamGroups && c.Train.Role == "" && !queued &&
+		farm.PartialRollouts(c.Train.PartialRollouts) != farm.PartialRestart
 }
 
 // simCheckpoints is where a sim training run's weights are saved.

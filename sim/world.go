@@ -78,6 +78,10 @@ type Options struct {
 	// Faults are the inference servers' injected failures (none by
 	// default).
 	Faults simllm.Faults
+	// KeptVersions is how many weight versions the inference servers keep
+	// for requests pinned to one (simllm.Config.KeptVersions; 0: its
+	// default).
+	KeptVersions int
 }
 
 // World is a running simulated world.
@@ -119,7 +123,7 @@ func Start(opts Options) (*World, error) {
 	}
 	cfg := simllm.DefaultConfig()
 	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
-	cfg.Faults = opts.Faults
+	cfg.Faults, cfg.KeptVersions = opts.Faults, opts.KeptVersions
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}

@@ -351,6 +351,9 @@ func (c *Client) send(ctx context.Context, st *callState, path string, body []by
 		return nil, 0, fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if pin, ok := weightVersionPin(ctx, c.role); ok {
+		req.Header.Set(WeightVersionPinHeader, pin)
+	}
 	req.SetResponseHandler(c.handleResponse)
 	resp, err := c.http.Do(req)
 	if resp != nil && resp.Body != nil {

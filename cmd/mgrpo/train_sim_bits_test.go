@@ -11,9 +11,8 @@ import (
 // TestTrainSimCheckpointsRepeat runs the same train --sim command twice and
 // checks that the sim trainer saved byte-identical files: the same batches
 // give bit-identical parameters, whatever order the rollouts finished in.
-// (With --concurrency below the batch and --max-staleness 1, which weights a
-// rollout samples with depends on timing, so the batches themselves may
-// differ; this command's do not.)
+// (With --max-staleness 1 the batches are the same too, since the rollouts
+// are pinned to their versions: TestTrainSimAsyncRepeats.)
 func TestTrainSimCheckpointsRepeat(t *testing.T) {
 	if testing.Short() {
 		t.Skip("trains in the sim world twice")

@@ -185,6 +185,9 @@ func (c Config) Validate() error {
 		if t.StreamGroups && len(t.Peers) > 0 {
 			add("Training.StreamGroups: not with the decoupled mode (Training.Peers): the other side trains fixed steps")
 		}
+		if t.PinVersions && (t.PartialRollouts == PartialRestart || t.StreamGroups || c.Queue || len(t.Peers) > 0) {
+			add("Training.PinVersions: only with asynchronous fixed steps run here (not with PartialRollouts restart, StreamGroups, Queue or Peers)")
+		}
 	}
 	switch r := c.Runner.(type) {
 	case nil:

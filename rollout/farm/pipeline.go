@@ -59,6 +59,7 @@ func (f *Farm) Run(ctx context.Context) (_ []rollout.StepSummary, err error) {
 	if err := f.restoreTraining(ctx, lastWritten(written, f.cfg.Steps)); err != nil {
 		return nil, err
 	}
+	f.recordWrittenVersions(written)
 	fin := f.newFinisher(ctx, &warn)
 	policy := f.newPolicy(ctx, f, fin)
 	var (
@@ -152,11 +153,12 @@ type stepRollouts struct {
 	manifest *streamManifest
 }
 
-// rolloutStep schedules a step at the current policy versions and runs
-// its rollouts (those a resumed run has not stored already).
+// rolloutStep schedules a step at the current policy versions (pinned:
+// at those the admission rule fixes) and runs its rollouts (those a
+// resumed run has not stored already).
 func (f *Farm) rolloutStep(ctx context.Context, step int) (stepRollouts, error) {
 	start := time.Now()
-	version, executorVersion := f.policyVersions()
+	version, executorVersion := f.scheduledVersions(step)
 	plan := planStep(f.cfg.Run, f.cfg.Seed, step, f.cfg.BatchSize, f.cfg.GroupSize, f.tasks, version, executorVersion)
 	plan.restarts = new(atomic.Int64)
 	plan.prior = map[int]resultDigest{}

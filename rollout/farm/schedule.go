@@ -154,6 +154,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 // were not trained when it was admitted can come while it runs.
 func (f *Farm) executeUnit(ctx context.Context, plan stepPlan, i int) RolloutResult {
 	task, t := plan.units[i], plan.tasks[i/f.cfg.GroupSize]
+	ctx = f.pinned(ctx, task)
 	if f.cfg.Training == nil || f.cfg.Training.PartialRollouts != PartialRestart {
 		return Execute(ctx, f.cfg.Runner, f.scoring, task, t)
 	}

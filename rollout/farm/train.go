@@ -37,6 +37,16 @@ type Training struct {
 	// StalePolicy says what becomes of samples more than MaxStaleness
 	// versions behind their trainer ("": StaleDrop).
 	StalePolicy StalePolicy
+	// PinVersions schedules step t's rollouts (MaxStaleness S > 0) at the
+	// versions step t−1−S's training produced, the newest the admission
+	// rule guarantees, and has every call of theirs ask the servers for
+	// those versions (llm.WithWeightVersionPin), so that the weights
+	// synced while they run do not reach them and which version serves a
+	// turn does not depend on timing. Only for servers that keep several
+	// versions and honour the pin (the sim's); the turns record the
+	// version the servers report either way. Not with PartialRestart,
+	// StreamGroups, Queue or Peers.
+	PinVersions bool
 	// StreamGroups makes steps of the first groups to complete instead of
 	// fixed ones: rollouts are drawn as numbered draws (a query and its K
 	// seeds), admitted while draws started − groups discarded ≤
@@ -77,6 +87,9 @@ func (t *Training) roles() []rollout.Role {
 type trainingState struct {
 	mu       sync.Mutex
 	versions map[rollout.Role]int64
+	// trained are the versions each step's training produced, by role
+	// (for PinVersions).
+	trained map[int]map[rollout.Role]int64
 }
 
 // policyVersions returns the versions the next step samples with.
@@ -247,6 +260,7 @@ func (f *Farm) trainRole(ctx context.Context, role rollout.Role, step int, sampl
 	}
 	f.train.mu.Lock()
 	f.train.versions[role] = res.Version
+	f.train.recordTrainedLocked(step, role, res.Version)
 	f.train.mu.Unlock()
 	if updating {
 		updating = false

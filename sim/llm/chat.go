@@ -204,7 +204,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		parsed[i] = s.parseChoice(c, job.toolParse)
 	}
 	if s.cfg.Dialect == DialectSGLang {
-		writeJSON(w, http.StatusOK, s.sglangChatResponse(job, parsed))
+		writeJSON(w, http.StatusOK, s.sglangChatResponse(job, parsed, s.servedVersion(r.Context())))
 		return
 	}
 	writeJSON(w, http.StatusOK, s.vllmChatResponse(job, parsed))

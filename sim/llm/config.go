@@ -162,6 +162,11 @@ type Config struct {
 	// WeightVersion is the initial served weight version (default "default",
 	// like SGLang's --weight-version).
 	WeightVersion string
+	// KeptVersions is how many of the last served weight versions the
+	// server keeps for requests pinned to one (PinHeader); 0 or less means
+	// DefaultKeptVersions. The parameters are a few hundred numbers, so
+	// keeping several costs nothing.
+	KeptVersions int
 	// NoDevMode serves the vLLM dialect as vLLM runs without
 	// VLLM_SERVER_DEV_MODE=1: the control routes (/sleep, /wake_up,
 	// /is_sleeping, /pause, /resume, /is_paused, /reset_prefix_cache,
@@ -235,6 +240,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.KeptVersions <= 0 {
+		c.KeptVersions = DefaultKeptVersions
 	}
 	if c.CacheBytes == 0 {
 		c.CacheBytes = DefaultCacheBytes

@@ -164,8 +164,8 @@ func (s *Server) generate(ctx context.Context, g *genRequest) ([]genChoice, erro
 	sample, prompt := promptMixes(g.promptIDs)
 	ph := prompt.sum()
 	// One snapshot for every choice: a weight update during the request
-	// does not reach it.
-	params := s.Params()
+	// does not reach it. A pinned request samples with its version's.
+	params := s.servedParams(ctx)
 	for i := 0; i < g.n; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err

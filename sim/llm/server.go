@@ -42,6 +42,7 @@ type Server struct {
 	versionMu sync.RWMutex
 	version   string
 	params    *policy.Params // guarded by versionMu, swapped with version
+	held      []heldWeights  // guarded by versionMu: the last versions served, oldest first (pin.go)
 	weights   weightState
 
 	closeOnce sync.Once
@@ -67,6 +68,7 @@ func NewServer(cfg Config) (*Server, error) {
 		params:   cfg.Params,
 		closed:   make(chan struct{}),
 	}
+	s.holdLocked()
 	s.pc = newPromptCache(s.tok, cfg.CacheBytes-cfg.CacheBytes/2)
 	s.plain = plainTokens(s.tok)
 	s.logprobs = cfg.logprobsMode()
@@ -106,6 +108,7 @@ func (s *Server) SetParams(p *policy.Params) {
 	}
 	s.versionMu.Lock()
 	s.params = p
+	s.holdLocked()
 	s.versionMu.Unlock()
 }
 
@@ -113,6 +116,7 @@ func (s *Server) SetParams(p *policy.Params) {
 func (s *Server) SetWeightVersion(v string) {
 	s.versionMu.Lock()
 	s.version = v
+	s.holdLocked()
 	s.versionMu.Unlock()
 }
 
@@ -167,11 +171,17 @@ func (s *Server) Handler() http.Handler {
 }
 
 // withBody caps the request body, ties the request to the server's lifetime
-// and reports the served weight version on every response.
+// and reports the served weight version on every response (a pinned
+// request's, see PinHeader).
 func (s *Server) withBody(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		w.Header().Set("X-Weight-Version", s.WeightVersion())
+		r, err := s.withPin(w, r)
+		if err != nil {
+			s.writeError(w, err)
+			return
+		}
 		select {
 		case <-s.closed:
 			s.writeError(w, &apiError{status: http.StatusServiceUnavailable, errType: "ServiceUnavailableError", message: "The server is shutting down."})

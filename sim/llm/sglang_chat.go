@@ -96,8 +96,7 @@ func (s *Server) sglangLogprobsOf(lps []tokenLogprob) *sglangLogprobs {
 }
 
 // sglangChatResponse builds the non-streaming SGLang chat response.
-func (s *Server) sglangChatResponse(job *chatJob, parsed []parsedChoice) sglangChatResponse {
-	version := s.WeightVersion()
+func (s *Server) sglangChatResponse(job *chatJob, parsed []parsedChoice, version string) sglangChatResponse {
 	resp := sglangChatResponse{
 		ID: job.id, Object: "chat.completion", Created: job.created, Model: s.cfg.Model,
 		Choices:  make([]sglangChatChoice, len(parsed)),

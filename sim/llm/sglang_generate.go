@@ -248,7 +248,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		writeNativeError(w, err)
 		return
 	}
-	version := s.WeightVersion()
+	version := s.servedVersion(r.Context())
 	results := make([]generateResult, len(choices))
 	for i, c := range choices {
 		id := rid
@@ -282,7 +282,7 @@ func (s *Server) streamGenerate(w http.ResponseWriter, r *http.Request, req *gen
 		writeNativeError(w, err)
 		return
 	}
-	version := s.WeightVersion()
+	version := s.servedVersion(ctx)
 	out := startSSE(w)
 	for i, c := range choices {
 		id := rid

@@ -138,7 +138,7 @@ func (s *Server) streamChat(w http.ResponseWriter, r *http.Request, job *chatJob
 		s.writeError(w, err)
 		return
 	}
-	version := s.WeightVersion()
+	version := s.servedVersion(ctx)
 	out := startSSE(w)
 	cs := newChunker(s, job, version)
 	parsed := make([]parsedChoice, len(choices))

@@ -78,6 +78,7 @@ func (s *Server) commitWeights(modelPath string, params *policy.Params, version 
 	if version != nil {
 		s.version = *version
 	}
+	s.holdLocked()
 	s.versionMu.Unlock()
 	s.cfg.Logger.Info("sim llm weights updated", "model_path", modelPath, "params_loaded", params != nil, "weight_version", s.WeightVersion())
 }
