@@ -378,7 +378,9 @@ func TestStalledAttemptRetriedOnAnotherEndpoint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			stalled, left := stallingServer(t, headFirst)
 			healthy, _ := scripted(t, answer(200, okVLLM))
-			const attemptTimeout = 200 * time.Millisecond
+			// Long enough that the healthy server's answer fits in it on a
+			// loaded machine (200ms did not, under -race at load 29).
+			const attemptTimeout = time.Second
 			rp := fastRetry()
 			rp.AttemptTimeout, rp.CallTimeout = attemptTimeout, 30*time.Second
 			met := NewMetrics()

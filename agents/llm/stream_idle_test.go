@@ -21,10 +21,13 @@ func stallingSim(t *testing.T, dialect string, seed uint64) *simServer {
 }
 
 // idleRetry is a retry policy whose attempts could run for 20s but
-// whose streams are taken for stalled after 100ms of silence.
+// whose streams are taken for stalled after 1s of silence: far from both
+// the attempt timeout and the gaps a loaded machine puts between a
+// healthy stream's events (100ms was seen to time out a healthy stream
+// under -race at load 29).
 func idleRetry() RetryPolicy {
 	rp := fastRetry()
-	rp.AttemptTimeout, rp.IdleTimeout = 20*time.Second, 100*time.Millisecond
+	rp.AttemptTimeout, rp.IdleTimeout = 20*time.Second, time.Second
 	return rp
 }
 
