@@ -62,6 +62,14 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 			&bytes.Buffer{}, &stderr, signals, func(code int) { exited <- code })
 	}()
 	waitFor(t, &stderr, "step start")
+	// Interrupt once a rollout's call is in flight (each takes 5 s): an
+	// interrupt before any rollout starts ends the run at once, with
+	// nothing to give a grace period to.
+	for deadline := time.Now().Add(30 * time.Second); s.agentCalls.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rollout call reached the sim:\n%s", stderr.String())
+		}
+	}
 	signals <- syscall.SIGINT
 	waitFor(t, &stderr, "send the signal again to stop at once")
 	signals <- syscall.SIGINT

@@ -25,8 +25,9 @@ type simServers struct {
 	tasks          string // task file path
 	// searches and pages count the web's search requests and page
 	// fetches; judgeCalls the chat requests that offered no tools (the
-	// judges' calls).
-	searches, pages, judgeCalls *atomic.Int64
+	// judges' calls); agentCalls the chat requests that offered tools (the
+	// agents' turns).
+	searches, pages, judgeCalls, agentCalls *atomic.Int64
 }
 
 // counting wraps h, adding to n each request that count selects.
@@ -50,7 +51,7 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	var searches, pages, judgeCalls atomic.Int64
+	var searches, pages, judgeCalls, agentCalls atomic.Int64
 	// The preflight's probes (one search, a one-token call per role) are
 	// not the run's work: they are left out of the counts.
 	webHandler := counting(world.Handler(), &searches, func(r *http.Request, _ []byte) bool {
@@ -63,9 +64,12 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 	if err != nil {
 		t.Fatal(err)
 	}
-	llmSrv := httptest.NewServer(counting(srv.Handler(), &judgeCalls, func(r *http.Request, body []byte) bool {
+	llmHandler := counting(srv.Handler(), &judgeCalls, func(r *http.Request, body []byte) bool {
 		return strings.HasSuffix(r.URL.Path, "/chat/completions") && !bytes.Contains(body, []byte(`"tools"`)) &&
 			!bytes.Contains(body, []byte(`"Say OK."`))
+	})
+	llmSrv := httptest.NewServer(counting(llmHandler, &agentCalls, func(r *http.Request, body []byte) bool {
+		return strings.HasSuffix(r.URL.Path, "/chat/completions") && bytes.Contains(body, []byte(`"tools"`))
 	}))
 	t.Cleanup(func() { srv.Close(); llmSrv.CloseClientConnections(); llmSrv.Close() })
 	var b strings.Builder
@@ -81,5 +85,5 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 		t.Fatal(err)
 	}
 	return simServers{llmURL: llmSrv.URL, webURL: webSrv.URL, webHost: u.Host, tasks: tasks,
-		searches: &searches, pages: &pages, judgeCalls: &judgeCalls}
+		searches: &searches, pages: &pages, judgeCalls: &judgeCalls, agentCalls: &agentCalls}
 }

@@ -145,7 +145,7 @@ func TestViewForRLEngineersInBrowser(t *testing.T) {
 			t.Errorf("a trainer check says %q", c)
 		}
 	}
-	if strings.Join(filters, " ") != "failed invalid zerovar drift" {
+	if strings.Join(filters, " ") != "failed invalid zerovar drift excluded" {
 		t.Errorf("filters %v", filters)
 	}
 	open(t, ctx, srv.URL+"/step/1?filter=zerovar", "#kept")
