@@ -19,7 +19,7 @@ func runJob(c *cli.Context, out string, job func(run.Hooks) ([]rollout.StepSumma
 	}
 	defer metrics.stop()
 	progress := newProgressReporter(consoleOf(c), logger)
-	table := &stepTable{w: c.App.Writer, progress: progress}
+	table := &stepTable{w: c.App.Writer, progress: progress, width: newConsole(c.App.Writer).width()}
 	var start time.Time
 	_, err = job(run.Hooks{Logger: logger, Registerer: reg, OnProgress: progress.report, OnStep: table.row,
 		OnStart: func() { start = time.Now() }})

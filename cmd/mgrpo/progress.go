@@ -163,17 +163,26 @@ type stepTable struct {
 	mu       sync.Mutex
 	w        io.Writer
 	progress *progressReporter
-	header   bool
-	steps    int
-	usage    rollout.Usage
+	// width is the terminal's columns when w is one (0: not a terminal,
+	// or unknown); below fullTableColumns the narrow table is printed.
+	width  int
+	header bool
+	steps  int
+	usage  rollout.Usage
 }
 
 // The table's columns, one format for the header and one for the rows so
 // that rows printed one at a time stay aligned; a row fits 99 columns.
-// Rewards and rates have three significant digits.
+// Rewards and rates have three significant digits. A terminal narrower
+// than fullTableColumns gets the narrow table: the same columns but the
+// two rates (the run's last line gives its time), in 75 columns.
 const (
 	stepHeaderFormat = "%4s %8s %6s %5s %5s %5s %4s %13s %5s %7s %6s %6s %6s %6s\n"
 	stepRowFormat    = "%4d %8d %6d %5s %5s %5s %4d %13s %5d %7d %5.1f%% %5.1f%% %6s %6s\n"
+	fullTableColumns = 100
+
+	narrowHeaderFormat = "%4s %5s %4s %5s %5s %5s %4s %9s %5s %7s %5s %6s\n"
+	narrowRowFormat    = "%4d %5d %4d %5s %5s %5s %4d %9s %5d %7d %4.1f%% %5.1f%%\n"
 )
 
 // row is the farm's OnStep hook.
@@ -184,18 +193,30 @@ func (t *stepTable) row(s rollout.StepSummary) {
 		// The step's bar is complete; clear it before the row goes out.
 		t.progress.done()
 	}
+	narrow := t.width > 0 && t.width < fullTableColumns
 	if !t.header {
-		fmt.Fprintf(t.w, stepHeaderFormat, "step", "rollouts", "failed", "acc", "R_M", "R_S", "dbar",
-			"samples P/E", "drift", "toolerr", "trunc", "fmterr", "roll/s", "tok/s")
+		if narrow {
+			fmt.Fprintf(t.w, narrowHeaderFormat, "step", "rolls", "fail", "acc", "R_M", "R_S", "dbar",
+				"P/E", "drift", "toolerr", "trunc", "fmterr")
+		} else {
+			fmt.Fprintf(t.w, stepHeaderFormat, "step", "rollouts", "failed", "acc", "R_M", "R_S", "dbar",
+				"samples P/E", "drift", "toolerr", "trunc", "fmterr", "roll/s", "tok/s")
+		}
 		t.header = true
 	}
 	toolErrors := 0
 	for _, n := range s.ToolErrors {
 		toolErrors += n
 	}
-	fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, sig3(s.Accuracy), sig3(s.MeanMainReward), sig3(s.MeanSubReward),
-		s.DBar, fmt.Sprintf("%d/%d", s.PlannerSamples, s.ExecutorSamples), s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
-		sig3(s.RolloutsPerSecond), sig3(s.CompletionTokensPerSecond))
+	samples := fmt.Sprintf("%d/%d", s.PlannerSamples, s.ExecutorSamples)
+	if narrow {
+		fmt.Fprintf(t.w, narrowRowFormat, s.Step, s.Rollouts, s.FailedRollouts, sig3(s.Accuracy), sig3(s.MeanMainReward), sig3(s.MeanSubReward),
+			s.DBar, samples, s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate)
+	} else {
+		fmt.Fprintf(t.w, stepRowFormat, s.Step, s.Rollouts, s.FailedRollouts, sig3(s.Accuracy), sig3(s.MeanMainReward), sig3(s.MeanSubReward),
+			s.DBar, samples, s.DriftEvents, toolErrors, 100*s.TruncationRate, 100*s.FormatErrorRate,
+			sig3(s.RolloutsPerSecond), sig3(s.CompletionTokensPerSecond))
+	}
 	if line := failureLine(s); line != "" {
 		fmt.Fprintln(t.w, line)
 	}
@@ -273,8 +294,10 @@ func (t *stepTable) end(out string, wall time.Duration) {
 	defer t.mu.Unlock()
 	fmt.Fprintf(t.w, "%d step(s) in %s; samples in %s\n", t.steps, wall.Round(time.Millisecond), out)
 	u := t.usage
-	fmt.Fprintf(t.w, "usage: %d search requests, %d page fetches, %d judge answers, tokens (prompt/completion) %s; cost %.4f\n",
-		u.SearchRequests, u.VisitRequests, u.JudgeCalls, tokensByRole(u), u.Cost)
+	// Two lines, each fitting 80 columns for a run of millions of tokens.
+	fmt.Fprintf(t.w, "usage: %d search requests, %d page fetches, %d judge answers; cost %.4f\n",
+		u.SearchRequests, u.VisitRequests, u.JudgeCalls, u.Cost)
+	fmt.Fprintf(t.w, "tokens (prompt/completion): %s\n", tokensByRole(u))
 }
 
 // tokensByRole renders usage's tokens as "planner 1200/300, executor …".
