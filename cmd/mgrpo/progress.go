@@ -281,7 +281,9 @@ func trainingLine(s rollout.StepSummary) string {
 		}
 		parts = append(parts, p+")")
 	}
-	line := fmt.Sprintf("     trained: %s; train %ss, sync %ss", strings.Join(parts, ", "), sig3(s.TrainSeconds), sig3(s.SyncSeconds))
+	// A role a line, the times on their own: each fits 80 columns.
+	const indent = "\n              "
+	line := fmt.Sprintf("     trained: %s;%strain %ss, sync %ss", strings.Join(parts, ","+indent), indent, sig3(s.TrainSeconds), sig3(s.SyncSeconds))
 	if s.RestartedRollouts > 0 {
 		line += fmt.Sprintf("; %d rollouts restarted at an update", s.RestartedRollouts)
 	}

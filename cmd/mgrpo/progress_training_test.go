@@ -36,3 +36,23 @@ func TestTrainingLineShowsAsynchronousCounts(t *testing.T) {
 		}
 	}
 }
+
+func TestTrainingLineFits80Columns(t *testing.T) {
+	sum := rollout.StepSummary{TrainSeconds: 1.514, SyncSeconds: 0.00516, Training: map[string]rollout.RoleTraining{
+		"planner":  {Samples: 64, PreviousVersion: 1, Version: 2, SampledVersion: 1, LossTokens: 100, Metrics: map[string]float64{"loss:sum": -16.7}},
+		"executor": {Samples: 192, PreviousVersion: 1, Version: 2, SampledVersion: 1, LossTokens: 100, Metrics: map[string]float64{"loss:sum": 5.01}}}}
+	got := trainingLine(sum)
+	lines := strings.Split(got, "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want a line per role and one for the times:\n%s", got)
+	}
+	for _, l := range lines {
+		if n := len([]rune(l)); n > 80 {
+			t.Errorf("a line of %d columns: %q", n, l)
+		}
+	}
+	if !strings.HasPrefix(lines[0], "     trained: planner v1→v2 (") || !strings.Contains(lines[1], "executor v1→v2 (192 samples") ||
+		!strings.Contains(lines[2], "train 1.51s, sync 0.00516s") {
+		t.Errorf("unexpected layout:\n%s", got)
+	}
+}
