@@ -128,8 +128,11 @@ func replayEval(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %s: the eval's store cannot be read: %w", opts.From, err))
 	}
-	if has, herr := replay.HasRecording(ctx, src.st); !ok || herr != nil || !has {
+	if has, herr := replay.HasRecording(ctx, src.st); herr != nil || !has {
 		return ReplayResult{}, noRecording
+	}
+	if !ok {
+		return ReplayResult{}, invalid(fmt.Errorf("replay: the eval in %s was recorded by an mgrpo that did not keep the eval's spec in its recording: run it again with --record", opts.From))
 	}
 	var spec evalSpec
 	if err := json.Unmarshal(raw, &spec); err != nil {
