@@ -108,6 +108,30 @@ func TestReplayOfARecordedEval(t *testing.T) {
 			t.Errorf("a run of the changed replay did not stop at its miss: %s", l)
 		}
 	}
+
+	// Questions that changed since the eval are refused, nothing written.
+	edited := filepath.Join(root, "edited")
+	if err := os.CopyFS(edited, os.DirFS(recorded)); err != nil {
+		t.Fatal(err)
+	}
+	tasks := filepath.Join(edited, "tasks.jsonl")
+	b, err := os.ReadFile(tasks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, rest, _ := strings.Cut(string(b), "\n")
+	line = strings.Replace(line, `"question":"`, `"question":"Edited: `, 1)
+	if err := os.WriteFile(tasks, []byte(line+"\n"+rest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(root, "out-edited")
+	code, _, stderr = runCLI(t, "replay", edited, "--out", out)
+	if code != 2 || !strings.Contains(stderr, "changed since the eval") {
+		t.Errorf("edited questions: exit %d, stderr %q: want 2 and changed since the eval", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("edited questions: %s written", out)
+	}
 }
 
 // TestReplayRefusesAnEvalWithoutRecording: an eval run without --record
