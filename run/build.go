@@ -325,7 +325,7 @@ type recordedJudge struct {
 }
 
 func (j recordedJudge) Complete(ctx context.Context, system, user string) (string, error) {
-	return j.r.Text(ctx, "judge", []string{j.model, system, user}, func() (string, error) { return j.m.Complete(ctx, system, user) })
+	return j.r.TextAt(ctx, "judge", score.CaseKey(ctx), []string{j.model, system, user}, func() (string, error) { return j.m.Complete(ctx, system, user) })
 }
 
 // playedJudge answers as the recorded judge did (mgrpo replay).
@@ -335,7 +335,7 @@ type playedJudge struct {
 }
 
 func (j playedJudge) Complete(ctx context.Context, system, user string) (string, error) {
-	return j.p.Text(ctx, "judge", []string{j.model, system, user})
+	return j.p.TextAt(ctx, "judge", score.CaseKey(ctx), []string{j.model, system, user})
 }
 
 // newClient returns the model client of one role's endpoints, its API key

@@ -71,6 +71,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
 	bopts := Options{Single: mode == rollout.ModeSingle, Probe: !cfg.Sim, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
+	var recording replay.KV
 	if cfg.Record {
 		// An eval has no store of its own: the recording gets one in its
 		// out directory.
@@ -85,6 +86,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		wb := store.NewWriteBehind(st, store.DefaultWriteBehind)
 		defer wb.Close()
 		bopts.Recorder = replay.NewRecorder(wb, logger)
+		recording = wb
 	}
 	stack, err := Build(ctx, cfg, bopts)
 	if err != nil {
@@ -104,6 +106,12 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	}
 	if world != nil && simData != "" {
 		if err := WriteSimTasks(world, filepath.Join(cfg.Out, simData), simDataFormat(opts.Benchmark)); err != nil {
+			return evalrun.Outcome{}, err
+		}
+	}
+	if recording != nil {
+		// What a replay reruns: the same pairs, scored the same way.
+		if err := recordEvalSpec(ctx, recording, cfg, opts, simData, items); err != nil {
 			return evalrun.Outcome{}, err
 		}
 	}

@@ -44,6 +44,9 @@ type ReplayResult struct {
 	// are the requests it did not hold, the first of each rollout.
 	Calls  int64
 	Misses []ReplayMiss
+	// Eval is set when the replayed run was an eval (Summaries and
+	// Misses are then empty).
+	Eval *EvalReplay
 }
 
 // ReplayMissesFile is the replayed run's record of the requests the
@@ -57,11 +60,15 @@ const ReplayMissesFile = "replay-misses.jsonl"
 // same files. A request the recording does not hold stops its rollout
 // (recorded as failed) and is reported with its difference from the
 // request recorded at that turn. A directory that is no run, a run
-// without a recording and a corrupt store are configuration errors.
+// without a recording and a corrupt store are configuration errors. An
+// eval's folder is replayed as an eval (replayEval).
 func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	logger := opts.logger()
 	if opts.Out == "" {
 		return ReplayResult{}, invalid(errors.New("replay: --out DIR is required"))
+	}
+	if opts.From != "" && filepath.Clean(opts.From) != filepath.Clean(opts.Out) && isEvalDir(opts.From) {
+		return replayEval(ctx, opts)
 	}
 	if err := checkRunDirs("replay", opts.From, opts.Out, true); err != nil {
 		return ReplayResult{}, invalid(err)

@@ -221,6 +221,12 @@ func checkRunDirs(command, from, out string, withStore bool) error {
 			return fmt.Errorf("%s: %s is not a run directory of this mgrpo (no %s; mgrpo rollout or train --out DIR writes one)", command, from, name)
 		}
 	}
+	return checkNewDir(command, out)
+}
+
+// checkNewDir checks that out, a command's new directory, does not exist
+// or is empty.
+func checkNewDir(command, out string) error {
 	entries, err := os.ReadDir(out)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -248,6 +254,27 @@ func (r *recordedStore) close() {
 	if r.dir != "" {
 		os.RemoveAll(r.dir)
 	}
+}
+
+// openCopy opens a copy of the SQLite store in file (where names it in
+// errors) into r.
+func (r *recordedStore) openCopy(ctx context.Context, file, where string) error {
+	if _, err := os.Stat(file); err != nil {
+		return invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err))
+	}
+	var err error
+	if r.dir, err = os.MkdirTemp("", "mgrpo-rescore-"); err != nil {
+		return fmt.Errorf("%w", err)
+	}
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := copyIfPresent(file+suffix, filepath.Join(r.dir, StoreFile+suffix)); err != nil {
+			return err
+		}
+	}
+	if r.st, err = backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(r.dir, StoreFile))); err != nil {
+		return invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err))
+	}
+	return nil
 }
 
 // openRecordedRun opens a copy of the run's store.db and reads its record.
@@ -283,19 +310,8 @@ func openRecordedRunAt(ctx context.Context, from, storeURL string) (*recordedSto
 	}
 	var err error
 	if file != "" {
-		if _, err := os.Stat(file); err != nil {
-			return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err)))
-		}
-		if r.dir, err = os.MkdirTemp("", "mgrpo-rescore-"); err != nil {
-			return fail(fmt.Errorf("%w", err))
-		}
-		for _, suffix := range []string{"", "-wal", "-shm"} {
-			if err := copyIfPresent(file+suffix, filepath.Join(r.dir, StoreFile+suffix)); err != nil {
-				return fail(err)
-			}
-		}
-		if r.st, err = backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(r.dir, StoreFile))); err != nil {
-			return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err)))
+		if err := r.openCopy(ctx, file, where); err != nil {
+			return fail(err)
 		}
 	} else if r.st, err = OpenStore(ctx, Config{Store: storeURL}, os.Getenv); err != nil {
 		return fail(invalid(fmt.Errorf("the run's store cannot be read: %w", err)))

@@ -212,12 +212,29 @@ func prefixLines(p, s string) string {
 // Text returns the recorded answer to the request named by kind and
 // parts; a request not recorded is a Miss and ErrNotRecorded.
 func (p *Player) Text(ctx context.Context, kind string, parts []string) (string, error) {
+	return p.TextAt(ctx, kind, "", parts)
+}
+
+// TextAt is Text for a request made on behalf of at (an eval's pair
+// key; "" for none): a miss names at as its trajectory and, when the
+// recording kept a request there, is its diff.
+func (p *Player) TextAt(ctx context.Context, kind, at string, parts []string) (string, error) {
 	v, ok, err := p.kv.Get(ctx, textKey(kind, parts))
 	if err != nil {
 		return "", fmt.Errorf("replay: read the recording: %w", err)
 	}
 	if !ok {
-		p.miss(Miss{Role: kind, Diff: prefixLines("+ ", strings.Join(parts, "\n"))})
+		m := Miss{Role: kind, Trajectory: at, Diff: prefixLines("+ ", strings.Join(parts, "\n"))}
+		if at != "" {
+			recorded, _, _ := p.kv.Get(ctx, requestKey(kind, at, 0))
+			if body, jerr := json.Marshal(parts); jerr == nil {
+				m.Diff = Diff(recorded, body)
+			}
+		}
+		p.miss(m)
+		if at != "" {
+			return "", fmt.Errorf("%w: %s %s", ErrNotRecorded, kind, at)
+		}
 		return "", fmt.Errorf("%w: %s", ErrNotRecorded, kind)
 	}
 	return string(v), nil

@@ -242,9 +242,21 @@ const prefixText = "replay/text/"
 // Text records the answer call gives to the request named by kind and
 // parts (a judge's model and prompt), as it returns it.
 func (r *Recorder) Text(ctx context.Context, kind string, parts []string, call func() (string, error)) (string, error) {
+	return r.TextAt(ctx, kind, "", parts, call)
+}
+
+// TextAt is Text for a request made on behalf of at (an eval's pair
+// key; "" for none): the request is kept under at too, so that a replay
+// missing it can show what changed.
+func (r *Recorder) TextAt(ctx context.Context, kind, at string, parts []string, call func() (string, error)) (string, error) {
 	out, err := call()
 	if err == nil {
 		r.put(ctx, textKey(kind, parts), []byte(out))
+		if at != "" {
+			if body, jerr := json.Marshal(parts); jerr == nil {
+				r.put(ctx, requestKey(kind, at, 0), body)
+			}
+		}
 	}
 	return out, err
 }

@@ -177,3 +177,27 @@ func BenchmarkRecordChat(b *testing.B) {
 type constModel struct{ t *llm.Turn }
 
 func (c constModel) Chat(context.Context, llm.Request) (*llm.Turn, error) { return c.t, nil }
+
+// TestTextAtNamesThePairAndDiffsTheRequest: a judge answer recorded on
+// behalf of a pair is played back; a changed prompt misses, naming the
+// pair, with a diff against the prompt recorded for it.
+func TestTextAtNamesThePairAndDiffsTheRequest(t *testing.T) {
+	ctx := context.Background()
+	kv := newMemKV()
+	rec := NewRecorder(kv, nil)
+	if _, err := rec.TextAt(ctx, "judge", "eval/q1/0", []string{"m", "sys", "Is Paris right?"}, func() (string, error) { return "Correct", nil }); err != nil {
+		t.Fatal(err)
+	}
+	p := NewPlayer(kv)
+	if got, err := p.TextAt(ctx, "judge", "eval/q1/0", []string{"m", "sys", "Is Paris right?"}); err != nil || got != "Correct" {
+		t.Fatalf("played %q, %v; want the recorded answer", got, err)
+	}
+	if _, err := p.TextAt(ctx, "judge", "eval/q1/0", []string{"m", "sys", "Is Lyon right?"}); !errors.Is(err, ErrNotRecorded) {
+		t.Fatalf("changed prompt: %v, want ErrNotRecorded", err)
+	}
+	ms := p.Misses()
+	if len(ms) != 1 || ms[0].Role != "judge" || ms[0].Trajectory != "eval/q1/0" ||
+		!strings.Contains(ms[0].Diff, `-   "Is Paris right?"`) || !strings.Contains(ms[0].Diff, `+   "Is Lyon right?"`) {
+		t.Errorf("misses %+v; want the pair named and the prompt diffed", ms)
+	}
+}

@@ -63,7 +63,7 @@ func evaluate(ctx context.Context, cfg Config, p pair) (res bench.Result, abando
 		res.Error = r.Planner.Error
 	default:
 		res.Prediction = r.Answer
-		v, err := cfg.Scorer.Score(ctx, score.Case{Question: p.item.Question, Answer: p.item.Answer, Prediction: r.Answer})
+		v, err := cfg.Scorer.Score(score.WithCaseKey(ctx, PairKey(p.item.ID, p.run)), score.Case{Question: p.item.Question, Answer: p.item.Answer, Prediction: r.Answer})
 		if ctx.Err() != nil {
 			return res, true
 		}
