@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -112,4 +113,58 @@ func TestCompleteRefusesEmpty(t *testing.T) {
 	if _, err := c.Complete(context.Background(), CompletionRequest{}); err == nil {
 		t.Fatal("an empty prompt was sent")
 	}
+}
+
+// TestDecodeCompletion checks the completions decoder on the answers it
+// must refuse or keep.
+func TestDecodeCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		err     error
+		partial bool
+		ids     bool
+	}{
+		{"tokens", `{"choices":[{"text":"hi","finish_reason":"stop","prompt_token_ids":[1,2],"token_ids":[3,4],"logprobs":{"token_logprobs":[-0.1,-0.2]}}]}`, nil, false, true},
+		{"no token data", `{"choices":[{"text":"hi","finish_reason":"stop"}]}`, nil, false, false},
+		{"aborted", `{"choices":[{"text":"h","finish_reason":"abort","prompt_token_ids":[1],"token_ids":[3],"logprobs":{"token_logprobs":[-0.1]}}]}`, ErrAborted, true, true},
+		{"logprob count", `{"choices":[{"text":"hi","finish_reason":"stop","prompt_token_ids":[1],"token_ids":[3,4],"logprobs":{"token_logprobs":[-0.1]}}]}`, ErrLogprobMismatch, false, false},
+		{"null logprob", `{"choices":[{"text":"hi","finish_reason":"stop","prompt_token_ids":[1],"token_ids":[3],"logprobs":{"token_logprobs":[null]}}]}`, ErrLogprobMismatch, false, false},
+		{"no choices", `{"choices":[]}`, ErrMalformedResponse, false, false},
+		{"no finish", `{"choices":[{"text":"hi","finish_reason":null}]}`, ErrMalformedResponse, false, false},
+		{"not JSON", `{"choices":`, ErrMalformedResponse, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			turn, err := decodeCompletion([]byte(tc.body), http.Header{"X-Weight-Version": {"v3"}})
+			if !errors.Is(err, tc.err) || (tc.err == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, tc.err)
+			}
+			if turn.Partial() != tc.partial {
+				t.Errorf("partial %v, want %v", turn.Partial(), tc.partial)
+			}
+			if tc.ids && (!turn.HasTokens() || turn.WeightVersion != "v3") {
+				t.Errorf("turn %+v, want its ids and the header's weight version", turn)
+			}
+			if err != nil && !tc.partial && turn != nil {
+				t.Errorf("a refused answer returned a turn %+v", turn)
+			}
+		})
+	}
+}
+
+// FuzzDecodeCompletion holds the completions decoder to its contract on
+// any body: no panic, and a turn without error has one logprob per
+// completion id or no token data at all.
+func FuzzDecodeCompletion(f *testing.F) {
+	f.Add([]byte(`{"choices":[{"text":"hi","finish_reason":"stop","prompt_token_ids":[1,2],"token_ids":[3,4],"logprobs":{"token_logprobs":[-0.1,-0.2]}}]}`))
+	f.Add([]byte(`{"choices":[{"finish_reason":"abort","token_ids":[3]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		turn, err := decodeCompletion(body, nil)
+		if err != nil || turn == nil {
+			return
+		}
+		if (len(turn.PromptIDs) > 0 || len(turn.CompletionIDs) > 0) && checkTokens(turn) != nil {
+			t.Errorf("accepted turn with bad tokens: %+v", turn)
+		}
+	})
 }

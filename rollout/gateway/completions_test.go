@@ -71,3 +71,29 @@ func TestCompletionsRecorded(t *testing.T) {
 		t.Errorf("executor task %q final %q format_ok %v, want the prompt, the completion and a valid report", e.Task, e.Final, e.FormatOK)
 	}
 }
+
+// FuzzParsePrompt holds the prompt parser to its contract on any JSON: no
+// panic, and an accepted prompt is non-empty text or a non-empty list of
+// ids of the range the engines take.
+func FuzzParsePrompt(f *testing.F) {
+	for _, s := range []string{`"hi"`, `["hi"]`, `[1,2]`, `[[1,2]]`, `[]`, `[[]]`, `["a","b"]`, `[1,"a"]`, `[-1]`, `null`, `[1.5]`, `[[1],[2]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		p, err := parsePrompt(raw)
+		if err != nil {
+			return
+		}
+		if p.ids == nil && p.text == "" {
+			t.Errorf("%q: accepted an empty prompt", raw)
+		}
+		for _, id := range p.ids {
+			if id < 0 {
+				t.Errorf("%q: accepted id %d", raw, id)
+			}
+		}
+		if p.ids != nil && len(p.ids) == 0 {
+			t.Errorf("%q: accepted an empty id list", raw)
+		}
+	})
+}
