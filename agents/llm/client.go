@@ -95,6 +95,9 @@ type dialect interface {
 	// the turn is the partial turn of the last attempt the server aborted,
 	// or nil.
 	chat(ctx context.Context, c *Client, req Request, s Sampling) (*Turn, *endpoint, int, error)
+	// complete performs the raw completion req with sampling s, as chat
+	// does a chat call (see Client.Complete).
+	complete(ctx context.Context, c *Client, req CompletionRequest, s Sampling) (*Turn, *endpoint, int, error)
 }
 
 // New validates cfg and returns a client. Configuration errors are
@@ -267,8 +270,26 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 	if len(req.Messages) == 0 {
 		return nil, fmt.Errorf("llm role %s: chat: no messages", c.role)
 	}
+	return c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
+		return c.dialect.chat(ctx, c, req, s)
+	})
+}
+
+// exchange is one call's dialect work: the request made with sampling s,
+// its turn (without Endpoint, Latency and Attempts), the endpoint of its
+// last attempt and the attempt count. On error the turn is the partial
+// turn of the last attempt the server aborted, or nil.
+type exchange func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error)
+
+// call is the path every model call takes, whatever its route and body
+// (Chat, Complete): the role's sampling merged with the call's override,
+// the call and attempt timeouts for its completion cap, the role's
+// in-flight slot, then the exchange; the turn gets its endpoint, attempts,
+// latency and sampling record, token capture is enforced, and the metrics
+// and the adaptive limiter see the call.
+func (c *Client) call(ctx context.Context, override *Sampling, do exchange) (*Turn, error) {
 	start := time.Now()
-	s := c.sampling.merge(req.Sampling)
+	s := c.sampling.merge(override)
 	attempt, call := c.retry.Timeouts(s.MaxTokens)
 	ctx, cancel := context.WithTimeout(ctx, call)
 	defer cancel()
@@ -278,17 +299,17 @@ func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 	}
 	defer c.pool.global.Release(1)
 	slotAt := time.Now()
-	turn, e, attempts, err := c.dialect.chat(ctx, c, req, s)
+	turn, e, attempts, err := do(ctx, s)
 	if err != nil {
 		if !turn.Partial() {
 			return nil, err
 		}
 		turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
-		turn.Sampling = c.sampling.overridden(req.Sampling)
+		turn.Sampling = c.sampling.overridden(override)
 		return turn, err
 	}
 	turn.Endpoint, turn.Attempts, turn.Latency = e.display, attempts, time.Since(start)
-	turn.Sampling = c.sampling.overridden(req.Sampling)
+	turn.Sampling = c.sampling.overridden(override)
 	if c.capture && !turn.HasTokens() {
 		return nil, &GiveUpError{Endpoint: e.display, Status: http.StatusOK, Attempts: attempts, Err: ErrMissingTokenIDs}
 	}

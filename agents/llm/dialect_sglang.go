@@ -129,37 +129,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	if err != nil {
 		return nil, te, tn, err
 	}
-	sp := map[string]any{"skip_special_tokens": true}
-	if s.Temperature != nil {
-		sp["temperature"] = *s.Temperature
-	}
-	if s.TopP != nil {
-		sp["top_p"] = *s.TopP
-	}
-	if s.TopK != nil {
-		sp["top_k"] = *s.TopK
-	}
-	if s.MinP != nil {
-		sp["min_p"] = *s.MinP
-	}
-	if s.RepetitionPenalty != nil {
-		sp["repetition_penalty"] = *s.RepetitionPenalty
-	}
-	if s.PresencePenalty != nil {
-		sp["presence_penalty"] = *s.PresencePenalty
-	}
-	if s.FrequencyPenalty != nil {
-		sp["frequency_penalty"] = *s.FrequencyPenalty
-	}
-	if s.MaxTokens > 0 {
-		sp["max_new_tokens"] = s.MaxTokens
-	}
-	if len(s.Stop) > 0 {
-		sp["stop"] = s.Stop
-	}
-	if s.Seed != nil {
-		sp["sampling_seed"] = *s.Seed
-	}
+	sp := generateParams(s)
 	body, err := json.Marshal(GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true, Stream: stream})
 	if err != nil {
 		return nil, te, tn, fmt.Errorf("llm role %s: encode generate request: %w", c.role, err)
@@ -183,43 +153,12 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 		}
 	}
 	judge := func(g *GenerateResponse, b []byte, h http.Header) error {
-		abortMessage, isAbort := sglangAbort(g.MetaInfo.FinishReason)
-		var fin sglangFinish
-		if err := json.Unmarshal(g.MetaInfo.FinishReason, &fin); err != nil || fin.Type == "" {
-			return &DecodeError{Err: fmt.Errorf("%w: meta_info.finish_reason missing", ErrMalformedResponse), Snippet: snippet(b)}
-		}
-		t := nativeTurn(g.Text)
-		t.PromptIDs = ids
-		t.CompletionIDs = g.OutputIDs
-		lps := g.MetaInfo.OutputTokenLogprobs
-		t.Logprobs = make([]float64, len(lps))
-		for i, lp := range lps {
-			if i < len(g.OutputIDs) && lp.ID != g.OutputIDs[i] {
-				return &DecodeError{Err: fmt.Errorf("%w: output_ids[%d]=%d but its logprob is for %d", ErrLogprobMismatch, i, g.OutputIDs[i], lp.ID)}
-			}
-			t.Logprobs[i] = lp.Logprob
-		}
-		t.FinishReason = fin.Type
-		if len(t.ToolCalls) > 0 && fin.Type == "stop" {
-			t.FinishReason = string(openai.FinishReasonToolCalls)
-		}
-		t.StopReason = rawStopReason(fin.Matched)
-		t.WeightVersion = g.MetaInfo.WeightVersion
-		if t.WeightVersion == "" {
-			t.WeightVersion = h.Get(weightVersionHeader)
-		}
-		t.Usage = openai.Usage{PromptTokens: len(ids), CompletionTokens: len(g.OutputIDs), TotalTokens: len(ids) + len(g.OutputIDs)}
-		if isAbort {
-			if p := partialTurn(t, abortMessage); p != nil {
-				aborted = p
-			}
-			return abortError(abortMessage)
-		}
-		if err := checkTokens(t); err != nil {
-			return err
+		t, p, err := judgeGenerate(g, b, h, ids, nativeTurn(g.Text))
+		if p != nil {
+			aborted = p
 		}
 		turn = t
-		return nil
+		return err
 	}
 	var (
 		e *endpoint
@@ -257,6 +196,81 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 		return aborted, e, n, err
 	}
 	return turn, e, n, nil
+}
+
+// generateParams is /generate's sampling_params for s.
+func generateParams(s Sampling) map[string]any {
+	sp := map[string]any{"skip_special_tokens": true}
+	if s.Temperature != nil {
+		sp["temperature"] = *s.Temperature
+	}
+	if s.TopP != nil {
+		sp["top_p"] = *s.TopP
+	}
+	if s.TopK != nil {
+		sp["top_k"] = *s.TopK
+	}
+	if s.MinP != nil {
+		sp["min_p"] = *s.MinP
+	}
+	if s.RepetitionPenalty != nil {
+		sp["repetition_penalty"] = *s.RepetitionPenalty
+	}
+	if s.PresencePenalty != nil {
+		sp["presence_penalty"] = *s.PresencePenalty
+	}
+	if s.FrequencyPenalty != nil {
+		sp["frequency_penalty"] = *s.FrequencyPenalty
+	}
+	if s.MaxTokens > 0 {
+		sp["max_new_tokens"] = s.MaxTokens
+	}
+	if len(s.Stop) > 0 {
+		sp["stop"] = s.Stop
+	}
+	if s.Seed != nil {
+		sp["sampling_seed"] = *s.Seed
+	}
+	return sp
+}
+
+// judgeGenerate fills t, the turn of a /generate answer g from the prompt
+// ids, with its tokens, finish and usage and checks them. An aborted
+// generation returns its partial turn (nil when it holds no usable tokens)
+// with a *DecodeError wrapping ErrAborted.
+func judgeGenerate(g *GenerateResponse, b []byte, h http.Header, ids []int32, t *Turn) (turn, aborted *Turn, err error) {
+	abortMessage, isAbort := sglangAbort(g.MetaInfo.FinishReason)
+	var fin sglangFinish
+	if err := json.Unmarshal(g.MetaInfo.FinishReason, &fin); err != nil || fin.Type == "" {
+		return nil, nil, &DecodeError{Err: fmt.Errorf("%w: meta_info.finish_reason missing", ErrMalformedResponse), Snippet: snippet(b)}
+	}
+	t.PromptIDs = ids
+	t.CompletionIDs = g.OutputIDs
+	lps := g.MetaInfo.OutputTokenLogprobs
+	t.Logprobs = make([]float64, len(lps))
+	for i, lp := range lps {
+		if i < len(g.OutputIDs) && lp.ID != g.OutputIDs[i] {
+			return nil, nil, &DecodeError{Err: fmt.Errorf("%w: output_ids[%d]=%d but its logprob is for %d", ErrLogprobMismatch, i, g.OutputIDs[i], lp.ID)}
+		}
+		t.Logprobs[i] = lp.Logprob
+	}
+	t.FinishReason = fin.Type
+	if len(t.ToolCalls) > 0 && fin.Type == "stop" {
+		t.FinishReason = string(openai.FinishReasonToolCalls)
+	}
+	t.StopReason = rawStopReason(fin.Matched)
+	t.WeightVersion = g.MetaInfo.WeightVersion
+	if t.WeightVersion == "" {
+		t.WeightVersion = h.Get(weightVersionHeader)
+	}
+	t.Usage = openai.Usage{PromptTokens: len(ids), CompletionTokens: len(g.OutputIDs), TotalTokens: len(ids) + len(g.OutputIDs)}
+	if isAbort {
+		return nil, partialTurn(t, abortMessage), abortError(abortMessage)
+	}
+	if err := checkTokens(t); err != nil {
+		return nil, nil, err
+	}
+	return t, nil, nil
 }
 
 // nativeTurn builds the assistant message from raw generated text the way

@@ -204,6 +204,12 @@ func (c *Client) tokenize(ctx context.Context, req Request, s Sampling, e *endpo
 	if err != nil {
 		return nil, e, 0, fmt.Errorf("llm role %s: encode tokenize request: %w", c.role, err)
 	}
+	return c.tokenizeBody(ctx, req.TrajectoryKey, body, e, path)
+}
+
+// tokenizeBody posts a tokenize request body to path, pinned to endpoint e
+// while it is in rotation, and returns the ids of its answer.
+func (c *Client) tokenizeBody(ctx context.Context, key string, body []byte, e *endpoint, path string) ([]int32, *endpoint, int, error) {
 	var ids []int32
 	decode := func(b []byte, h http.Header) error {
 		var tr TokenizeResponse
@@ -216,6 +222,6 @@ func (c *Client) tokenize(ctx context.Context, req Request, s Sampling, e *endpo
 		}
 		return nil
 	}
-	te, n, err := c.post(ctx, req.TrajectoryKey, e, path, body, decode)
+	te, n, err := c.post(ctx, key, e, path, body, decode)
 	return ids, te, n, err
 }

@@ -16,6 +16,13 @@
 // request's, and the prompt ids the previous prompt already had (the
 // request bytes and the results are the same without it).
 //
+// Complete is Chat's counterpart for a prompt the caller rendered itself:
+// a raw completion (text or token ids, no chat template) on vLLM's
+// /v1/completions with return_token_ids, or SGLang's /generate from
+// input_ids (a text prompt tokenized first by the same server's
+// /v1/tokenize). It takes the same call path: routing, retries, timeouts,
+// aborts, token capture and metrics.
+//
 // # Dialects
 //
 //   - "vllm": /v1/chat/completions with return_token_ids, logprobs and

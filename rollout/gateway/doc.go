@@ -11,7 +11,11 @@
 // message-prefix extension: a request whose messages extend an idle
 // trajectory's messages and the answer it got continues it, anything else
 // starts a new one (or the X-Mgrpo-Trajectory header names the
-// trajectory). The planner's trajectories and the executors' form the tree;
+// trajectory). Raw completions (…/v1/completions) go to the engine as the
+// agent rendered them, no chat template, and form trajectories by prompt
+// extension: a prompt that starts with an idle completions trajectory's
+// last prompt and answer (by token ids, or by text) continues it. The
+// planner's trajectories and the executors' form the tree;
 // d_k is the number of executor trajectories.
 //
 // Tasks reach the agent by push (POST to the agent service's URL) or pull

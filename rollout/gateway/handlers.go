@@ -175,91 +175,67 @@ func fmtFloat(p *float64) string {
 	return strconv.FormatFloat(*p, 'g', -1, 64)
 }
 
-func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
-	s, role, ok := g.target(w, r)
-	if !ok {
-		return
-	}
-	var req completionRequest
-	if !decodeBody(w, r, &req) {
-		return
-	}
-	prompt, err := promptText(req.Prompt)
-	if err == nil && req.N != nil && *req.N != 1 {
-		err = fmt.Errorf("n %d: the gateway samples one choice per call", *req.N)
-	}
-	if err == nil && req.Stream {
-		err = errors.New("stream: streamed completions are not served; use chat/completions to stream")
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request", err.Error())
-		return
-	}
-	g.noteSampling(s, role, req.Temperature, req.TopP)
-	c := call{msgs: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: prompt}},
-		sampling: llm.Sampling{MaxTokens: g.capTokens(role, req.MaxTokens)}}
-	turn, answer, ok := g.forward(w, r, s, role, c)
-	if !ok {
-		return
-	}
-	writeJSON(w, http.StatusOK, textCompletion{ID: "cmpl-" + s.id, Object: "text_completion", Created: time.Now().Unix(),
-		Model: g.modelName(role), Choices: []textChoice{{Text: answer.Content, FinishReason: turn.FinishReason}}, Usage: usageOf(turn)})
-}
-
-// promptText reads a completions prompt: a string or a list of one string.
-func promptText(raw json.RawMessage) (string, error) {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var list []string
-	if json.Unmarshal(raw, &list) == nil && len(list) == 1 {
-		return list[0], nil
-	}
-	return "", errors.New("prompt: want a string (or a list of one string); token-id prompts are not served")
-}
-
 // forward makes the call through the role's client within the rollout's
 // trajectory and records its turn. On failure it has answered already and
 // ok is false.
 func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, s *session, role string, c call) (*llm.Turn, openai.ChatCompletionMessage, bool) {
 	t, err := s.acquire(role, r.Header.Get(TrajectoryHeader), strings.TrimSpace(r.Header.Get(DelegationHeader)), c.msgs)
 	if err != nil {
-		status := http.StatusConflict
-		code := "trajectory_busy"
-		if errors.Is(err, errFinished) {
-			code = "rollout_finished"
-			err = fmt.Errorf("rollout %s has finished", s.id)
-		}
-		writeError(w, status, code, err.Error())
+		acquireFailed(w, s, err)
 		return nil, openai.ChatCompletionMessage{}, false
 	}
 	seed := callSeed(s.seed, role, c.msgs, len(t.turns))
 	c.sampling.Seed = &seed
-	// The call ends with the agent's request or with the rollout,
-	// whichever ends first.
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	stop := context.AfterFunc(s.ctx, func() { cancel(errFinished) })
-	defer stop()
 	key := s.id + "/" + role + "/" + t.start.Format(time.RFC3339Nano)
-	turn, err := g.cfg.Models[role].Chat(ctx, llm.Request{Messages: c.msgs, Tools: c.tools, TrajectoryKey: key,
-		Sampling: &c.sampling, Prefix: &t.prefix})
-	if err == nil && turn.Partial() {
-		err = fmt.Errorf("the generation ended before the model finished it (%s)", turn.FinishReason)
-	}
+	turn, err := callModel(r, s, func(ctx context.Context) (*llm.Turn, error) {
+		return g.cfg.Models[role].Chat(ctx, llm.Request{Messages: c.msgs, Tools: c.tools, TrajectoryKey: key,
+			Sampling: &c.sampling, Prefix: &t.prefix})
+	})
 	if err != nil {
 		s.release(t, c.msgs, turn, nil, err)
-		if s.ctx.Err() != nil {
-			writeError(w, http.StatusConflict, "rollout_finished", fmt.Sprintf("rollout %s has finished", s.id))
-		} else {
-			writeError(w, http.StatusBadGateway, "engine_error", fmt.Sprintf("the %s model call failed: %v", role, err))
-		}
+		callFailed(w, s, role, err)
 		return nil, openai.ChatCompletionMessage{}, false
 	}
 	answer := answerOf(turn, len(t.turns))
 	s.release(t, c.msgs, turn, &answer, nil)
 	return turn, answer, true
+}
+
+// callModel makes one model call of rollout s for the agent's request r:
+// the call ends with the request or with the rollout, whichever ends
+// first. A generation that ended before the model finished it is a
+// failure, returned with its partial turn.
+func callModel(r *http.Request, s *session, do func(ctx context.Context) (*llm.Turn, error)) (*llm.Turn, error) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	stop := context.AfterFunc(s.ctx, func() { cancel(errFinished) })
+	defer stop()
+	turn, err := do(ctx)
+	if err == nil && turn.Partial() {
+		err = fmt.Errorf("the generation ended before the model finished it (%s)", turn.FinishReason)
+	}
+	return turn, err
+}
+
+// acquireFailed answers a call whose trajectory could not be taken: 409,
+// the rollout finished or the trajectory is busy.
+func acquireFailed(w http.ResponseWriter, s *session, err error) {
+	code := "trajectory_busy"
+	if errors.Is(err, errFinished) {
+		code = "rollout_finished"
+		err = fmt.Errorf("rollout %s has finished", s.id)
+	}
+	writeError(w, http.StatusConflict, code, err.Error())
+}
+
+// callFailed answers a model call that failed: 409 when the rollout ended
+// under it, else 502.
+func callFailed(w http.ResponseWriter, s *session, role string, err error) {
+	if s.ctx.Err() != nil {
+		writeError(w, http.StatusConflict, "rollout_finished", fmt.Sprintf("rollout %s has finished", s.id))
+		return
+	}
+	writeError(w, http.StatusBadGateway, "engine_error", fmt.Sprintf("the %s model call failed: %v", role, err))
 }
 
 // answerOf is the assistant message returned to the agent: the engine's,

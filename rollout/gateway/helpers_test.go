@@ -31,6 +31,8 @@ import (
 type fakeModel struct {
 	mu   sync.Mutex
 	reqs []llm.Request
+	// raws are the raw completions it was asked for.
+	raws []llm.CompletionRequest
 	// fail, when set, fails every call with it.
 	fail error
 }
@@ -80,6 +82,42 @@ func (f *fakeModel) Chat(_ context.Context, req llm.Request) (*llm.Turn, error) 
 	comp := msgIDs(msg)
 	return &llm.Turn{Message: msg, ToolCalls: msg.ToolCalls, PromptIDs: prompt, CompletionIDs: comp,
 		Logprobs: []float64{-0.1, -0.2, -0.3}, FinishReason: finish, WeightVersion: "v1"}, nil
+}
+
+// runeIDs is the fake's tokenizer of raw prompts: one id per rune.
+func runeIDs(text string) []int32 {
+	var ids []int32
+	for _, r := range text {
+		ids = append(ids, int32(r))
+	}
+	return ids
+}
+
+// Complete answers a raw completion with "report on " and the prompt's
+// last line, its ids one per rune.
+func (f *fakeModel) Complete(_ context.Context, req llm.CompletionRequest) (*llm.Turn, error) {
+	f.mu.Lock()
+	f.raws = append(f.raws, req)
+	f.mu.Unlock()
+	prompt := req.PromptIDs
+	if prompt == nil {
+		prompt = runeIDs(req.Prompt)
+	}
+	lines := strings.Split(strings.TrimSpace(req.Prompt), "\n")
+	text := "report on " + lines[len(lines)-1]
+	comp := runeIDs(text)
+	lps := make([]float64, len(comp))
+	for i := range lps {
+		lps[i] = -0.5
+	}
+	return &llm.Turn{Message: openai.ChatCompletionMessage{Role: "assistant", Content: text}, PromptIDs: prompt,
+		CompletionIDs: comp, Logprobs: lps, FinishReason: "stop", WeightVersion: "v1"}, nil
+}
+
+func (f *fakeModel) completions() []llm.CompletionRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]llm.CompletionRequest(nil), f.raws...)
 }
 
 func (f *fakeModel) requests() []llm.Request {

@@ -68,6 +68,9 @@ type trajectory struct {
 	// msgs is the conversation so far: the last request's messages and the
 	// answer it got (as the gateway returned it).
 	msgs []openai.ChatCompletionMessage
+	// raw is what the next call of a completions trajectory extends (nil
+	// for a trajectory of chat calls only; see raw.go).
+	raw *rawState
 	// busy is set while a call of the trajectory is in flight; a busy
 	// trajectory is never continued by another call.
 	busy   bool
@@ -105,28 +108,25 @@ var errFinished = fmt.Errorf("the rollout has finished")
 // the agent rewrote), or starts a new one, and marks it busy. The caller
 // must call release.
 func (s *session) acquire(role, name, delegation string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, err := s.pick(role, name, msgs)
-	if err == nil && t.delegation == "" && role == RoleExecutor {
-		// Only the first delegation a trajectory names counts: the call
-		// that started it.
-		t.delegation = delegation
-	}
-	return t, err
+	return s.acquireBy(role, name, delegation, func() *trajectory { return s.pick(role, msgs) })
 }
 
-// pick is acquire's choice of trajectory (s.mu held).
-func (s *session) pick(role, name string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
+// acquireBy is acquire with pick choosing among the role's unnamed
+// trajectories (s.mu held; a new one when none fits): the named trajectory
+// when name is set, else pick's, marked busy.
+func (s *session) acquireBy(role, name, delegation string, pick func() *trajectory) (*trajectory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.finished {
 		return nil, errFinished
 	}
 	if !s.lease.IsZero() {
 		s.lease = time.Now().Add(s.leaseFor)
 	}
+	var t *trajectory
 	if name != "" {
 		key := role + "\x00" + name
-		t := s.named[key]
+		t = s.named[key]
 		if t == nil {
 			t = s.add(role, name)
 			s.named[key] = t
@@ -134,9 +134,21 @@ func (s *session) pick(role, name string, msgs []openai.ChatCompletionMessage) (
 		if t.busy {
 			return nil, fmt.Errorf("trajectory %q has a call in flight; a trajectory takes one call at a time", name)
 		}
-		t.busy = true
-		return t, nil
+	} else {
+		t = pick()
 	}
+	t.busy = true
+	if t.delegation == "" && role == RoleExecutor {
+		// Only the first delegation a trajectory names counts: the call
+		// that started it.
+		t.delegation = delegation
+	}
+	return t, nil
+}
+
+// pick is acquire's choice among the role's unnamed chat trajectories
+// (s.mu held).
+func (s *session) pick(role string, msgs []openai.ChatCompletionMessage) *trajectory {
 	var best, rewritten *trajectory
 	for _, t := range s.roles[role] {
 		if t.busy || t.name != "" || len(t.msgs) == 0 {
@@ -162,8 +174,7 @@ func (s *session) pick(role, name string, msgs []openai.ChatCompletionMessage) (
 	if best == nil {
 		best = s.add(role, "")
 	}
-	best.busy = true
-	return best, nil
+	return best
 }
 
 // add starts a trajectory of role (s.mu held).

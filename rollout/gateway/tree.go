@@ -23,7 +23,7 @@ func (g *Gateway) tree(s *session, o outcome) *agents.Rollout {
 	p := merged(roles[main], role, s.question, s.started)
 	tree := &agents.Rollout{Question: s.question, Planner: p, Started: s.started, Duration: time.Since(s.started)}
 	for i, t := range roles[RoleExecutor] {
-		e := convert(t, agents.RoleExecutor, i, firstUser(t.msgs))
+		e := convert(t, agents.RoleExecutor, i, t.task())
 		if r, ok := o.res.Reports[t.name]; ok && t.name != "" {
 			e.Final = strings.TrimSpace(r)
 		}

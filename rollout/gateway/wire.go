@@ -43,13 +43,24 @@ type chatRequest struct {
 // completionRequest is the part of an OpenAI (legacy) completions request
 // the gateway reads.
 type completionRequest struct {
-	Model       string          `json:"model"`
-	Prompt      json.RawMessage `json:"prompt"`
-	Stream      bool            `json:"stream"`
+	Model         string          `json:"model"`
+	Prompt        json.RawMessage `json:"prompt"`
+	Stream        bool            `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Temperature *float64        `json:"temperature"`
 	TopP        *float64        `json:"top_p"`
 	MaxTokens   *int            `json:"max_tokens"`
 	N           *int            `json:"n"`
+	BestOf      *int            `json:"best_of"`
+	Stop        json.RawMessage `json:"stop"`
+	Logprobs    *int            `json:"logprobs"`
+	Echo        bool            `json:"echo"`
+	Suffix      *string         `json:"suffix"`
+	// ReturnTokenIDs is vLLM's extension: the answer's choices carry
+	// prompt_token_ids and token_ids.
+	ReturnTokenIDs bool `json:"return_token_ids"`
 }
 
 // wireMessage is one message of a request as agents send it: content is a
@@ -251,21 +262,36 @@ type chunkToolCall struct {
 	Function openai.FunctionCall `json:"function"`
 }
 
-// textCompletion is OpenAI's completions answer.
+// textCompletion is OpenAI's completions answer, and each event of a
+// streamed one (Usage only on the last, when asked).
 type textCompletion struct {
 	ID      string       `json:"id"`
 	Object  string       `json:"object"`
 	Created int64        `json:"created"`
 	Model   string       `json:"model"`
 	Choices []textChoice `json:"choices"`
-	Usage   usage        `json:"usage"`
+	Usage   *usage       `json:"usage,omitempty"`
 }
 
 type textChoice struct {
-	Index        int       `json:"index"`
-	Text         string    `json:"text"`
-	FinishReason string    `json:"finish_reason"`
-	Logprobs     *struct{} `json:"logprobs"`
+	Index        int           `json:"index"`
+	Text         string        `json:"text"`
+	FinishReason *string       `json:"finish_reason"`
+	Logprobs     *textLogprobs `json:"logprobs"`
+	// PromptTokenIDs and TokenIDs are the engine's ids, when the agent
+	// asked for them (return_token_ids, vLLM's extension).
+	PromptTokenIDs []int32 `json:"prompt_token_ids,omitempty"`
+	TokenIDs       []int32 `json:"token_ids,omitempty"`
+}
+
+// textLogprobs is the completions logprobs object: each token named
+// "token_id:N" (vLLM's return_tokens_as_token_ids form; the gateway holds
+// ids, not their text), its logprob, and the sampled token alone as its
+// top alternative.
+type textLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
 }
 
 // modelList is the answer of GET …/models.
