@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -164,10 +165,61 @@ func (r *Recorder) put(ctx context.Context, key string, value []byte) {
 	r.bytes.Add(int64(len(key) + len(value)))
 }
 
-// Model returns m recording every call into r under role.
+// Model returns m recording every call into r under role. When m also
+// makes raw completions (a Completer, as *llm.Client is), so does the
+// model returned, recording them too.
 func (r *Recorder) Model(role string, m agents.Model) agents.Model {
-	return recordingModel{r: r, role: role, m: m}
+	rm := recordingModel{r: r, role: role, m: m}
+	if c, ok := m.(Completer); ok {
+		return recordingCompleter{recordingModel: rm, c: c}
+	}
+	return rm
 }
+
+// Completer is a model that also makes raw completions (the gateway's
+// /v1/completions route).
+type Completer interface {
+	Complete(ctx context.Context, req llm.CompletionRequest) (*llm.Turn, error)
+}
+
+// recordingCompleter records raw completions as recordingModel records
+// chat calls. Their answers are kept for the record only: runs of the
+// gateway's agents are rescored, not replayed (their code is not ours to
+// rerun), so no request-by-turn entry is written.
+type recordingCompleter struct {
+	recordingModel
+	c Completer
+}
+
+// canonicalCompletion is what of a raw completion its answer depends on.
+type canonicalCompletion struct {
+	Prompt    string        `json:"prompt,omitempty"`
+	PromptIDs []int32       `json:"prompt_ids,omitempty"`
+	Sampling  *llm.Sampling `json:"sampling,omitempty"`
+}
+
+func (rc recordingCompleter) Complete(ctx context.Context, req llm.CompletionRequest) (*llm.Turn, error) {
+	t, err := rc.c.Complete(ctx, req)
+	start := time.Now()
+	defer func() { rc.r.ns.Add(int64(time.Since(start))) }()
+	body, berr := json.Marshal(canonicalCompletion{Prompt: req.Prompt, PromptIDs: req.PromptIDs, Sampling: req.Sampling})
+	resp := response{Turn: t}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	value, verr := json.Marshal(resp)
+	if berr != nil || verr != nil {
+		rc.r.fails.Add(1)
+		rc.r.log.Warn("recording: completion not recorded", "error", errors.Join(berr, verr))
+		return t, err
+	}
+	rc.r.put(ctx, hashKey(prefixCompletion, []byte(rc.role), []byte(req.TrajectoryKey), body), value)
+	rc.r.calls.Add(1)
+	return t, err
+}
+
+// prefixCompletion is the key prefix of recorded raw completions.
+const prefixCompletion = "replay/completion/"
 
 type recordingModel struct {
 	r    *Recorder

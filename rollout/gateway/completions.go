@@ -46,7 +46,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	model, ok := g.cfg.Models[role].(Completer)
 	if !ok {
 		writeError(w, http.StatusNotImplemented, "completions_unsupported",
-			fmt.Sprintf("the %s model of this run makes no raw completions (a recorded or replayed run); use chat/completions", role))
+			fmt.Sprintf("the %s model of this run makes no raw completions (a replayed run); use chat/completions", role))
 		return
 	}
 	t, err := s.acquireRaw(role, r.Header.Get(TrajectoryHeader), strings.TrimSpace(r.Header.Get(DelegationHeader)), p)
