@@ -2,6 +2,7 @@ package farm
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -137,8 +138,10 @@ type asyncRun struct {
 	wall        time.Duration
 	rate        float64
 	utilization float64
-	staleness   map[int64]int
-	lengths     []time.Duration
+	// busy is the server's running requests over the run.
+	busy      []busySample
+	staleness map[int64]int
+	lengths   []time.Duration
 	// trained holds each step's end of training (since the start) and its
 	// mean reward and rollouts.
 	trained []stepReward
@@ -152,6 +155,24 @@ type stepReward struct {
 	at       time.Duration
 	reward   float64
 	rollouts int
+	samples  int
+}
+
+// steadyRate returns the trained samples per second between the first and
+// the last step's end of training: the run's rate without the pipeline's
+// fill (the first step's rollouts and training, and at S > 0 the steps
+// started with it), which a run of many steps amortizes. It is 0 for fewer
+// than two steps.
+func (r asyncRun) steadyRate() float64 {
+	steps := slices.SortedFunc(slices.Values(r.trained), func(a, b stepReward) int { return cmp.Compare(a.at, b.at) })
+	if len(steps) < 2 {
+		return 0
+	}
+	samples := 0
+	for _, s := range steps[1:] {
+		samples += s.samples
+	}
+	return float64(samples) / (steps[len(steps)-1].at - steps[0].at).Seconds()
 }
 
 // rewardBy returns the mean reward of the rollouts of the steps trained
@@ -174,13 +195,15 @@ func (r asyncRun) rewardBy(horizon time.Duration) float64 {
 // runAsync runs one training run at max staleness s and measures it.
 func runAsync(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVariant) asyncRun {
 	b.Helper()
-	return runAsyncWith(b, llmURL, webURL, tasks, v, asyncOpts{concurrency: *asyncRollouts, slots: *asyncSlots, trainDelay: *asyncTrainDelay, steps: *asyncSteps})
+	return runAsyncWith(b, llmURL, webURL, tasks, v, asyncOpts{concurrency: *asyncRollouts, slots: *asyncSlots, trainDelay: *asyncTrainDelay, steps: *asyncSteps, batch: 4})
 }
 
 // asyncOpts are the knobs of one measured run.
 type asyncOpts struct {
 	concurrency, slots, steps int
-	trainDelay                time.Duration
+	// batch is the queries a step (B; K is 4).
+	batch      int
+	trainDelay time.Duration
 	// auto, when set, makes each role's request limit adaptive
 	// (--concurrency auto); limits then receives the limit samples.
 	auto *llm.AutoConfig
@@ -203,13 +226,14 @@ func runAsyncWith(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVari
 	var out asyncRun
 	var mu sync.Mutex
 	start := time.Now()
-	fc := Config{Run: "async", Seed: 5, Steps: o.steps, BatchSize: 4, GroupSize: 4, Mode: rollout.ModeMGRPO,
+	fc := Config{Run: "async", Seed: 5, Steps: o.steps, BatchSize: o.batch, GroupSize: 4, Mode: rollout.ModeMGRPO,
 		DBar: rollout.DBarSpec{Fixed: 2}, Weights: rollout.DefaultRewardWeights(), Scorer: exactScorer{}, Concurrency: o.concurrency,
 		Runner: runner, Sink: rollout.DirSink{Dir: dir}, Store: st,
 		OnStep: func(sum rollout.StepSummary) {
 			mu.Lock()
 			defer mu.Unlock()
-			out.trained = append(out.trained, stepReward{at: time.Since(start), reward: sum.MeanMainReward, rollouts: sum.Rollouts})
+			out.trained = append(out.trained, stepReward{at: time.Since(start), reward: sum.MeanMainReward, rollouts: sum.Rollouts,
+				samples: sum.PlannerSamples + sum.ExecutorSamples})
 		},
 		Training: &Training{MaxStaleness: v.s, StreamGroups: v.stream, Trainers: map[rollout.Role]trainerbridge.Trainer{
 			rollout.RolePlanner:  &histTrainer{inner: &slowTrainer{tl: tl, delay: o.trainDelay}, hist: hist},
@@ -238,7 +262,11 @@ func runAsyncWith(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVari
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	util := make(chan float64, 1)
-	go func() { util <- sampleRunning(ctx, llmURL, o.slots) }()
+	go func() {
+		u, samples := sampleRunning(ctx, llmURL, o.slots, start)
+		out.busy = samples
+		util <- u
+	}()
 	preBefore, _ := serverGauge(context.Background(), llmURL, "vllm:num_preemptions_total")
 	sums, err := f.Run(context.Background())
 	stop()
@@ -263,26 +291,60 @@ func runAsyncWith(b *testing.B, llmURL, webURL string, tasks []Task, v asyncVari
 }
 
 // sampleRunning polls the sim server's /metrics every 20 ms until ctx ends
-// and returns the mean of vllm:num_requests_running over slots.
-func sampleRunning(ctx context.Context, llmURL string, slots int) float64 {
+// and returns the mean of vllm:num_requests_running over slots, and every
+// sample (the running requests, since start).
+func sampleRunning(ctx context.Context, llmURL string, slots int, start time.Time) (float64, []busySample) {
+	var samples []busySample
 	var sum float64
-	n := 0
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			if n == 0 {
-				return 0
+			if len(samples) == 0 {
+				return 0, nil
 			}
-			return sum / float64(n) / float64(slots)
+			return sum / float64(len(samples)) / float64(slots), samples
 		case <-tick.C:
 		}
 		if v, ok := runningRequests(ctx, llmURL); ok {
 			sum += v
+			samples = append(samples, busySample{at: time.Since(start), running: v})
+		}
+	}
+}
+
+// busySample is one reading of the server's running requests.
+type busySample struct {
+	at      time.Duration
+	running float64
+}
+
+// steadyUtilization is the slots' utilization between the first step
+// trained and step N−S−1 trained (by end of training), the last one after
+// which the farm still admits a step: without the pipeline's fill and
+// without its drain (the last steps' tails and trainings with nothing left
+// to admit), which a run of many steps amortizes. It is 0 when the run has
+// too few steps for that window.
+func (r asyncRun) steadyUtilization(s, slots int) float64 {
+	steps := slices.SortedFunc(slices.Values(r.trained), func(a, b stepReward) int { return cmp.Compare(a.at, b.at) })
+	last := len(steps) - s - 2
+	if last < 1 {
+		return 0
+	}
+	from, to := steps[0].at, steps[last].at
+	var sum float64
+	n := 0
+	for _, b := range r.busy {
+		if b.at >= from && b.at <= to {
+			sum += b.running
 			n++
 		}
 	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n) / float64(slots)
 }
 
 // runningRequests reads vllm:num_requests_running from the server's

@@ -119,6 +119,14 @@ type Config struct {
 	// shows in latency and in vllm:num_preemptions_total. Non-streamed
 	// generations follow the model; streamed ones hold their prompt only.
 	KVCapacity int
+	// RecomputePerToken is, under the KV model, what a preempted sequence
+	// pays per token once readmitted to rebuild its KV (its prompt and every
+	// token generated before the preemption), on top of TTFT: a real engine
+	// recomputes that prefill, so a preemption late in a long generation
+	// costs far more than one early in a short one. 0 (the default): TTFT
+	// only. A prefill runs at tens of times the per-sequence decode rate, so
+	// PerToken/20 is a plausible figure.
+	RecomputePerToken time.Duration
 	// TTFT is the time to the first token; PerToken the time per further
 	// output token. Both default to zero.
 	TTFT     time.Duration
@@ -299,6 +307,9 @@ func (c Config) Validate() error {
 	}
 	if c.KVCapacity < 0 {
 		errs = append(errs, fmt.Errorf("KVCapacity %d: must not be negative (0: unlimited)", c.KVCapacity))
+	}
+	if c.RecomputePerToken < 0 {
+		errs = append(errs, fmt.Errorf("RecomputePerToken %v: must not be negative (0: a recompute costs TTFT only)", c.RecomputePerToken))
 	}
 	if c.Slots < 0 {
 		errs = append(errs, fmt.Errorf("Slots %d: must be positive (0 means %d)", c.Slots, DefaultSlots))

@@ -13,8 +13,9 @@ import (
 // admitted only while its prompt fits; when decoding pushes the total over
 // the capacity, the engine preempts the most recently admitted sequence, as
 // vLLM's scheduler does: it loses its KV, goes back to the waiting queue and,
-// readmitted, recomputes its prompt and generated tokens (a prefill, modelled
-// as TTFT) before decoding on. Preemptions are counted for
+// readmitted, recomputes its prompt and generated tokens (a prefill: TTFT plus
+// Config.RecomputePerToken a token, holding its slot and KV meanwhile) before
+// decoding on. Preemptions are counted for
 // vllm:num_preemptions_total (SGLang: sglang:num_retracted_requests_total).
 // Its fields are guarded by the engine's mu.
 type kvModel struct {
@@ -90,22 +91,27 @@ func (m *kvModel) grow(t *ticket, n int) {
 
 // decode models the generation of n tokens on *tp under the KV model: TTFT,
 // then PerToken a token, kvChunk tokens between checks; a preempted sequence
-// gives up its slot, waits to be admitted again with its prompt and the
-// tokens it had, and pays TTFT again for the recompute. *tp is the current
-// ticket on return (the caller releases it). It returns ctx's error or
-// errAborted as ticket.wait does.
+// gives up its slot, waits in the queue to be admitted again with its prompt
+// and the tokens it had, and pays their recompute (recomputeTime) before
+// decoding on. *tp is the current ticket on return (the caller releases it).
+// It returns ctx's error or errAborted as ticket.wait does.
 func (s *Server) decode(ctx context.Context, tp **ticket, prompt, n int) error {
 	m := s.eng.kv
 	done := 0
-	first := true
+	first, recompute := true, false
 	for {
 		t := *tp
 		d := time.Duration(0)
 		step := 0
-		if first {
+		switch {
+		case recompute:
+			// Like the first prefill, the recompute yields the next token.
+			d, recompute = s.recomputeTime(prompt+done), false
+			step = min(1, n-done)
+		case first:
 			d, first = s.cfg.TTFT, false
 			step = min(1, n-done)
-		} else {
+		default:
 			step = min(kvChunk, n-done)
 			d = time.Duration(step) * s.cfg.PerToken
 		}
@@ -119,7 +125,7 @@ func (s *Server) decode(ctx context.Context, tp **ticket, prompt, n int) error {
 				*tp = t // released already; release is idempotent
 				return err
 			}
-			*tp, first = nt, true
+			*tp, recompute = nt, true
 			continue
 		}
 		done += step
@@ -128,6 +134,12 @@ func (s *Server) decode(ctx context.Context, tp **ticket, prompt, n int) error {
 			return nil
 		}
 	}
+}
+
+// recomputeTime is how long a readmitted sequence of tokens (its prompt and
+// what it had generated) takes to rebuild its KV: a prefill of them all.
+func (s *Server) recomputeTime(tokens int) time.Duration {
+	return s.cfg.TTFT + time.Duration(tokens)*s.cfg.RecomputePerToken
 }
 
 // errPreempted reports that the KV model preempted the sequence.

@@ -115,3 +115,63 @@ func TestKVModelOffByDefault(t *testing.T) {
 		t.Fatalf("metrics lack %q:\n%s", want, metrics)
 	}
 }
+
+// TestKVModelRecomputeCost preempts a sequence after it generated 17 tokens
+// of 20: readmitted, it rebuilds the KV of its 10-token prompt and those 17
+// tokens (TTFT plus RecomputePerToken each) before its last 3 tokens, so
+// its decode ends no sooner than that recompute after the room was freed.
+// Only a lower bound is asserted: a loaded machine makes it later, never
+// sooner.
+func TestKVModelRecomputeCost(t *testing.T) {
+	cfg := testConfig(DialectVLLM)
+	cfg.KVCapacity = 30
+	cfg.TTFT = time.Millisecond
+	cfg.RecomputePerToken = 10 * time.Millisecond
+	s, _ := MustServer(t, cfg)
+	if got, want := s.recomputeTime(27), 271*time.Millisecond; got != want {
+		t.Fatalf("recomputeTime(27) = %v, want %v", got, want)
+	}
+	ctx := context.Background()
+	a, err := s.eng.admit(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.eng.admit(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		// 10 + 10 + 1 + 8 = 29 fits; the next 8 make 37 > 30, so b, the
+		// newest, is preempted holding 17 generated tokens, and 10 + 27 do
+		// not fit until a finishes.
+		err := s.decode(ctx, &b, 10, 20)
+		b.release()
+		done <- err
+	}()
+	waitUntil(t, "b preempted", func() bool { return s.eng.preemptions() == 1 })
+	waitUntil(t, "b queued again", func() bool { return s.eng.waiting.Load() == 1 })
+	freed := time.Now()
+	a.release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, least := time.Since(freed), s.recomputeTime(27); got < least {
+		t.Fatalf("decode ended %v after the room was freed, want at least the recompute of 27 tokens, %v", got, least)
+	}
+	if got := s.eng.preemptions(); got != 1 {
+		t.Fatalf("preemptions %v, want 1", got)
+	}
+}
+
+// TestKVModelRecomputeDefault keeps the recompute at one TTFT without
+// RecomputePerToken, as before the cost model existed.
+func TestKVModelRecomputeDefault(t *testing.T) {
+	cfg := testConfig(DialectVLLM)
+	cfg.KVCapacity = 30
+	cfg.TTFT = 20 * time.Millisecond
+	s, _ := MustServer(t, cfg)
+	if got, want := s.recomputeTime(5000), 20*time.Millisecond; got != want {
+		t.Fatalf("recomputeTime(5000) = %v, want %v (TTFT)", got, want)
+	}
+}

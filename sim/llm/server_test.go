@@ -383,8 +383,8 @@ func TestControlSGLang(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	err := Config{Dialect: "tgi", Slots: -1, CacheBytes: -1, Faults: Faults{Rate500: 0.8, Rate503: 0.5}}.Validate()
-	for _, want := range []string{"Dialect", "Slots", "CacheBytes", "sum"} {
+	err := Config{Dialect: "tgi", Slots: -1, CacheBytes: -1, RecomputePerToken: -1, Faults: Faults{Rate500: 0.8, Rate503: 0.5}}.Validate()
+	for _, want := range []string{"Dialect", "Slots", "CacheBytes", "RecomputePerToken", "sum"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want mention of %s", err, want)
 		}
