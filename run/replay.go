@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -22,6 +21,11 @@ type ReplayOptions struct {
 	// From is the recorded run's directory (recorded with --record), Out
 	// the new run's (it must not exist, or be empty).
 	From, Out string
+	// Store is the recorded run's store as the run used it (--store), read
+	// only: "" for From's store.db, a redis:// or rediss:// URL (its
+	// password, when the URL has none, from MGRPO_STORE_PASSWORD), or a
+	// sqlite:// file (read from a copy), as Rescore reads it.
+	Store string
 	// Prompts, when set, replace the recorded run's prompt templates by
 	// name (the YAML prompts key of --config).
 	Prompts map[string]string
@@ -63,10 +67,10 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if opts.Out == "" {
 		return ReplayResult{}, invalid(errors.New("replay: --out DIR is required"))
 	}
-	if err := checkRunDirs("replay", opts.From, opts.Out, true); err != nil {
+	if err := checkRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return ReplayResult{}, invalid(err)
 	}
-	src, _, spec, err := openRecordedRun(ctx, opts.From)
+	src, _, spec, err := openRecordedRunAt(ctx, opts.From, opts.Store)
 	if err != nil {
 		return ReplayResult{}, err
 	}
@@ -82,11 +86,12 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
 	}
-	if cfg.Train.MaxStaleness > 0 || cfg.Train.StreamGroups || cfg.Train.Role != "" {
-		// Which weights served a turn, and which groups a streamed step
-		// took, followed the run's timing; a replay without trainers
-		// cannot re-form them.
-		return ReplayResult{}, invalid(fmt.Errorf("replay: %s is an asynchronous, streamed or decoupled training run (train.max_staleness, stream_groups or role set): only rollout runs and on-policy train runs are replayed", opts.From))
+	// Which groups a step took and at which versions followed the run's
+	// timing (asynchronous and streamed training): the replay forms each
+	// step from what the recorded step took instead.
+	schedule, err := farm.ReadSchedule(opts.From, sums)
+	if err != nil {
+		return ReplayResult{}, invalid(fmt.Errorf("replay: %w", err))
 	}
 	for name, text := range opts.Prompts {
 		if cfg.Prompts == nil {
@@ -124,16 +129,10 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	// Each step is sampled at the versions the recorded step was: the
-	// trainers' updates are not replayed, their versions are.
-	var next atomic.Int64
-	fc.PolicyVersions = func() (int64, int64) {
-		i := int(next.Add(1)) - 1
-		if i < len(sums) {
-			return sums[i].PolicyVersion, sums[i].ExecutorPolicyVersion
-		}
-		return 0, 0
-	}
+	// Each step runs the rollouts the recorded step ran, at the versions
+	// they were sampled with: the trainers' updates are not replayed,
+	// their versions and records are.
+	fc.Schedule = schedule
 	f, err := farm.New(fc, spec.Tasks)
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("%w: %w", ErrConfig, err)

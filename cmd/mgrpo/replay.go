@@ -14,21 +14,26 @@ func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "rerun a recorded run's agents (this mgrpo's code and prompts) against its recording, with no engine and no web",
-		ArgsUsage: "RUN_DIR --out DIR",
-		Description: "RUN_DIR must have been written with --record. Every model call, tool call and judge answer is\n" +
-			"taken from the recording: where the agents send the requests they sent then, DIR's files come out\n" +
-			"byte-identical. At the first request the recording does not hold, that rollout stops (recorded as\n" +
+		ArgsUsage: "RUN_DIR --out DIR [--store URL]",
+		Description: "RUN_DIR must have been written with --record (mgrpo rollout, or mgrpo train: on-policy,\n" +
+			"--max-staleness with either --partial-rollouts, --stream-groups, or a decoupled run's planner side).\n" +
+			"Every model call, tool call and judge answer is taken from the recording, and each step runs the\n" +
+			"rollouts the recorded step ran (its groups, seeds and policy versions, read from RUN_DIR's step\n" +
+			"files), not the replay's own timing: where the agents send the requests they sent then, DIR's step\n" +
+			"files (samples, stats, rollouts.jsonl) come out byte-identical, and summary.jsonl too but for its\n" +
+			"timings. At the first request the recording does not hold, that rollout stops (recorded as\n" +
 			"failed) and the request is reported with its step, rollout, role and turn and a diff against the\n" +
 			"request recorded there (DIR/replay-misses.jsonl too); the command then exits 1.",
 		Flags: []cli.Flag{
 			&cli.PathFlag{Name: "out", Usage: "the replayed run's `DIR` (must not exist, or be empty)", Required: true},
+			&cli.StringFlag{Name: "store", Usage: "the recorded run's store `URL` as the run used it (redis://HOST:PORT/DB[?prefix=P], rediss://…, sqlite://PATH; password from MGRPO_STORE_PASSWORD); default RUN_DIR/store.db. Only read"},
 			&cli.PathFlag{Name: "config", Usage: "YAML `FILE` whose prompts key replaces the recorded run's prompt templates"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("replay takes one run directory (mgrpo replay RUN_DIR --out DIR)")
 			}
-			opts := run.ReplayOptions{From: c.Args().First(), Out: c.Path("out"), Hooks: run.Hooks{Logger: loggerOf(c)}}
+			opts := run.ReplayOptions{From: c.Args().First(), Out: c.Path("out"), Store: c.String("store"), Hooks: run.Hooks{Logger: loggerOf(c)}}
 			if p := c.Path("config"); p != "" {
 				file, err := run.LoadConfig(p)
 				if err != nil {
@@ -37,10 +42,16 @@ func replayCommand() *cli.Command {
 				opts.Prompts = file.Prompts
 			}
 			res, err := run.Replay(c.Context, opts)
-			if err != nil {
+			if err != nil && len(res.Misses) == 0 {
 				return err
 			}
-			return writeReplayReport(c.App.Writer, res)
+			// A run the misses stopped (a step whose rollouts all failed)
+			// still reports them: they are why it stopped.
+			report := writeReplayReport(c.App.Writer, res)
+			if err != nil {
+				return fmt.Errorf("%w; %w", err, report)
+			}
+			return report
 		},
 	}
 }
