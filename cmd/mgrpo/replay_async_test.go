@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mgrpo/mgrpo/rollout"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
 // timingKeys are the summary line's keys that measure the run's timing,
@@ -173,4 +175,47 @@ func TestReplayReadsARedisRun(t *testing.T) {
 		t.Errorf("replay printed %q", stdout)
 	}
 	sameRunAs(t, "replay --store", from, replayed)
+}
+
+// TestReplayOfADecoupledRun records the planner side of a decoupled run
+// (train --role planner, the executor side another process, both on one
+// Redis): the replay, given the run's store, runs each step at the
+// executor versions the other side had published and writes the planner
+// side's step files byte for byte, its summary lines but for their
+// timings. Skipped without MGRPO_TEST_REDIS.
+func TestReplayOfADecoupledRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and trains against the sim")
+	}
+	storeURL := testRedisStore(t, "replay-decoupled")
+	_, trainerURL := referenceTrainer(t)
+	cfg := simllm.DefaultConfig()
+	cfg.Dialect = simllm.DialectSGLang
+	dir := t.TempDir()
+	sim := startSimServers(t, dir, cfg, 4)
+	out := filepath.Join(dir, "out")
+	const steps = 3
+	planner := startMgrpo(t, "train", "--tasks", sim.tasks, "--dialect", "sglang", "--out", out, "--run", "decoupled", "--steps", strconv.Itoa(steps),
+		"--planner-url", sim.llmURL, "--planner-model", "sim-qwen3", "--executor-url", sim.llmURL, "--executor-model", "sim-qwen3",
+		"--search-provider", "searxng", "--search-url", sim.webURL, "--allow-host", sim.webHost,
+		"--batch-size", "2", "--group-size", "2", "--concurrency", "4", "--role", "planner", "--store", storeURL,
+		"--planner-trainer", trainerURL, "--base-model-planner", "sim-base", "--weight-sync", "sglang", "--record")
+	waitFor(t, planner.stderr, "msg=\"step start\" step=1")
+	executor := startMgrpo(t, "train", "--role", "executor", "--store", storeURL, "--steps", strconv.Itoa(steps),
+		"--executor-trainer", trainerURL, "--base-model-executor", "sim-base", "--weight-sync", "sglang")
+	planner.wait(t, 3*time.Minute)
+	executor.wait(t, time.Minute)
+	sums, err := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
+	if err != nil || len(sums) != steps {
+		t.Fatalf("summary.jsonl: %d steps, %v", len(sums), err)
+	}
+	if sums[steps-1].ExecutorPolicyVersion == 0 {
+		t.Errorf("the last step sampled the executors at version 0: the executor side trained nothing")
+	}
+	replayed := filepath.Join(t.TempDir(), "replayed")
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "replay", out, "--out", replayed, "--store", storeURL)
+	if code != 0 {
+		t.Fatalf("replay --store: exit %d: %s %s", code, stdout, stderr)
+	}
+	sameRunAs(t, "replay of the planner side", out, replayed)
 }
