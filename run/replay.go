@@ -35,10 +35,14 @@ type ReplayOptions struct {
 // ReplayMiss is a request the recording did not hold, located in the run.
 type ReplayMiss struct {
 	replay.Miss
-	// Step, Query and Rollout locate the rollout (from Trajectory).
+	// Step, Query and Rollout locate the rollout (from Trajectory, and
+	// the step that took it).
 	Step    int    `json:"step"`
 	Query   string `json:"query"`
 	Rollout int    `json:"rollout"`
+	// Draw is a streamed run's draw the rollout is of (its trajectory
+	// names it where a fixed step's names the step); 0 for fixed steps.
+	Draw int `json:"draw,omitempty"`
 }
 
 // ReplayResult is what a replay did.
@@ -56,12 +60,16 @@ const ReplayMissesFile = "replay-misses.jsonl"
 
 // Replay is `mgrpo replay`: it reruns the agents of the run in opts.From
 // (this program's code, prompts and configuration, the recorded run's
-// settings) against the run's recording, with no engine and no web: the
-// same requests get the same answers, so an unchanged program writes the
-// same files. A request the recording does not hold stops its rollout
-// (recorded as failed) and is reported with its difference from the
-// request recorded at that turn. A directory that is no run, a run
-// without a recording and a corrupt store are configuration errors.
+// settings) against the run's recording (in From's store, or opts.Store),
+// with no engine, no web and no trainer: the same requests get the same
+// answers, so an unchanged program writes the same files. Each step runs
+// the rollouts the recorded step ran, at the versions they were sampled
+// with (farm.ReadSchedule), whatever timing formed the recorded steps
+// (asynchronous or streamed training). A request the recording does not
+// hold stops its rollout (recorded as failed) and is reported with its
+// difference from the request recorded at that turn. A directory that is
+// no run, a run without a recording, a corrupt store and unreadable step
+// files are configuration errors.
 func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	logger := opts.logger()
 	if opts.Out == "" {
@@ -141,7 +149,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 		return ReplayResult{}, err
 	}
 	summaries, runErr := f.Run(ctx)
-	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses())}
+	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses(), scheduledSteps(schedule))}
 	if err := writeJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
 		return res, err
 	}
@@ -163,22 +171,37 @@ func placeholderKeys(getenv func(string) string) func(string) string {
 	}
 }
 
+// scheduledSteps returns the step of each rollout of schedule, by the
+// rollout's id.
+func scheduledSteps(schedule []farm.ScheduledStep) map[string]int {
+	out := map[string]int{}
+	for i, s := range schedule {
+		for _, u := range s.Units {
+			out[u.ID()] = i + 1
+		}
+	}
+	return out
+}
+
 // locateMisses keeps the first miss of each rollout, located by step,
 // query and rollout (a trajectory key is run/step/query/k/…), in that
 // order (rollouts run concurrently: the order they missed in is not the
 // run's).
-func locateMisses(ms []replay.Miss) []ReplayMiss {
+func locateMisses(ms []replay.Miss, steps map[string]int) []ReplayMiss {
 	var out []ReplayMiss
 	seen := map[string]bool{}
 	for _, m := range ms {
 		r := ReplayMiss{Miss: m, Rollout: -1}
 		parts := strings.Split(m.Trajectory, "/")
+		id := strings.Join(parts[:min(4, len(parts))], "/")
 		if len(parts) >= 4 {
 			r.Step, _ = strconv.Atoi(parts[1])
 			r.Query = parts[2]
 			r.Rollout, _ = strconv.Atoi(parts[3])
+			if s, ok := steps[id]; ok && s != r.Step {
+				r.Draw, r.Step = r.Step, s
+			}
 		}
-		id := strings.Join(parts[:min(4, len(parts))], "/")
 		if m.Trajectory != "" && seen[id] {
 			continue
 		}

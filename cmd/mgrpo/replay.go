@@ -70,7 +70,11 @@ func writeReplayReport(w io.Writer, res run.ReplayResult) error {
 			fmt.Fprintf(w, "\nnot recorded: a %s tool call\n%s", m.Tool, m.Diff)
 			continue
 		}
-		fmt.Fprintf(w, "\nnot recorded: step %d, query %s, rollout %d, role %s, turn %d (%s)\n%s", m.Step, m.Query, m.Rollout, m.Role, m.Turn, m.Trajectory, m.Diff)
+		step := fmt.Sprint(m.Step)
+		if m.Draw > 0 {
+			step += fmt.Sprintf(" (draw %d)", m.Draw)
+		}
+		fmt.Fprintf(w, "\nnot recorded: step %s, query %s, rollout %d, role %s, turn %d (%s)\n%s", step, m.Query, m.Rollout, m.Role, m.Turn, m.Trajectory, m.Diff)
 	}
 	if len(res.Misses) > 0 {
 		return fmt.Errorf("replay: %d rollouts sent a request the recording does not hold (see above, and %s)", len(res.Misses), run.ReplayMissesFile)

@@ -146,3 +146,15 @@ func TestScheduleValidate(t *testing.T) {
 		t.Errorf("Validate of a valid schedule: %v", err)
 	}
 }
+
+// TestReadScheduleErrors: a step without rollouts.jsonl and summary lines
+// out of step order are errors naming what is wrong.
+func TestReadScheduleErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ReadSchedule(dir, []rollout.StepSummary{{Step: 1}}); err == nil || !strings.Contains(err.Error(), "rollouts.jsonl is missing") {
+		t.Errorf("no rollouts.jsonl: %v", err)
+	}
+	if _, err := ReadSchedule(dir, []rollout.StepSummary{{Step: 2}}); err == nil || !strings.Contains(err.Error(), "summary line 1 is step 2") {
+		t.Errorf("summary of step 2 first: %v", err)
+	}
+}
