@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -22,6 +21,11 @@ type ReplayOptions struct {
 	// From is the recorded run's directory (recorded with --record), Out
 	// the new run's (it must not exist, or be empty).
 	From, Out string
+	// Store is the recorded run's store as the run used it (--store), read
+	// only: "" for From's store.db, a redis:// or rediss:// URL (its
+	// password, when the URL has none, from MGRPO_STORE_PASSWORD), or a
+	// sqlite:// file (read from a copy), as Rescore reads it.
+	Store string
 	// Prompts, when set, replace the recorded run's prompt templates by
 	// name (the YAML prompts key of --config).
 	Prompts map[string]string
@@ -31,10 +35,14 @@ type ReplayOptions struct {
 // ReplayMiss is a request the recording did not hold, located in the run.
 type ReplayMiss struct {
 	replay.Miss
-	// Step, Query and Rollout locate the rollout (from Trajectory).
+	// Step, Query and Rollout locate the rollout (from Trajectory, and
+	// the step that took it).
 	Step    int    `json:"step"`
 	Query   string `json:"query"`
 	Rollout int    `json:"rollout"`
+	// Draw is a streamed run's draw the rollout is of (its trajectory
+	// names it where a fixed step's names the step); 0 for fixed steps.
+	Draw int `json:"draw,omitempty"`
 }
 
 // ReplayResult is what a replay did.
@@ -55,13 +63,17 @@ const ReplayMissesFile = "replay-misses.jsonl"
 
 // Replay is `mgrpo replay`: it reruns the agents of the run in opts.From
 // (this program's code, prompts and configuration, the recorded run's
-// settings) against the run's recording, with no engine and no web: the
-// same requests get the same answers, so an unchanged program writes the
-// same files. A request the recording does not hold stops its rollout
-// (recorded as failed) and is reported with its difference from the
-// request recorded at that turn. A directory that is no run, a run
-// without a recording and a corrupt store are configuration errors. An
-// eval's folder is replayed as an eval (replayEval).
+// settings) against the run's recording (in From's store, or opts.Store),
+// with no engine, no web and no trainer: the same requests get the same
+// answers, so an unchanged program writes the same files. Each step runs
+// the rollouts the recorded step ran, at the versions they were sampled
+// with (farm.ReadSchedule), whatever timing formed the recorded steps
+// (asynchronous or streamed training). A request the recording does not
+// hold stops its rollout (recorded as failed) and is reported with its
+// difference from the request recorded at that turn. A directory that is
+// no run, a run without a recording, a corrupt store and unreadable step
+// files are configuration errors. An eval's folder is replayed as an eval
+// (replayEval).
 func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	logger := opts.logger()
 	if opts.Out == "" {
@@ -70,10 +82,10 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if opts.From != "" && filepath.Clean(opts.From) != filepath.Clean(opts.Out) && isEvalDir(opts.From) {
 		return replayEval(ctx, opts)
 	}
-	if err := checkRunDirs("replay", opts.From, opts.Out, true); err != nil {
+	if err := checkRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return ReplayResult{}, invalid(err)
 	}
-	src, _, spec, err := openRecordedRun(ctx, opts.From)
+	src, _, spec, err := openRecordedRunAt(ctx, opts.From, opts.Store)
 	if err != nil {
 		return ReplayResult{}, err
 	}
@@ -89,11 +101,12 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
 	}
-	if cfg.Train.MaxStaleness > 0 || cfg.Train.StreamGroups || cfg.Train.Role != "" {
-		// Which weights served a turn, and which groups a streamed step
-		// took, followed the run's timing; a replay without trainers
-		// cannot re-form them.
-		return ReplayResult{}, invalid(fmt.Errorf("replay: %s is an asynchronous, streamed or decoupled training run (train.max_staleness, stream_groups or role set): only rollout runs and on-policy train runs are replayed", opts.From))
+	// Which groups a step took and at which versions followed the run's
+	// timing (asynchronous and streamed training): the replay forms each
+	// step from what the recorded step took instead.
+	schedule, err := farm.ReadSchedule(opts.From, sums)
+	if err != nil {
+		return ReplayResult{}, invalid(fmt.Errorf("replay: %w", err))
 	}
 	for name, text := range opts.Prompts {
 		if cfg.Prompts == nil {
@@ -131,16 +144,10 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	// Each step is sampled at the versions the recorded step was: the
-	// trainers' updates are not replayed, their versions are.
-	var next atomic.Int64
-	fc.PolicyVersions = func() (int64, int64) {
-		i := int(next.Add(1)) - 1
-		if i < len(sums) {
-			return sums[i].PolicyVersion, sums[i].ExecutorPolicyVersion
-		}
-		return 0, 0
-	}
+	// Each step runs the rollouts the recorded step ran, at the versions
+	// they were sampled with: the trainers' updates are not replayed,
+	// their versions and records are.
+	fc.Schedule = schedule
 	f, err := farm.New(fc, spec.Tasks)
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -149,7 +156,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 		return ReplayResult{}, err
 	}
 	summaries, runErr := f.Run(ctx)
-	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses())}
+	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses(), scheduledSteps(schedule))}
 	if err := writeJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
 		return res, err
 	}
@@ -171,22 +178,37 @@ func placeholderKeys(getenv func(string) string) func(string) string {
 	}
 }
 
+// scheduledSteps returns the step of each rollout of schedule, by the
+// rollout's id.
+func scheduledSteps(schedule []farm.ScheduledStep) map[string]int {
+	out := map[string]int{}
+	for i, s := range schedule {
+		for _, u := range s.Units {
+			out[u.ID()] = i + 1
+		}
+	}
+	return out
+}
+
 // locateMisses keeps the first miss of each rollout, located by step,
 // query and rollout (a trajectory key is run/step/query/k/…), in that
 // order (rollouts run concurrently: the order they missed in is not the
 // run's).
-func locateMisses(ms []replay.Miss) []ReplayMiss {
+func locateMisses(ms []replay.Miss, steps map[string]int) []ReplayMiss {
 	var out []ReplayMiss
 	seen := map[string]bool{}
 	for _, m := range ms {
 		r := ReplayMiss{Miss: m, Rollout: -1}
 		parts := strings.Split(m.Trajectory, "/")
+		id := strings.Join(parts[:min(4, len(parts))], "/")
 		if len(parts) >= 4 {
 			r.Step, _ = strconv.Atoi(parts[1])
 			r.Query = parts[2]
 			r.Rollout, _ = strconv.Atoi(parts[3])
+			if s, ok := steps[id]; ok && s != r.Step {
+				r.Draw, r.Step = r.Step, s
+			}
 		}
-		id := strings.Join(parts[:min(4, len(parts))], "/")
 		if m.Trajectory != "" && seen[id] {
 			continue
 		}

@@ -215,7 +215,7 @@ func checkRunDirs(command, from, out string, withStore bool) error {
 	}
 	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(from, name)); err != nil {
-			if name == StoreFile && command == "rescore" {
+			if name == StoreFile && (command == "rescore" || command == "replay") {
 				return fmt.Errorf("%s: %s has no %s: a run kept in Redis is read with --store URL, the URL the run used (mgrpo rollout or train --out DIR writes %s otherwise)", command, from, name, name)
 			}
 			return fmt.Errorf("%s: %s is not a run directory of this mgrpo (no %s; mgrpo rollout or train --out DIR writes one)", command, from, name)

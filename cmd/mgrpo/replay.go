@@ -14,23 +14,27 @@ func replayCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "replay",
 		Usage:     "rerun a recorded run's or eval's agents (this mgrpo's code and prompts) against its recording, with no engine and no web",
-		ArgsUsage: "RUN_DIR --out DIR",
-		Description: "RUN_DIR must have been written with --record (mgrpo rollout, train or eval). Every model call, tool\n" +
-			"call and judge answer is taken from the recording: where the agents send the requests they sent then,\n" +
-			"DIR's files come out byte-identical (an eval's results.jsonl, summary.json and report.md, apart from\n" +
-			"their latency fields, the replay's own wall-clock). At the first request the recording does not hold,\n" +
-			"that rollout (or eval item's run) stops, recorded as failed, and the request is reported with its step,\n" +
-			"rollout (an eval: item and run), role and turn and a diff against the request recorded there\n" +
-			"(DIR/replay-misses.jsonl too); the command then exits 1.",
+		ArgsUsage: "RUN_DIR --out DIR [--store URL]",
+		Description: "RUN_DIR must have been written with --record (mgrpo rollout; mgrpo train: on-policy,\n" +
+			"--max-staleness with either --partial-rollouts, --stream-groups, or a decoupled run's planner side;\n" +
+			"mgrpo eval). Every model call, tool call and judge answer is taken from the recording, and each step\n" +
+			"runs the rollouts the recorded step ran (its groups, seeds and policy versions, read from RUN_DIR's\n" +
+			"step files), not the replay's own timing: where the agents send the requests they sent then, DIR's\n" +
+			"step files (samples, stats, rollouts.jsonl) come out byte-identical, and summary.jsonl too but for\n" +
+			"its timings (an eval's results.jsonl, summary.json and report.md, apart from their latency fields).\n" +
+			"At the first request the recording does not hold, that rollout (or eval item's run) stops, recorded\n" +
+			"as failed, and the request is reported with its step, rollout (an eval: item and run), role and turn\n" +
+			"and a diff against the request recorded there (DIR/replay-misses.jsonl too); the command then exits 1.",
 		Flags: []cli.Flag{
 			&cli.PathFlag{Name: "out", Usage: "the replayed run's `DIR` (must not exist, or be empty)", Required: true},
+			&cli.StringFlag{Name: "store", Usage: "the recorded run's store `URL` as the run used it (redis://HOST:PORT/DB[?prefix=P], rediss://…, sqlite://PATH; password from MGRPO_STORE_PASSWORD); default RUN_DIR/store.db. Only read"},
 			&cli.PathFlag{Name: "config", Usage: "YAML `FILE` whose prompts key replaces the recorded run's prompt templates"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("replay takes one run directory (mgrpo replay RUN_DIR --out DIR)")
 			}
-			opts := run.ReplayOptions{From: c.Args().First(), Out: c.Path("out"), Hooks: run.Hooks{Logger: loggerOf(c)}}
+			opts := run.ReplayOptions{From: c.Args().First(), Out: c.Path("out"), Store: c.String("store"), Hooks: run.Hooks{Logger: loggerOf(c)}}
 			if p := c.Path("config"); p != "" {
 				file, err := run.LoadConfig(p)
 				if err != nil {
@@ -39,10 +43,16 @@ func replayCommand() *cli.Command {
 				opts.Prompts = file.Prompts
 			}
 			res, err := run.Replay(c.Context, opts)
-			if err != nil {
+			if err != nil && len(res.Misses) == 0 {
 				return err
 			}
-			return writeReplayReport(c.App.Writer, res)
+			// A run the misses stopped (a step whose rollouts all failed)
+			// still reports them: they are why it stopped.
+			report := writeReplayReport(c.App.Writer, res)
+			if err != nil {
+				return fmt.Errorf("%w; %w", err, report)
+			}
+			return report
 		},
 	}
 }
@@ -64,7 +74,11 @@ func writeReplayReport(w io.Writer, res run.ReplayResult) error {
 			fmt.Fprintf(w, "\nnot recorded: a %s tool call\n%s", m.Tool, m.Diff)
 			continue
 		}
-		fmt.Fprintf(w, "\nnot recorded: step %d, query %s, rollout %d, role %s, turn %d (%s)\n%s", m.Step, m.Query, m.Rollout, m.Role, m.Turn, m.Trajectory, m.Diff)
+		step := fmt.Sprint(m.Step)
+		if m.Draw > 0 {
+			step += fmt.Sprintf(" (draw %d)", m.Draw)
+		}
+		fmt.Fprintf(w, "\nnot recorded: step %s, query %s, rollout %d, role %s, turn %d (%s)\n%s", step, m.Query, m.Rollout, m.Role, m.Turn, m.Trajectory, m.Diff)
 	}
 	if len(res.Misses) > 0 {
 		return fmt.Errorf("replay: %d rollouts sent a request the recording does not hold (see above, and %s)", len(res.Misses), run.ReplayMissesFile)

@@ -115,6 +115,11 @@ type Config struct {
 	// (see Training); the batches are kept in memory as the step is
 	// written.
 	Training *Training
+	// Schedule, when set, forms the steps instead of the step policies:
+	// step t runs Schedule[t−1]'s rollouts at its versions (see
+	// ScheduledStep; `mgrpo replay` gives a recorded run's). It gives
+	// every step; not with Training or Queue.
+	Schedule []ScheduledStep
 }
 
 // Validate reports every invalid field of c, each named with how to fix it.
@@ -210,6 +215,7 @@ func (c Config) Validate() error {
 		add("Grace %v: must not be negative (0 means %v)", c.Grace, DefaultGrace)
 	}
 	c.Failures.validate(add)
+	c.validateSchedule(add)
 	return errors.Join(errs...)
 }
 

@@ -84,6 +84,10 @@ func (f *Farm) Run(ctx context.Context) (_ []rollout.StepSummary, err error) {
 				out.summary.ExtraDraws, out.summary.DiscardedGroups, out.summary.ExtraDrawsCapped = len(m.Discarded), m.Discarded, m.Capped
 				out.draws = append(slices.Clone(m.Draws), m.Discarded...)
 			}
+			if s := r.scheduled; s != nil {
+				// No trainer ran: the step's training is the schedule's.
+				out.summary.Training, out.summary.TrainSeconds, out.summary.SyncSeconds = s.Training, s.TrainSeconds, s.SyncSeconds
+			}
 			if err := fin.finish(out); err != nil {
 				return err
 			}
@@ -151,6 +155,9 @@ type stepRollouts struct {
 	rolloutTime time.Duration
 	// manifest is a streamed step's membership (nil: a fixed step).
 	manifest *streamManifest
+	// scheduled is the step of Config.Schedule it was formed from (nil:
+	// none).
+	scheduled *ScheduledStep
 }
 
 // rolloutStep schedules a step at the current policy versions (pinned:

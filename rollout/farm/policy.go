@@ -33,12 +33,15 @@ type stepPolicy interface {
 	stop(err error)
 }
 
-// newPolicyFor returns the constructor of cfg's step policy: streamed
-// groups (Training.StreamGroups), steps overlapped by S (Training.
-// MaxStaleness S > 0, rollouts run here), or fixed steps.
+// newPolicyFor returns the constructor of cfg's step policy: the steps
+// of a given schedule (Schedule), streamed groups (Training.StreamGroups),
+// steps overlapped by S (Training.MaxStaleness S > 0, rollouts run here),
+// or fixed steps.
 func newPolicyFor(cfg Config) func(ctx context.Context, f *Farm, fin *finisher) stepPolicy {
 	t := cfg.Training
 	switch {
+	case cfg.Schedule != nil:
+		return newScheduledSteps
 	case t != nil && t.StreamGroups:
 		return newStreamedSteps
 	case t != nil && t.MaxStaleness > 0 && !cfg.Queue:
