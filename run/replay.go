@@ -108,12 +108,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %w", err))
 	}
-	for name, text := range opts.Prompts {
-		if cfg.Prompts == nil {
-			cfg.Prompts = map[string]string{}
-		}
-		cfg.Prompts[name] = text
-	}
+	overridePrompts(&cfg, opts.Prompts)
 	defaults := DefaultConfig()
 	// The recorded world is not started: its answers are in the recording.
 	getenv := Getenv(nil)
@@ -220,4 +215,15 @@ func locateMisses(ms []replay.Miss, steps map[string]int) []ReplayMiss {
 			cmp.Compare(a.Trajectory, b.Trajectory), cmp.Compare(a.Turn, b.Turn))
 	})
 	return out
+}
+
+// overridePrompts replaces cfg's prompt templates by name with prompts
+// (a replay's --config prompts key).
+func overridePrompts(cfg *Config, prompts map[string]string) {
+	for name, text := range prompts {
+		if cfg.Prompts == nil {
+			cfg.Prompts = map[string]string{}
+		}
+		cfg.Prompts[name] = text
+	}
 }

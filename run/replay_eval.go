@@ -153,12 +153,7 @@ func replayEval(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %w", err))
 	}
-	for name, text := range opts.Prompts {
-		if cfg.Prompts == nil {
-			cfg.Prompts = map[string]string{}
-		}
-		cfg.Prompts[name] = text
-	}
+	overridePrompts(&cfg, opts.Prompts)
 	defaults := DefaultConfig()
 	getenv := SimGetenv(cfg.Sim)
 	cfg.Sim, cfg.Out, cfg.Record = false, opts.Out, false
