@@ -85,7 +85,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err := checkRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return ReplayResult{}, invalid(err)
 	}
-	src, _, spec, err := openRecordedRunAt(ctx, opts.From, opts.Store)
+	src, _, spec, err := openRecordedRun(ctx, opts.From, opts.Store)
 	if err != nil {
 		return ReplayResult{}, err
 	}

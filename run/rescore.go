@@ -90,7 +90,7 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	if err := checkRunDirs("rescore", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return RescoreResult{}, invalid(err)
 	}
-	src, runID, spec, err := openRecordedRunAt(ctx, opts.From, opts.Store)
+	src, runID, spec, err := openRecordedRun(ctx, opts.From, opts.Store)
 	if err != nil {
 		return RescoreResult{}, err
 	}
@@ -277,18 +277,13 @@ func (r *recordedStore) openCopy(ctx context.Context, file, where string) error 
 	return nil
 }
 
-// openRecordedRun opens a copy of the run's store.db and reads its record.
-func openRecordedRun(ctx context.Context, from string) (*recordedStore, string, farm.RunSpec, error) {
-	return openRecordedRunAt(ctx, from, "")
-}
-
-// openRecordedRunAt opens the recorded run's store — a copy of from's
+// openRecordedRun opens the recorded run's store — a copy of from's
 // store.db (storeURL ""), of a sqlite:// file, or the Redis a redis://
 // URL names, read in place (nothing here writes to it) — and reads the
 // record of the run whose step files are in from: the store's one run,
 // or among several the one named in from's rollouts.jsonl (else from's
 // directory name, the default run name).
-func openRecordedRunAt(ctx context.Context, from, storeURL string) (*recordedStore, string, farm.RunSpec, error) {
+func openRecordedRun(ctx context.Context, from, storeURL string) (*recordedStore, string, farm.RunSpec, error) {
 	var spec farm.RunSpec
 	r := &recordedStore{}
 	fail := func(err error) (*recordedStore, string, farm.RunSpec, error) {
