@@ -14,3 +14,6 @@ func Usage(tb testing.TB) (cpu time.Duration, peakRSS int64) {
 	tb.Skip("process CPU time and peak RSS are read with getrusage (unix only)")
 	return 0, 0
 }
+
+// switches is 0, 0: this platform's context switches are not read.
+func switches(tb testing.TB) (voluntary, involuntary int64) { return 0, 0 }

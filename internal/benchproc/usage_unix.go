@@ -23,3 +23,14 @@ func Usage(tb testing.TB) (cpu time.Duration, peakRSS int64) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), rss
 }
+
+// switches returns this process's voluntary and involuntary context
+// switches so far, all threads counted.
+func switches(tb testing.TB) (voluntary, involuntary int64) {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return int64(ru.Nvcsw), int64(ru.Nivcsw)
+}

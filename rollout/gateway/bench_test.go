@@ -166,8 +166,10 @@ func benchWeb(webURL, name string, args map[string]any) string {
 // another process, and reports each side's farm CPU per model call (this
 // process: the farm, the clients, and the agents' loop and tools or the
 // gateway), the sim and the pushed agent excluded. The goal is
-// gateway ≤ 1.3 × in-process. A warm-up pass comes first, so the in-process
-// tools answer from their cache and neither side counts tool work.
+// gateway ≤ 1.3 × in-process. Each side's measured rollouts run once
+// unmeasured first, so the in-process tools answer from their cache and
+// neither side counts tool work. Allocations, goroutines started and the
+// threads' context switches are reported per call beside the CPU.
 func BenchmarkGatewayVsInProcess(b *testing.B) {
 	line, _ := benchproc.Start(b, "TestBenchChild", []string{benchChildEnv + "=1"}, "child ")
 	f := strings.Fields(line)
@@ -184,24 +186,13 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 	scoring := farm.Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), ExpertFallback: rollout.DefaultExpertFallback}
 	const concurrency = 32
 	for _, side := range sides {
-		// A warm-up pass over every task: connections, pools and the
-		// in-process tools' cache (which then answers the measured passes,
-		// so both sides count the farm's own work per call).
-		var warm sync.WaitGroup
-		for i, t := range tasks {
-			warm.Go(func() {
-				farm.Execute(context.Background(), side.runner, scoring, rollout.RolloutTask{Run: "warm", QueryID: t.ID, K: i, Seed: int64(i)}, t)
-			})
-		}
-		warm.Wait()
-		b.Run(side.name, func(b *testing.B) {
+		// pass runs rollouts 0 … n-1 (task i mod the tasks, seed i), 32 at a
+		// time, and returns their model calls and failures.
+		pass := func(n int) (calls, failed int) {
 			var mu sync.Mutex
-			calls, failed := 0, 0
 			sem := make(chan struct{}, concurrency)
 			var wg sync.WaitGroup
-			cpu0, _ := benchproc.Usage(b)
-			b.ResetTimer()
-			for i := range b.N {
+			for i := range n {
 				sem <- struct{}{}
 				wg.Go(func() {
 					defer func() { <-sem }()
@@ -221,10 +212,26 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 				})
 			}
 			wg.Wait()
+			return calls, failed
+		}
+		b.Run(side.name, func(b *testing.B) {
+			// The same rollouts once unmeasured first: connections, pools
+			// and the in-process tools' cache, which then answers every
+			// search and visit of the measured pass (the same seeds ask the
+			// same), so that neither side counts tool work. A warm-up over
+			// other seeds would leave the in-process side's first measured
+			// pass fetching pages its cache never saw.
+			pass(b.N)
+			cpu0, _ := benchproc.Usage(b)
+			counts0 := benchproc.ReadCounts(b)
+			b.ResetTimer()
+			calls, failed := pass(b.N)
 			b.StopTimer()
 			cpu1, _ := benchproc.Usage(b)
+			counts := benchproc.ReadCounts(b).Sub(counts0)
 			if calls > 0 {
 				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(calls), "farm-cpu-µs/call")
+				counts.Report(b, calls, "call")
 				b.ReportMetric(float64(calls)/float64(b.N), "calls/rollout")
 			}
 			if failed > 0 {
