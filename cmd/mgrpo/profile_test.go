@@ -8,8 +8,9 @@ import (
 	"testing"
 )
 
-// TestStartProfile checks that MGRPO_CPUPROFILE writes a profile, that an
-// unusable path is said and ignored, and that without it nothing happens.
+// TestStartProfile checks that MGRPO_CPUPROFILE and MGRPO_HEAP_PEAK write
+// their profiles, that an unusable path is said and ignored, and that
+// without them nothing happens.
 func TestStartProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cpu.out")
 	var stderr bytes.Buffer
@@ -32,6 +33,18 @@ func TestStartProfile(t *testing.T) {
 	startProfile(func(string) string { return bad }, &stderr)()
 	if !strings.Contains(stderr.String(), envCPUProfile) {
 		t.Errorf("stderr %q, want a message naming %s", stderr.String(), envCPUProfile)
+	}
+
+	stderr.Reset()
+	heap := filepath.Join(t.TempDir(), "heap.out")
+	startProfile(func(k string) string {
+		if k == envHeapPeak {
+			return heap
+		}
+		return ""
+	}, &stderr)()
+	if fi, err := os.Stat(heap); err != nil || fi.Size() == 0 {
+		t.Errorf("heap profile %s: %v (size %v), want a written profile", heap, err, fi)
 	}
 
 	stderr.Reset()

@@ -11,12 +11,12 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/internal/benchproc"
+	"github.com/mgrpo/mgrpo/internal/heappeak"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/llm/policy"
@@ -254,37 +254,10 @@ func heapAtPeak(b *testing.B) func() {
 	if path == "" {
 		return func() {}
 	}
-	var (
-		best []byte
-		peak uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			var ms runtime.MemStats
-			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peak {
-				peak = ms.HeapInuse
-				var buf strings.Builder
-				pprof.Lookup("heap").WriteTo(&buf, 0)
-				best = []byte(buf.String())
-			}
-		}
-	}()
+	stop := heappeak.Watch(path, 500*time.Millisecond)
 	return func() {
-		close(done)
-		wg.Wait()
-		if err := os.WriteFile(path, best, 0o644); err != nil {
+		peak, err := stop()
+		if err != nil {
 			b.Error(err)
 		}
 		b.Logf("heap profile at the peak (%d MiB in use) in %s", peak>>20, path)
