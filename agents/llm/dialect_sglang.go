@@ -108,7 +108,7 @@ func (d *sglangDialect) chatRoute(ctx context.Context, c *Client, req Request, s
 		if err := checkTokens(t); err != nil {
 			return err
 		}
-		req.Prefix.rememberTurn(r.choicePromptText, r.choicePromptKnown, t)
+		req.Prefix.rememberTurn(r.choicePromptText, t)
 		turn = t
 		return nil
 	}

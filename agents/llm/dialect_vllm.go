@@ -112,7 +112,7 @@ func (d *vllmDialect) chat(ctx context.Context, c *Client, req Request, s Sampli
 			if err := checkTokens(t); err != nil {
 				return err
 			}
-			req.Prefix.rememberTurn(r.promptText, r.promptKnown, t)
+			req.Prefix.rememberTurn(r.promptText, t)
 			turn = t
 			return nil
 		}

@@ -100,11 +100,11 @@ func (p *PromptPrefix) appendMessages(msgs []openai.ChatCompletionMessage) ([]by
 	if n > 0 {
 		dst = p.msgsJSON[:p.sent[n-1].end]
 	}
-	// A trajectory's history grows call by call: grow once, with as much
-	// room again for the calls to come, rather than doubling from a few
-	// bytes on a new prefix.
+	// A trajectory's history grows call by call: grow once, with room for
+	// the calls to come (withRoom), rather than doubling from a few bytes
+	// on a new prefix.
 	if need := len(dst) + encodedSize(msgs[n:]); need > cap(dst) {
-		dst = append(make([]byte, 0, 2*need), dst...)
+		dst = append(make([]byte, 0, withRoom(need)), dst...)
 	}
 	if len(msgs) > cap(p.sent) {
 		p.sent = append(make([]sentMessage, 0, 2*len(msgs)), p.sent...)

@@ -48,11 +48,8 @@ type chatResult struct {
 	tokens []string
 	// promptText and choicePromptText are the top-level and the choice's
 	// prompt_token_ids arrays as written, for a PromptPrefix (slices of the
-	// body; empty when the slow path decoded it); promptKnown and
-	// choicePromptKnown are how many of their first bytes were the
-	// PromptPrefix's text.
-	promptText, choicePromptText   []byte
-	promptKnown, choicePromptKnown int
+	// body; empty when the slow path decoded it).
+	promptText, choicePromptText []byte
 }
 
 // decodeChat decodes a chat completion body for a dialect, with the
@@ -214,10 +211,9 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (r *chatResult
 	resp := new(ChatResponse)
 	r = &chatResult{resp: resp}
 	var (
-		ids         []int32
-		promptText  []byte
-		promptKnown int
-		seen        uint
+		ids        []int32
+		promptText []byte
+		seen       uint
 	)
 	sc.top.reset()
 	ok := s.members(func(key []byte) bool {
@@ -228,7 +224,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (r *chatResult
 				return false
 			}
 			ids, ok = s.promptIDs()
-			promptText, promptKnown = s.promptText, s.promptKnown
+			promptText = s.promptText
 		case "choices":
 			if !s.once(&seen, 2) {
 				return false
@@ -268,7 +264,7 @@ func fastChat(body []byte, wantTokens bool, prefix *PromptPrefix) (r *chatResult
 	if !ok || !s.End() || !sc.top.decode(resp) {
 		return nil, s.fallbacks(body, false)
 	}
-	resp.PromptTokenIDs, r.promptText, r.promptKnown = ids, promptText, promptKnown
+	resp.PromptTokenIDs, r.promptText = ids, promptText
 	switch r.ch.FinishReason {
 	case "abort", "", "null":
 		// DecodeChatResponse's errors, with its messages.
@@ -311,7 +307,7 @@ func (s *jscan) choices(r *chatResult, sc *scratch, wantTokens bool) bool {
 				return false
 			}
 			ch.PromptTokenIDs, ok = s.promptIDs()
-			r.choicePromptText, r.choicePromptKnown = s.promptText, s.promptKnown
+			r.choicePromptText = s.promptText
 		case "logprobs":
 			if !s.once(&seen, 4) {
 				return false

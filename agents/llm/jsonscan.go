@@ -15,11 +15,9 @@ import (
 type jscan struct {
 	jsonfast.Scanner
 	// prefix, when set, lets promptIDs copy known prompt ids; promptText
-	// is the text of the last array promptIDs read (a slice of B), and
-	// promptKnown how many of its first bytes were the prefix's text.
-	prefix      *PromptPrefix
-	promptText  []byte
-	promptKnown int
+	// is the text of the last array promptIDs read (a slice of B).
+	prefix     *PromptPrefix
+	promptText []byte
 	// why is the reason (a FallbackX) of the first refusal since the last
 	// recovered one; handedMessage and handedMember record the members
 	// given to encoding/json (see rest).

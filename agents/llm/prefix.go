@@ -1,7 +1,7 @@
 package llm
 
 import (
-	"bytes"
+	"hash/maphash"
 	"slices"
 )
 
@@ -16,10 +16,11 @@ import (
 //     the leading messages that are still equal, field by field, to those
 //     copies and encodes only the rest; callers may edit or rebuild their
 //     messages between calls.
-//   - the previous answer's prompt token ids, with the exact text the
-//     server wrote them as. The next answer's prompt_token_ids start with
-//     the same bytes: the client compares them and copies the known ids
-//     instead of decoding thousands of numbers again.
+//   - the previous answer's prompt token ids, with the length and a digest
+//     of the exact text the server wrote them as. The next answer's
+//     prompt_token_ids start with the same bytes: the client checks their
+//     digest and copies the known ids instead of decoding thousands of
+//     numbers again.
 //
 // The turns of a trajectory share one growing id array: each answer's
 // completion ids are placed right after its prompt ids, the next prompt's
@@ -40,10 +41,10 @@ import (
 // PromptPrefix per trajectory and one call at a time (it is not safe for
 // concurrent use); the zero value is ready.
 type PromptPrefix struct {
-	// text is the array as the server wrote it, from '[' through the last
-	// digit (no closing bracket); ids are the numbers text holds, shared
-	// with a Turn and never modified.
-	text []byte
+	// text is the digest of the array as the server wrote it, from '['
+	// through the last digit (no closing bracket); ids are the numbers that
+	// text holds, shared with a Turn and never modified.
+	text textDigest
 	ids  []int32
 	// comp is the completion that answered ids, placed right after them in
 	// buf (see remember); nil when it was not.
@@ -80,18 +81,18 @@ func (p *PromptPrefix) Release() {
 	if p == nil {
 		return
 	}
-	p.text, p.ids, p.comp, p.buf = nil, nil, nil, nil
+	p.text, p.ids, p.comp, p.buf = textDigest{}, nil, nil, nil
 	p.msgsJSON, p.sent = nil, nil
 }
 
 // rememberTurn remembers t's prompt and completion (see remember) and
 // points t's ids at the trajectory's array, where the completion follows
 // the prompt.
-func (p *PromptPrefix) rememberTurn(text []byte, known int, t *Turn) {
+func (p *PromptPrefix) rememberTurn(text []byte, t *Turn) {
 	if p == nil {
 		return
 	}
-	if prompt, completion, both := p.remember(text, known, t.PromptIDs, t.CompletionIDs); both != nil {
+	if prompt, completion, both := p.remember(text, t.PromptIDs, t.CompletionIDs); both != nil {
 		t.PromptIDs, t.CompletionIDs, t.tokens = prompt, completion, both
 		p.adopt(t)
 	} else {
@@ -133,11 +134,10 @@ func (p *PromptPrefix) adopt(t *Turn) {
 	p.placed = append(slices.DeleteFunc(p.placed, func(o *Turn) bool { return o == nil }), t)
 }
 
-// remember stores the prompt ids of the latest answer and their text (a
-// slice of a body that is about to be recycled, so it is copied; its first
-// known bytes are the text remembered before, which is kept and only the
-// rest copied). An empty text forgets the ids; the remembered messages
-// stay, as they do not depend on the answer.
+// remember stores the prompt ids of the latest answer and the digest of
+// their text (a slice of a body that is about to be recycled). An empty
+// text forgets the ids; the remembered messages stay, as they do not
+// depend on the answer.
 //
 // A non-empty completion is placed right after the prompt in the
 // trajectory's array (copying the prompt there too when it is not already
@@ -145,25 +145,12 @@ func (p *PromptPrefix) adopt(t *Turn) {
 // returned: the next prompt normally continues with this completion, so
 // the array then holds the whole trajectory's sequence once (see
 // extendIDs and Sequences). Without a completion they are nil.
-func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int32) (pv, cv, both []int32) {
+func (p *PromptPrefix) remember(text []byte, prompt, completion []int32) (pv, cv, both []int32) {
 	if len(text) == 0 || len(prompt) == 0 {
-		p.text, p.ids, p.comp, p.buf = p.text[:0], nil, nil, nil
+		p.text, p.ids, p.comp, p.buf = textDigest{}, nil, nil, nil
 		return nil, nil, nil
 	}
-	if known > 0 && known == len(p.text) && known <= len(text) {
-		if cap(p.text) < len(text) {
-			grown := make([]byte, known, 2*len(text))
-			copy(grown, p.text)
-			p.text = grown
-		}
-		p.text = append(p.text, text[known:]...)
-	} else {
-		if cap(p.text) < len(text) {
-			// Prompts grow turn by turn: leave room for the next ones.
-			p.text = make([]byte, 0, 2*len(text))
-		}
-		p.text = append(p.text[:0], text...)
-	}
+	p.text = digestText(text)
 	n, m := len(prompt), len(completion)
 	inBuf := len(p.buf) >= n && &p.buf[0] == &prompt[0]
 	p.ids, p.comp = prompt, nil
@@ -181,7 +168,7 @@ func (p *PromptPrefix) remember(text []byte, known int, prompt, completion []int
 	if inBuf && cap(p.buf) >= n+m {
 		buf = p.buf[:n]
 	} else {
-		buf = make([]int32, n, 2*(n+m))
+		buf = make([]int32, n, withRoom(n+m))
 		copy(buf, prompt)
 	}
 	buf = append(buf, completion...)
@@ -225,7 +212,7 @@ func (s *jscan) extendIDs(p *PromptPrefix) ([]int32, bool) {
 		if known > len(p.ids) {
 			src = p.buf[:known]
 		}
-		out = make([]int32, known, need+need/2)
+		out = make([]int32, known, withRoom(need))
 		copy(out, src)
 	}
 	out, ok := s.appendIntElems(out)
@@ -274,21 +261,20 @@ func (s *jscan) matchInts(want []int32) (done, ok bool) {
 func (s *jscan) promptIDs() ([]int32, bool) {
 	s.WS()
 	start := s.I
-	s.promptText, s.promptKnown = nil, 0
+	s.promptText = nil
 	var (
 		out []int32
 		ok  bool
 	)
-	if p := s.prefix; p != nil && len(p.text) > 0 {
+	if p := s.prefix; p != nil && p.text.n > 0 {
 		rest := s.B[s.I:]
-		if n := len(p.text); len(rest) > n && rest[n] == ',' && bytes.Equal(rest[:n], p.text) {
+		if n := p.text.n; len(rest) > n && rest[n] == ',' && p.text.matches(rest[:n]) {
 			s.I += n + 1
 			s.WS()
 			out, ok = s.extendIDs(p)
 			if !ok {
 				return nil, false
 			}
-			s.promptKnown = n
 		}
 	}
 	if out == nil {
@@ -306,3 +292,31 @@ func (s *jscan) promptIDs() ([]int32, bool) {
 }
 
 func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// withRoom is the capacity to give an array of n values that grows call by
+// call (a trajectory's ids, its encoded messages): a quarter more, so that
+// the next calls usually append in place without holding twice what is
+// needed across thousands of conversations in flight.
+func withRoom(n int) int { return n + max(n/4, 256) }
+
+// promptTextSeed seeds the digests of remembered prompt texts.
+var promptTextSeed = maphash.MakeSeed()
+
+// textDigest stands for a text the prefix no longer holds: its length and
+// its 64-bit hash (hash/maphash, with a seed of this process's own). The
+// chance that a different text of the same length matches is 2⁻⁶⁴ per
+// check; holding the digest instead of the text saves about 6 bytes a
+// prompt token for every conversation in flight.
+type textDigest struct {
+	n   int
+	sum uint64
+}
+
+func digestText(b []byte) textDigest {
+	return textDigest{n: len(b), sum: maphash.Bytes(promptTextSeed, b)}
+}
+
+// matches reports whether b is the text d stands for.
+func (d textDigest) matches(b []byte) bool {
+	return len(b) == d.n && maphash.Bytes(promptTextSeed, b) == d.sum
+}

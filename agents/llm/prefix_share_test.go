@@ -18,7 +18,7 @@ func TestPromptPrefixSharesOneArray(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", arr, err)
 		}
-		p.remember(r.promptText, r.promptKnown, r.resp.PromptTokenIDs, nil)
+		p.remember(r.promptText, r.resp.PromptTokenIDs, nil)
 		return r.resp.PromptTokenIDs
 	}
 	first := decode("[1,2,3]")

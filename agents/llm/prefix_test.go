@@ -23,7 +23,7 @@ func prefixFrom(t testing.TB, arr string) *PromptPrefix {
 		t.Fatalf("previous answer %s: %v", arr, err)
 	}
 	var p PromptPrefix
-	p.remember(r.promptText, r.promptKnown, r.resp.PromptTokenIDs, nil)
+	p.remember(r.promptText, r.resp.PromptTokenIDs, nil)
 	return &p
 }
 
@@ -70,7 +70,7 @@ func TestPromptPrefixDecodesTheSame(t *testing.T) {
 // TestPromptPrefixIsUsed checks the copy path is taken: a prefix whose ids
 // do not match its text (which never happens for real) shows through.
 func TestPromptPrefixIsUsed(t *testing.T) {
-	p := &PromptPrefix{text: []byte("[1,2,3"), ids: []int32{7, 8, 9}}
+	p := &PromptPrefix{text: digestText([]byte("[1,2,3")), ids: []int32{7, 8, 9}}
 	v, s := withPromptIDs("[1,2,3,4]")
 	r, err := decodeChatPrefix([]byte(v), false, p, nil)
 	if err != nil {
@@ -90,17 +90,17 @@ func TestPromptPrefixIsUsed(t *testing.T) {
 		t.Errorf("SGLang prompt ids %v, want the prefix's ids then 4", got)
 	}
 
-	// remember copies the text out of the body, which is recycled.
+	// remember keeps the text's digest, not the body, which is recycled.
 	body := []byte("[1,2")
 	var q PromptPrefix
-	q.remember(body, 0, []int32{1, 2}, nil)
+	q.remember(body, []int32{1, 2}, nil)
 	body[1] = '9'
-	if string(q.text) != "[1,2" {
-		t.Errorf("remembered text changed with the body: %q", q.text)
+	if !q.text.matches([]byte("[1,2")) || q.text.matches(body) {
+		t.Errorf("remembered text changed with the body: %+v", q.text)
 	}
-	q.remember(nil, 0, nil, nil)
-	if len(q.text) != 0 || q.ids != nil {
-		t.Errorf("empty text did not forget the prefix: %q %v", q.text, q.ids)
+	q.remember(nil, nil, nil)
+	if q.text.n != 0 || q.ids != nil {
+		t.Errorf("empty text did not forget the prefix: %+v %v", q.text, q.ids)
 	}
 }
 
@@ -118,7 +118,7 @@ func FuzzPromptPrefix(f *testing.F) {
 			return
 		}
 		var p PromptPrefix
-		p.remember(r.promptText, r.promptKnown, r.resp.PromptTokenIDs, nil)
+		p.remember(r.promptText, r.resp.PromptTokenIDs, nil)
 		v, s := withPromptIDs(next)
 		sameDecode(t, v, &p)
 		sameDecode(t, s, &p)

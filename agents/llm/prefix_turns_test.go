@@ -46,7 +46,7 @@ func wireTurn(tb interface{ Fatalf(string, ...any) }, p *PromptPrefix, t *Turn) 
 	if err := checkTokens(got); err != nil {
 		tb.Fatalf("%v", err)
 	}
-	p.rememberTurn(r.promptText, r.promptKnown, got)
+	p.rememberTurn(r.promptText, got)
 	return got
 }
 
@@ -80,8 +80,8 @@ func TestPromptPrefixTurnsProperty(t *testing.T) {
 		wired := make([]*Turn, len(plain))
 		for i, pt := range plain {
 			wired[i] = wireTurn(t, &p, pt)
-			if want := strings.TrimSuffix(idsJSON(pt.PromptIDs), "]"); string(p.text) != want {
-				t.Fatalf("after answer %d the remembered text is %q, want %q", i, p.text, want)
+			if want := strings.TrimSuffix(idsJSON(pt.PromptIDs), "]"); !p.text.matches([]byte(want)) {
+				t.Fatalf("after answer %d the remembered text is not %q", i, want)
 			}
 			for j := range i + 1 {
 				if !slices.Equal(wired[j].PromptIDs, plain[j].PromptIDs) || !slices.Equal(wired[j].CompletionIDs, plain[j].CompletionIDs) {
@@ -114,10 +114,9 @@ func TestPromptPrefixTurnsProperty(t *testing.T) {
 func TestPromptPrefixCompletionInPlace(t *testing.T) {
 	var p PromptPrefix
 	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-1, -2}})
-	text1 := &p.text[0]
 	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6}, CompletionIDs: []int32{7}, Logprobs: []float64{-3}})
-	if string(p.text) != "[1,2,3,4,5,6" || &p.text[0] != text1 {
-		t.Errorf("remembered text %q: not extended in place by the new ids' text", p.text)
+	if !p.text.matches([]byte("[1,2,3,4,5,6")) {
+		t.Errorf("remembered text %+v: not the new prompt's", p.text)
 	}
 	t3 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6, 7}, CompletionIDs: []int32{8}, Logprobs: []float64{-4}})
 	if &t1.PromptIDs[0] != &t2.PromptIDs[0] || &t2.PromptIDs[0] != &t3.PromptIDs[0] || &t1.CompletionIDs[0] != &t2.PromptIDs[3] || &t2.CompletionIDs[0] != &t3.PromptIDs[6] {
@@ -297,8 +296,8 @@ func TestPromptPrefixRelease(t *testing.T) {
 	var p PromptPrefix
 	t1 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3}, CompletionIDs: []int32{4, 5}, Logprobs: []float64{-1, -2}})
 	p.Release()
-	if p.text != nil || p.buf != nil || p.msgsJSON != nil || p.sent != nil {
-		t.Fatalf("released prefix still holds text %q, ids %v, messages %q", p.text, p.buf, p.msgsJSON)
+	if p.text.n != 0 || p.buf != nil || p.msgsJSON != nil || p.sent != nil {
+		t.Fatalf("released prefix still holds text %+v, ids %v, messages %q", p.text, p.buf, p.msgsJSON)
 	}
 	t2 := wireTurn(t, &p, &Turn{PromptIDs: []int32{1, 2, 3, 4, 5, 6}, CompletionIDs: []int32{7}, Logprobs: []float64{-3}})
 	if !slices.Equal(t1.PromptIDs, []int32{1, 2, 3}) || !slices.Equal(t1.CompletionIDs, []int32{4, 5}) ||

@@ -15,13 +15,16 @@ import (
 
 // Watch samples the heap in use every interval and keeps the heap profile
 // of the highest sample. The returned stop ends the sampling, writes that
-// profile to path and returns the peak's bytes in use.
+// profile to path and the runtime's memory statistics of that moment (heap,
+// stacks, goroutines: what the heap profile does not show) to path+".txt",
+// and returns the peak's heap bytes in use.
 func Watch(path string, interval time.Duration) (stop func() (peak uint64, err error)) {
 	var (
-		best []byte
-		high uint64
-		done = make(chan struct{})
-		wg   sync.WaitGroup
+		best  []byte
+		stats string
+		high  uint64
+		done  = make(chan struct{})
+		wg    sync.WaitGroup
 	)
 	sample := func() {
 		var ms runtime.MemStats
@@ -34,6 +37,9 @@ func Watch(path string, interval time.Duration) (stop func() (peak uint64, err e
 		if err := pprof.Lookup("heap").WriteTo(&buf, 0); err == nil {
 			best = buf.Bytes()
 		}
+		const mib = 1 << 20
+		stats = fmt.Sprintf("heap_inuse_mib %d\nheap_idle_mib %d\nheap_released_mib %d\nstack_inuse_mib %d\nsys_mib %d\ngoroutines %d\nnext_gc_mib %d\n",
+			ms.HeapInuse/mib, ms.HeapIdle/mib, ms.HeapReleased/mib, ms.StackInuse/mib, ms.Sys/mib, runtime.NumGoroutine(), ms.NextGC/mib)
 	}
 	wg.Add(1)
 	go func() {
@@ -55,6 +61,9 @@ func Watch(path string, interval time.Duration) (stop func() (peak uint64, err e
 		sample()
 		if err := os.WriteFile(path, best, 0o644); err != nil {
 			return high, fmt.Errorf("heap profile at the peak: %w", err)
+		}
+		if err := os.WriteFile(path+".txt", []byte(stats), 0o644); err != nil {
+			return high, fmt.Errorf("memory statistics at the peak: %w", err)
 		}
 		return high, nil
 	}

@@ -75,11 +75,14 @@ type stepResults interface {
 	get(ctx context.Context, i int) (*RolloutResult, error)
 }
 
-// memResults keeps a step's results in memory.
+// memResults keeps a step's results in memory, in their stored form (see
+// storedForm): a step holds thousands of them until it is assembled, and
+// their turns' completion ids would keep each trajectory's whole id array
+// of the client alive besides the sequences.
 type memResults []*RolloutResult
 
 func (m memResults) put(_ context.Context, i int, r *RolloutResult) error {
-	m[i] = r
+	m[i] = storedForm(r)
 	return nil
 }
 
@@ -95,8 +98,9 @@ func (m memResults) get(_ context.Context, i int) (*RolloutResult, error) {
 // storedResults keeps a step's results in the run's store, each written as
 // its rollout finishes: a resumed run needs the write. Assembly needs the
 // result once more, and reading it back costs as much CPU as writing it,
-// so the results are also kept in memory, up to keptResultBytes of their
-// stored size a step; the rest are read back.
+// so the results are also kept in memory (in their stored form, as
+// memResults keeps them), up to keptResultBytes of their stored size a
+// step; the rest are read back.
 type storedResults struct {
 	st   *storeAccess
 	plan *stepPlan
@@ -109,8 +113,10 @@ type storedResults struct {
 
 // keptResultBytes bounds the stored size of the results a step keeps in
 // memory until it is assembled (about 75 KB a rollout of the sim; the
-// results in memory take about twice that).
-const keptResultBytes = 32 << 20
+// results in memory take about twice that): a step of a few hundred
+// rollouts is assembled without reading back, and at 10,000 in flight the
+// ones kept are a few percent of the step for about 30 MB of heap.
+const keptResultBytes = 16 << 20
 
 func newStoredResults(st *storeAccess, plan *stepPlan) *storedResults {
 	return &storedResults{st: st, plan: plan, kept: map[int]*RolloutResult{}, keptSize: map[int]int{}}
@@ -124,7 +130,7 @@ func (s *storedResults) put(ctx context.Context, i int, r *RolloutResult) error 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keptBytes+n <= keptResultBytes {
-		s.kept[i], s.keptSize[i] = r, n
+		s.kept[i], s.keptSize[i] = storedForm(r), n
 		s.keptBytes += n
 	}
 	return nil
