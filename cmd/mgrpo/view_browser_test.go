@@ -15,13 +15,20 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
-// browser starts headless Chromium from MGRPO_TEST_CHROMIUM, or skips.
-func browser(t *testing.T) context.Context {
+// chromiumPath is MGRPO_TEST_CHROMIUM; the test skips when it is unset.
+func chromiumPath(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("MGRPO_TEST_CHROMIUM")
 	if bin == "" {
 		t.Skip("MGRPO_TEST_CHROMIUM is not set (path to a chromium binary); .ci/run sets it")
 	}
+	return bin
+}
+
+// browser starts headless Chromium from MGRPO_TEST_CHROMIUM, or skips.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	bin := chromiumPath(t)
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1000),
@@ -30,12 +37,24 @@ func browser(t *testing.T) context.Context {
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, browserBudget(t))
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("start %s: %v", bin, err)
 	}
 	return ctx
+}
+
+// browserBudget is how long a test may drive Chromium: what is left of the
+// test binary's -timeout less a minute to report, at most ten minutes. A
+// fixed short budget is a wall-clock assertion in disguise: on a loaded
+// 2-core machine full-page screenshots alone take tens of seconds.
+func browserBudget(t *testing.T) time.Duration {
+	budget := 10 * time.Minute
+	if deadline, ok := t.Deadline(); ok {
+		budget = min(budget, time.Until(deadline)-time.Minute)
+	}
+	return max(budget, 30*time.Second)
 }
 
 // open navigates to u and waits until the element sel is visible.

@@ -62,16 +62,18 @@ func allFailedRun(t *testing.T) string {
 // trainer checks, plots fitted to a one-step run, and the banner of a step
 // whose rollouts all failed; each checked from the DOM, with screenshots.
 func TestViewForRLEngineersInBrowser(t *testing.T) {
-	ctx := browser(t)
-	shots := screenshotDir(t)
+	chromiumPath(t)
 	tok := simllm.NewTokenizer()
 	simOpts := view.Options{Detokenizer: simDetokenizer{tok}, PerToken: true}
 
-	// A training run on the sim trainer: two steps.
+	// A training run on the sim trainer: two steps, written before the
+	// browser starts so that its budget is spent on pages alone.
 	train := filepath.Join(t.TempDir(), "train")
 	if code, stdout, stderr := runCLI(t, simTrainArgs(train, 2)...); code != 0 {
 		t.Fatalf("train exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	ctx := browser(t)
+	shots := screenshotDir(t)
 	sums, err := rollout.ReadSummaries(filepath.Join(train, rollout.SummaryFile))
 	if err != nil {
 		t.Fatal(err)
