@@ -62,7 +62,7 @@ func allFailedRun(t *testing.T) string {
 // trainer checks, plots fitted to a one-step run, and the banner of a step
 // whose rollouts all failed; each checked from the DOM, with screenshots.
 func TestViewForRLEngineersInBrowser(t *testing.T) {
-	chromiumPath(t)
+	chromiumPath(t) // skip before the training run when there is no browser
 	tok := simllm.NewTokenizer()
 	simOpts := view.Options{Detokenizer: simDetokenizer{tok}, PerToken: true}
 
