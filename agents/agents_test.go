@@ -9,7 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 func mustExecutor(t *testing.T, m Model, tb Toolbox, b Budget) *Executor {

@@ -1,5 +1,5 @@
 // Package agents runs the farm's agents on top of the inference client
-// (agents/llm) and the tools (tools): one turn loop — call the model, parse
+// (llm) and the tools (tools): one turn loop — call the model, parse
 // its tool calls, run the turn's calls concurrently (bounded), append the
 // observations, repeat — shared by three agents:
 //

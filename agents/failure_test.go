@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/failure"
 	"github.com/mgrpo/mgrpo/internal/httpretry"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 // TestTrajectoryFailureClasses checks the class a trajectory records for

@@ -10,7 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/failure"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 // prepareFunc turns one tool call into the work that carries it out. It

@@ -11,8 +11,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/failure"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools"
 )
 

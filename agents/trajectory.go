@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/failure"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools"
 )
 

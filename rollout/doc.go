@@ -12,7 +12,7 @@
 // and imports nothing of the agents, the model client or the tools, so the
 // shared store and the trainer bridge can depend on it. The runtime that
 // runs the agents and converts their trajectories into these values is
-// package rollout/farm.
+// package farm.
 //
 // # Rewards
 //

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 // DefaultAutoRollouts is the rollouts in flight of `concurrency: auto`

@@ -8,8 +8,8 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/mgrpo/mgrpo/agents"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
 
@@ -114,7 +114,7 @@ type EndpointConfig struct {
 	APIKeyEnv string `yaml:"api_key_env" doc:"environment variable holding the API key"`
 }
 
-// GatewayConfig configures the gateway (rollout/gateway): with an agent URL
+// GatewayConfig configures the gateway (farm/gateway): with an agent URL
 // the farm pushes each rollout's task to the user's agent service; with a
 // gateway address alone, agents pull tasks from the gateway.
 type GatewayConfig struct {

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/store"
 )
 

@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mgrpo/mgrpo/agents"
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/farm/gateway"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
-	"github.com/mgrpo/mgrpo/rollout/gateway"
 )
 
 // defaultGatewayAddr is where a push run's gateway listens when no

@@ -10,8 +10,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/agents/replay"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/sqlite"
 )

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // ReplayOptions say which recorded run Replay reruns and where.

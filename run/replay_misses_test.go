@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // TestLocateMissesOfAStreamedStep: a miss of a streamed step's rollout,

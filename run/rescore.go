@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/backends"

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/sim/web"
 	"github.com/mgrpo/mgrpo/tools/search"

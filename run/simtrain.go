@@ -3,8 +3,8 @@ package run
 import (
 	"path/filepath"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/trainer_bridge/weightsync"
 )
 

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/sim/web"
 )

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 	_ "github.com/mgrpo/mgrpo/trainer_bridge/backends" // every trainer URL scheme
 	"github.com/mgrpo/mgrpo/trainer_bridge/weightsync"

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // TrainOptions say how Train runs beside the configuration.

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
 

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 	"github.com/mgrpo/mgrpo/store"
 )
 

@@ -8,7 +8,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools/search"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 	"github.com/mgrpo/mgrpo/tools/visit"
@@ -78,7 +78,7 @@ type VisitCommand struct {
 	Timeout time.Duration
 	// SummarizerURL, SummarizerModel and SummarizerDialect ("openai",
 	// "vllm" or "sglang"; default "openai") enable goal-directed extraction
-	// through agents/llm when URL and model are set.
+	// through llm when URL and model are set.
 	SummarizerURL, SummarizerModel, SummarizerDialect string
 	// Getenv reads JINA_API_KEY; nil means os.Getenv.
 	Getenv func(string) string

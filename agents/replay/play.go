@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/mgrpo/mgrpo/agents"
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/internal/failure"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools"
 )
 

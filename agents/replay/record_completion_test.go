@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 // fakeCompleter is a fakeModel that also makes raw completions.

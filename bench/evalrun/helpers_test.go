@@ -11,9 +11,9 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/mgrpo/mgrpo/agents"
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/bench"
 	"github.com/mgrpo/mgrpo/bench/report"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 // fakeAgent answers with reply(q) and records every query it was asked.

@@ -12,11 +12,11 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/agents"
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/bench"
 	"github.com/mgrpo/mgrpo/bench/datasets"
 	"github.com/mgrpo/mgrpo/bench/report"
 	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/llm"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 	"github.com/mgrpo/mgrpo/sim/web"
 	"github.com/mgrpo/mgrpo/tools"

@@ -11,6 +11,6 @@ import (
 // on neither the farm runtime nor the agents (nor, through them, the model
 // client and the tools).
 func TestViewReadsRecordsFromThePureLayer(t *testing.T) {
-	depcheck.Forbid(t, ".", []string{"rollout/farm/...", "agents/...", "tools/...", "store/...", "trainer_bridge/...", "cmd/...", "sim/...", "run/..."},
+	depcheck.Forbid(t, ".", []string{"farm/...", "agents/...", "tools/...", "store/...", "trainer_bridge/...", "cmd/...", "sim/...", "run/..."},
 		"the records the viewer reads belong in package rollout")
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/mgrpo/mgrpo/bench"
 	"github.com/mgrpo/mgrpo/bench/evalrun"
 	"github.com/mgrpo/mgrpo/bench/score"
-	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/run"
 )
 

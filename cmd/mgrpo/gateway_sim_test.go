@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mgrpo/mgrpo/farm/gateway/gatewaytest"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/gateway/gatewaytest"
 )
 
 // simWebURL is the sim web's address in a `--sim` run on the fixed ports.

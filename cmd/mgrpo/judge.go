@@ -6,8 +6,8 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
 	"github.com/mgrpo/mgrpo/bench/score"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/run"
 )
 

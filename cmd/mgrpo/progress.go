@@ -14,8 +14,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 // progressReporter shows a run's progress: on a terminal, a progress bar

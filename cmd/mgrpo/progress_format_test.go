@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
-	"github.com/mgrpo/mgrpo/rollout/farm"
 )
 
 func TestBarDescriptionShowsOnlyWhatIsKnown(t *testing.T) {

@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/mgrpo/mgrpo/rollout/farm"
+	"github.com/mgrpo/mgrpo/farm"
 )
 
 func TestBarDescriptionShowsAutoLimits(t *testing.T) {

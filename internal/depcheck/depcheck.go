@@ -22,7 +22,7 @@ import (
 const Module = "github.com/mgrpo/mgrpo/"
 
 // Graph is the import graph of the module's own packages, by
-// module-relative path ("rollout/farm").
+// module-relative path ("farm").
 type Graph struct {
 	// Root is the module's directory.
 	Root string
@@ -246,4 +246,81 @@ func forbid(t *testing.T, pattern string, r Rule) {
 	}
 	r.Packages = pkg
 	g.Check(t, r)
+}
+
+// Order says, for each top-level folder of the module, the top-level
+// folders directly below it. A folder may import the folders below it and
+// theirs, and nothing else outside itself: no import runs upward or
+// sideways.
+type Order map[string][]string
+
+// Below returns every top-level folder below top, directly or not.
+func (o Order) Below(top string) map[string]bool {
+	below := map[string]bool{}
+	var visit func(string)
+	visit = func(f string) {
+		for _, b := range o[f] {
+			if !below[b] {
+				below[b] = true
+				visit(b)
+			}
+		}
+	}
+	visit(top)
+	return below
+}
+
+// topFolder returns the top-level folder of a module-relative package path.
+func topFolder(pkg string) string {
+	top, _, _ := strings.Cut(pkg, "/")
+	return top
+}
+
+// CheckOrder fails t for every direct import of a package's own (non-test)
+// files that crosses from one top-level folder to another not below it in
+// o, and for every top-level folder of the module that o does not place.
+// With testExtras, a package's _test.go files may also import those
+// folders (test fixtures, such as the simulated world).
+func (g *Graph) CheckOrder(t testing.TB, o Order, testExtras ...string) {
+	t.Helper()
+	seen := map[string]bool{}
+	for pkg := range g.imports {
+		seen[topFolder(pkg)] = true
+	}
+	for top := range seen {
+		if _, ok := o[top]; !ok && top != "." {
+			t.Errorf("top-level folder %s is not placed in the layering order: add it to the order in internal/depcheck", top)
+		}
+	}
+	check := func(pkg string, imports []string, extras []string, what string) {
+		from := topFolder(pkg)
+		below := o.Below(from)
+		for _, dep := range imports {
+			to := topFolder(dep)
+			if to == from || below[to] || slices.Contains(extras, to) {
+				continue
+			}
+			t.Errorf("%s%s imports %s: %s is not below %s in the layering order (%s may import only %s)",
+				pkg, what, dep, to, from, from, strings.Join(sortedKeys(below), ", "))
+		}
+	}
+	for pkg, imports := range g.imports {
+		check(pkg, imports, nil, "")
+	}
+	for pkg, imports := range g.testImports {
+		check(pkg, imports, testExtras, " (tests)")
+	}
+}
+
+// sortedKeys returns m's keys in order, or "nothing" for none.
+func sortedKeys(m map[string]bool) []string {
+	if len(m) == 0 {
+		return []string{"nothing"}
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

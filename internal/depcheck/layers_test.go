@@ -7,22 +7,22 @@ import "testing"
 var (
 	cli      = []string{"cmd/..."}
 	root     = append([]string{"run/..."}, cli...)
-	runtime  = append([]string{"rollout/farm/..."}, root...)
+	runtime  = append([]string{"farm/..."}, root...)
 	registry = []string{"store/backends/...", "trainer_bridge/backends/..."}
 )
 
 // layers are the project's layering rules, one per top-level package (and
 // the pure layer, the farm runtime and the model client inside theirs).
 var layers = []Rule{
-	{Packages: "rollout", Why: "the pure M-GRPO layer imports nothing of the runtime, so store and trainer_bridge can use it; move the code that needs it to rollout/farm",
+	{Packages: "rollout", Why: "the pure M-GRPO layer imports nothing of the runtime, so store and trainer_bridge can use it; move the code that needs it to farm",
 		Forbidden: append([]string{"agents/...", "tools/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, runtime...)},
-	{Packages: "rollout/farm/...", Why: "the farm runtime is wired by the composition root (run), never the other way; benchmarks, the sim and the backend registries are the root's to choose",
+	{Packages: "farm/...", Why: "the farm runtime is wired by the composition root (run), never the other way; benchmarks, the sim and the backend registries are the root's to choose",
 		Forbidden: append(append([]string{"bench/...", "sim/..."}, registry...), root...)},
-	{Packages: "rollout/gateway/...", Why: "the gateway is a runner of the farm: it knows the farm, the agents' trees and the model client, never the benchmarks, the sim, the backend registries or the root that wires it",
+	{Packages: "farm/gateway/...", Why: "the gateway is a runner of the farm: it knows the farm, the agents' trees and the model client, never the benchmarks, the sim, the backend registries or the root that wires it",
 		Forbidden: append(append([]string{"bench/...", "sim/..."}, registry...), root...)},
-	{Packages: "rollout/gateway/...", Direct: true, Why: "the gateway forwards calls and builds trees; the tools, the store and the trainers are the farm's",
+	{Packages: "farm/gateway/...", Direct: true, Why: "the gateway forwards calls and builds trees; the tools, the store and the trainers are the farm's",
 		Forbidden: []string{"tools/...", "store/...", "trainer_bridge/..."}},
-	{Packages: "agents/llm/...", Why: "the model client is the bottom of the agent side",
+	{Packages: "llm/...", Why: "the model client is the bottom of the agent side",
 		Forbidden: append([]string{"agents", "tools/...", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
 	{Packages: "agents", Why: "the agents know models and tools, not the farm, the store or the trainers",
 		Forbidden: append([]string{"rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
@@ -35,16 +35,35 @@ var layers = []Rule{
 	{Packages: "bench/...", Why: "benchmarks evaluate agents; they never train, and are wired by the composition root",
 		Forbidden: append([]string{"trainer_bridge/...", "sim/..."}, root...)},
 	{Packages: "bench/view", Why: "the viewer reads the step files' records from the pure layer, never the runtime",
-		Forbidden: append([]string{"rollout/farm/...", "agents/...", "tools/...", "store/...", "trainer_bridge/...", "sim/..."}, root...)},
+		Forbidden: append([]string{"farm/...", "agents/...", "tools/...", "store/...", "trainer_bridge/...", "sim/..."}, root...)},
 	{Packages: "agents", Direct: true, Why: "the agents name tool failures by internal/failure's classes, not tools/remote's plumbing",
 		Forbidden: []string{"tools/remote/..."}},
-	{Packages: "rollout/farm/...", Direct: true, Why: "the farm names tool failures by internal/failure's classes, not tools/remote's plumbing",
+	{Packages: "farm/...", Direct: true, Why: "the farm names tool failures by internal/failure's classes, not tools/remote's plumbing",
 		Forbidden: []string{"tools/remote/..."}},
 	{Packages: "sim/...", Tests: true, Why: "the sim is an independent implementation of the wire formats: it shares no code with the client packages, tests included",
 		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "bench/...", "store/...", "trainer_bridge/...", "internal/jsonfast/...", "internal/httpretry/..."}, root...)},
 	{Packages: "internal/...", Why: "internal packages are leaves every layer may import",
 		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
 	{Packages: "run/...", Why: "nothing imports the CLI", Forbidden: cli},
+}
+
+// order is the house's layering of the top-level folders, top to bottom:
+// cmd → run → farm, bench → agents → tools → llm; farm → store,
+// trainer_bridge → rollout; the sim apart (only the root starts it);
+// internal at the bottom.
+var order = Order{
+	"cmd":            {"run", "bench", "tools", "sim"},
+	"run":            {"farm", "bench", "sim"},
+	"farm":           {"agents", "store", "trainer_bridge"},
+	"bench":          {"agents", "rollout"},
+	"agents":         {"tools"},
+	"tools":          {"llm"},
+	"llm":            {"internal"},
+	"store":          {"rollout"},
+	"trainer_bridge": {"rollout"},
+	"rollout":        {"internal"},
+	"sim":            {"internal"},
+	"internal":       {},
 }
 
 // TestLayers checks every layering rule against the module's import graph.
@@ -55,6 +74,36 @@ func TestLayers(t *testing.T) {
 	}
 	for _, r := range layers {
 		t.Run(r.Packages, func(t *testing.T) { g.Check(t, r) })
+	}
+}
+
+// TestNoImportRunsUpward checks that no import between top-level folders
+// runs upward in order; tests may also start the simulated world.
+func TestNoImportRunsUpward(t *testing.T) {
+	g, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.CheckOrder(t, order, "sim")
+}
+
+// TestCheckOrderFindsAViolation: an order that puts rollout above store
+// must report store's import of rollout.
+func TestCheckOrderFindsAViolation(t *testing.T) {
+	g, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upside := Order{}
+	for k, v := range order {
+		upside[k] = v
+	}
+	upside["store"] = []string{"internal"}
+	upside["rollout"] = []string{"store"}
+	rec := &recorder{TB: t}
+	g.CheckOrder(rec, upside, "sim")
+	if len(rec.errors) == 0 {
+		t.Fatal("store imports rollout, which the order puts above it, but CheckOrder reported nothing")
 	}
 }
 
@@ -71,9 +120,9 @@ func TestCheckFindsAViolation(t *testing.T) {
 		t.Fatal("cmd/mgrpo depends on rollout, but Check reported nothing")
 	}
 	rec = &recorder{TB: t}
-	g.Check(rec, Rule{Packages: "rollout", Forbidden: []string{"rollout/farm"}, Why: "test"})
+	g.Check(rec, Rule{Packages: "rollout", Forbidden: []string{"farm"}, Why: "test"})
 	if len(rec.errors) != 0 {
-		t.Fatalf("rollout does not depend on rollout/farm, but Check reported %v", rec.errors)
+		t.Fatalf("rollout does not depend on farm, but Check reported %v", rec.errors)
 	}
 }
 

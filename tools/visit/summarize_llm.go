@@ -6,7 +6,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/mgrpo/mgrpo/agents/llm"
+	"github.com/mgrpo/mgrpo/llm"
 )
 
 // Chatter is the part of *llm.Client the summarizer uses.
@@ -16,7 +16,7 @@ type Chatter interface {
 }
 
 // LLMSummarizer is a Summarizer backed by a model served through
-// agents/llm (any dialect; token capture is not needed).
+// llm (any dialect; token capture is not needed).
 type LLMSummarizer struct {
 	// Client serves the summarizer model.
 	Client Chatter

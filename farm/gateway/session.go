@@ -1,0 +1,316 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/llm"
+)
+
+// session is one rollout as the gateway sees it: the calls under its base
+// URLs, grouped into trajectories per role, and how the agent ended it.
+// Its methods are safe for concurrent use.
+type session struct {
+	// ctx ends with the rollout (its deadline, the run's cancellation):
+	// calls in flight are cut then.
+	ctx      context.Context
+	offer    offer
+	id       string
+	question string
+	seed     int64
+	started  time.Time
+
+	mu sync.Mutex
+	// finished is set once the rollout's tree was taken: later calls are
+	// refused with 409.
+	finished bool
+	// trajectories per role, in the order their first call came.
+	roles map[string][]*trajectory
+	// named holds the trajectories an X-Mgrpo-Trajectory header named, by
+	// role and name.
+	named map[string]*trajectory
+	// overrides counts calls whose sampling settings the run's replaced.
+	overrides int
+	// lease is when a pulled rollout's lease runs out (zero: pushed or not
+	// yet taken); every call under the rollout's URLs renews it.
+	lease time.Time
+	// leaseFor is how long a call renews the lease by.
+	leaseFor time.Duration
+
+	// result receives the agent's outcome once (push answer, pull result).
+	result chan outcome
+	once   sync.Once
+}
+
+// outcome is how the agent service ended a rollout.
+type outcome struct {
+	res taskResult
+	// err is the failure of the agent service (it answered with an error,
+	// an unreadable body, or not at all).
+	err error
+}
+
+// trajectory is one conversation of a role: each call's request messages
+// extend the previous call's messages and the answer it got.
+type trajectory struct {
+	role string
+	name string // the X-Mgrpo-Trajectory header, when one named it
+	// delegation is the planner's tool call that started an executor
+	// trajectory (the first X-Mgrpo-Delegation header of its calls).
+	delegation string
+	// msgs is the conversation so far: the last request's messages and the
+	// answer it got (as the gateway returned it).
+	msgs []openai.ChatCompletionMessage
+	// raw is what the next call of a completions trajectory extends (nil
+	// for a trajectory of chat calls only; see raw.go).
+	raw *rawState
+	// busy is set while a call of the trajectory is in flight; a busy
+	// trajectory is never continued by another call.
+	busy   bool
+	turns  []*llm.Turn
+	steps  [][]openai.ToolCall
+	obs    map[string]string // tool_call_id → observation seen in later requests
+	errMsg string
+	// errTurn is the turn errMsg names.
+	errTurn int
+	prefix  llm.PromptPrefix
+	start   time.Time
+	last    time.Time
+}
+
+func newSession(id, question string, seed int64) *session {
+	return &session{id: id, question: question, seed: seed, started: time.Now(),
+		roles: map[string][]*trajectory{}, named: map[string]*trajectory{}, result: make(chan outcome, 1)}
+}
+
+// finish delivers the agent's outcome; only the first counts.
+func (s *session) finish(o outcome) bool {
+	ok := false
+	s.once.Do(func() {
+		s.result <- o
+		ok = true
+	})
+	return ok
+}
+
+// errFinished is returned for calls of a rollout whose tree was taken.
+var errFinished = fmt.Errorf("the rollout has finished")
+
+// acquire picks the trajectory a call with msgs continues (by header name,
+// else by message-prefix extension, else an idle trajectory whose history
+// the agent rewrote), or starts a new one, and marks it busy. The caller
+// must call release.
+func (s *session) acquire(role, name, delegation string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
+	return s.acquireBy(role, name, delegation, func() *trajectory { return s.pick(role, msgs) })
+}
+
+// acquireBy is acquire with pick choosing among the role's unnamed
+// trajectories (s.mu held; a new one when none fits): the named trajectory
+// when name is set, else pick's, marked busy.
+func (s *session) acquireBy(role, name, delegation string, pick func() *trajectory) (*trajectory, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return nil, errFinished
+	}
+	if !s.lease.IsZero() {
+		s.lease = time.Now().Add(s.leaseFor)
+	}
+	var t *trajectory
+	if name != "" {
+		key := role + "\x00" + name
+		t = s.named[key]
+		if t == nil {
+			t = s.add(role, name)
+			s.named[key] = t
+		}
+		if t.busy {
+			return nil, fmt.Errorf("trajectory %q has a call in flight; a trajectory takes one call at a time", name)
+		}
+	} else {
+		t = pick()
+	}
+	t.busy = true
+	if t.delegation == "" && role == RoleExecutor {
+		// Only the first delegation a trajectory names counts: the call
+		// that started it.
+		t.delegation = delegation
+	}
+	return t, nil
+}
+
+// pick is acquire's choice among the role's unnamed chat trajectories
+// (s.mu held).
+func (s *session) pick(role string, msgs []openai.ChatCompletionMessage) *trajectory {
+	var best, rewritten *trajectory
+	for _, t := range s.roles[role] {
+		if t.busy || t.name != "" || len(t.msgs) == 0 {
+			continue
+		}
+		if len(msgs) > len(t.msgs) && prefixOf(t.msgs, msgs) {
+			if best == nil || len(t.msgs) > len(best.msgs) {
+				best = t
+			}
+			continue
+		}
+		// A longer conversation with the same opening whose history was
+		// edited: the same trajectory, and the chat template's prefix
+		// breaks there (a drift event, split into samples as for the
+		// built-in agents).
+		if rewritten == nil && len(msgs) > len(t.msgs) && sameOpening(t.msgs, msgs) {
+			rewritten = t
+		}
+	}
+	if best == nil {
+		best = rewritten
+	}
+	if best == nil {
+		best = s.add(role, "")
+	}
+	return best
+}
+
+// add starts a trajectory of role (s.mu held).
+func (s *session) add(role, name string) *trajectory {
+	t := &trajectory{role: role, name: name, obs: map[string]string{}, start: time.Now()}
+	s.roles[role] = append(s.roles[role], t)
+	return t
+}
+
+// release records a call's result on t: the request messages, and the turn
+// with the answer returned to the agent (turn nil when the call failed
+// without a partial turn; callErr the failure, if any).
+func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, turn *llm.Turn, answer *openai.ChatCompletionMessage, callErr error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		// The tree was taken: a call that ends after it is not kept.
+		return
+	}
+	t.busy = false
+	t.last = time.Now()
+	for _, m := range msgs {
+		if m.Role == openai.ChatMessageRoleTool && m.ToolCallID != "" {
+			t.obs[m.ToolCallID] = m.Content
+		}
+	}
+	if turn != nil {
+		t.turns = append(t.turns, turn)
+		var calls []openai.ToolCall
+		if answer != nil {
+			calls = answer.ToolCalls
+		}
+		t.steps = append(t.steps, calls)
+	}
+	if callErr != nil && t.errMsg == "" {
+		t.errMsg, t.errTurn = fmt.Sprintf("turn %d: %v", len(t.turns), callErr), len(t.turns)
+	}
+	if answer != nil {
+		t.msgs = append(append(t.msgs[:0:0], msgs...), *answer)
+	} else if len(t.msgs) == 0 {
+		t.msgs = append(t.msgs[:0:0], msgs...)
+	}
+}
+
+// take marks the session finished and returns its trajectories per role;
+// calls in flight are refused from now on, and their turns are not kept.
+func (s *session) take() map[string][]*trajectory {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finished = true
+	return s.roles
+}
+
+// prefixOf reports whether prefix equals the first len(prefix) messages of
+// msgs, as far as a conversation's meaning goes (see sameMessage).
+func prefixOf(prefix, msgs []openai.ChatCompletionMessage) bool {
+	if len(prefix) > len(msgs) {
+		return false
+	}
+	for i := range prefix {
+		if !sameMessage(prefix[i], msgs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameOpening reports whether a and b agree up to and including their first
+// user message.
+func sameOpening(a, b []openai.ChatCompletionMessage) bool {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if !sameMessage(a[i], b[i]) {
+			return false
+		}
+		if a[i].Role == openai.ChatMessageRoleUser {
+			return true
+		}
+	}
+	return false
+}
+
+// sameMessage compares two messages by role, text (surrounding whitespace
+// aside: SDKs trim) and tool calls (name and arguments; ids when both
+// have them). Reasoning is left out: many SDKs drop it from the history they
+// send back, which the chat template may or may not show (a drift the
+// sequences record, not a new conversation).
+func sameMessage(a, b openai.ChatCompletionMessage) bool {
+	if a.Role != b.Role || strings.TrimSpace(a.Content) != strings.TrimSpace(b.Content) {
+		return false
+	}
+	if a.ToolCallID != b.ToolCallID && a.ToolCallID != "" && b.ToolCallID != "" {
+		return false
+	}
+	if len(a.ToolCalls) != len(b.ToolCalls) {
+		return false
+	}
+	for i := range a.ToolCalls {
+		x, y := a.ToolCalls[i], b.ToolCalls[i]
+		if x.Function.Name != y.Function.Name || !sameJSON(x.Function.Arguments, y.Function.Arguments) {
+			return false
+		}
+		if x.ID != "" && y.ID != "" && x.ID != y.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// sameJSON compares two JSON texts by value, falling back to the text when
+// either does not parse.
+func sameJSON(a, b string) bool {
+	if a == b {
+		return true
+	}
+	var x, y any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return strings.TrimSpace(a) == strings.TrimSpace(b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// leaseExpired reports whether a pulled rollout's lease ran out.
+func (s *session) leaseExpired() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.lease.IsZero() && time.Now().After(s.lease)
+}
+
+// renew extends a pulled rollout's lease; it reports false once the
+// rollout has finished.
+func (s *session) renew() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.finished {
+		return false
+	}
+	s.lease = time.Now().Add(s.leaseFor)
+	return true
+}
