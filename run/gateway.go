@@ -29,8 +29,13 @@ func (c Config) CheckGateway() error {
 	var p problems
 	g := c.Gateway
 	if g.Addr != "" {
-		if _, _, err := net.SplitHostPort(g.Addr); err != nil {
-			p.add("gateway.addr", "gateway-addr", "%q: want HOST:PORT (e.g. 127.0.0.1:8700, or :8700 on every interface)", g.Addr)
+		host, port, err := net.SplitHostPort(g.Addr)
+		switch {
+		case err != nil:
+			p.add("gateway.addr", "gateway-addr", "%q: want HOST:PORT (e.g. 127.0.0.1:8700, or 0.0.0.0:8700 on every interface with --gateway-url)", g.Addr)
+		case unspecifiedHost(host) && g.URL == "":
+			p.add("gateway.addr", "gateway-addr", "%q listens on every interface, which is no address an agent can call: "+
+				"also give --gateway-url with the address agents reach this machine at (e.g. --gateway-url http://HOSTNAME:%s)", g.Addr, port)
 		}
 	}
 	for _, u := range []struct{ key, flag, v string }{{"gateway.url", "gateway-url", g.URL}, {"gateway.agent_url", "agent-url", g.AgentURL}} {
@@ -48,6 +53,16 @@ func (c Config) CheckGateway() error {
 		p.add("gateway.lease", "", "%v: must not be negative (0: 2m)", g.Lease.Duration)
 	}
 	return errors.Join(p...)
+}
+
+// unspecifiedHost reports whether host binds every interface ("", 0.0.0.0,
+// ::), so the bound address is not one to hand to agents.
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
 }
 
 // buildGateway starts the gateway of c in front of the role clients

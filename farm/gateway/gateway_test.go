@@ -121,7 +121,10 @@ func TestWireErrors(t *testing.T) {
 		says   string
 	}{
 		{"unknown rollout", g.URL() + "/r/nope/planner/v1/chat/completions", chat, 404, "rollout_not_found", "nope"},
-		{"role the mode lacks", g.URL() + "/r/" + o.RolloutID + "/agent/v1/chat/completions", chat, 404, "role_not_found", "mode mgrpo"},
+		{"role the mode lacks", strings.TrimSuffix(base, "/planner/v1") + "/agent/v1/chat/completions", chat, 404, "role_not_found", "mode mgrpo"},
+		{"no secret", g.URL() + "/r/" + o.RolloutID + "/planner/v1/chat/completions", chat, 403, "wrong_rollout_secret", "no secret"},
+		{"wrong secret", g.URL() + "/r/" + o.RolloutID + ".00112233445566778899aabbccddeeff/planner/v1/chat/completions", chat, 403, "wrong_rollout_secret", "wrong secret"},
+		{"result without the secret", g.URL() + "/v1/tasks/" + o.RolloutID + "/result", map[string]any{"answer": "stolen"}, 403, "wrong_rollout_secret", o.RolloutID},
 		{"malformed body", base + "/chat/completions", `{"messages": [`, 400, "invalid_json", "request body"},
 		{"no messages", base + "/chat/completions", map[string]any{"messages": []any{}}, 400, "invalid_request", "messages"},
 		{"bad role", base + "/chat/completions", map[string]any{"messages": []map[string]any{{"role": "robot", "content": "x"}}}, 400, "invalid_request", "robot"},
@@ -157,7 +160,7 @@ func TestWireErrors(t *testing.T) {
 	if status != 409 || errorCode(t, body) != "rollout_finished" {
 		t.Errorf("a call after the rollout finished: %d %v, want 409 rollout_finished", status, body)
 	}
-	status, body = post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/result", map[string]any{"answer": "x"})
+	status, body = post(t, g.URL()+"/v1/tasks/"+handleOf(g, o)+"/result", map[string]any{"answer": "x"})
 	if status != 409 {
 		t.Errorf("a result after the rollout finished: %d %v, want 409", status, body)
 	}
@@ -256,10 +259,17 @@ func TestPullAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status, body := post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/heartbeat", map[string]any{}); status != 200 {
+	if o.Mode != ModePull || !strings.HasPrefix(o.ResultURL, g.URL()+"/v1/tasks/"+o.RolloutID+".") || !strings.HasSuffix(o.HeartbeatURL, "/heartbeat") {
+		t.Errorf("offer %+v: want mode pull and result and heartbeat URLs that carry the rollout's capability", o)
+	}
+	// Another agent that knows only the rollout's id cannot answer for it.
+	if status, body := post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/result", map[string]any{"answer": "stolen"}); status != 403 {
+		t.Errorf("a result without the secret: %d %v, want 403", status, body)
+	}
+	if status, body := post(t, o.HeartbeatURL, map[string]any{}); status != 200 {
 		t.Errorf("heartbeat: %d %v", status, body)
 	}
-	if status, body := post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/result", map[string]any{"answer": answer}); status != 200 {
+	if status, body := post(t, o.ResultURL, map[string]any{"answer": answer}); status != 200 {
 		t.Fatalf("result: %d %v", status, body)
 	}
 	tree := <-done
