@@ -229,10 +229,17 @@ func acquireFailed(w http.ResponseWriter, s *session, err error) {
 }
 
 // callFailed answers a model call that failed: 409 when the rollout ended
-// under it, else 502.
+// under it; 400 (or 413) in the API's shape when the request was the
+// agent's fault (over the context window or a bound, refused by the engine
+// for its content); else 502, the engine's failure.
 func callFailed(w http.ResponseWriter, s *session, role string, err error) {
 	if s.ctx.Err() != nil {
 		writeError(w, http.StatusConflict, "rollout_finished", fmt.Sprintf("rollout %s has finished", s.id))
+		return
+	}
+	if f := faultOf(err); f.agents() {
+		status, code := agentErrorAnswer(err, f)
+		writeError(w, status, code, fmt.Sprintf("the %s model call was refused: %v", role, err))
 		return
 	}
 	writeError(w, http.StatusBadGateway, "engine_error", fmt.Sprintf("the %s model call failed: %v", role, err))
