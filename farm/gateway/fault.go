@@ -56,7 +56,7 @@ func faultOf(err error) fault {
 	var bad *requestError
 	switch {
 	case errors.As(err, &bad):
-		f.cause, f.agentsFault = failure.CauseAgentRequest, true
+		f.cause, f.agentsFault = bad.cause, true
 	case cause == failure.CauseContextLength:
 		f.agentsFault = true
 	case cause == failure.CauseEngine4xx && contentRefusal(f.status):
@@ -84,7 +84,9 @@ func contentRefusal(status int) bool {
 type requestError struct {
 	// code is the error code of the answer (context_length_exceeded, …).
 	code string
-	err  error
+	// cause is the trajectory's failure cause (default agent_request).
+	cause failure.Cause
+	err   error
 }
 
 func (e *requestError) Error() string { return e.err.Error() }
@@ -92,7 +94,14 @@ func (e *requestError) Unwrap() error { return e.err }
 
 // refuse makes a requestError.
 func refuse(code, format string, args ...any) *requestError {
-	return &requestError{code: code, err: fmt.Errorf(format, args...)}
+	return &requestError{code: code, cause: failure.CauseAgentRequest, err: fmt.Errorf(format, args...)}
+}
+
+// refuseAs makes a requestError of another cause.
+func refuseAs(cause failure.Cause, code, format string, args ...any) *requestError {
+	e := refuse(code, format, args...)
+	e.cause = cause
+	return e
 }
 
 // agentErrorAnswer is the status and error code that answer the agent for a

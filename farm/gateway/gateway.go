@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/httpserve"
@@ -96,6 +98,9 @@ type Config struct {
 	// Metrics, when set, counts the requests its fast decoder leaves to
 	// encoding/json.
 	Metrics *Metrics
+	// Bounds are what the gateway takes from one agent (bounds.go); zero
+	// fields take DefaultBounds' values.
+	Bounds Bounds
 }
 
 // Gateway serves OpenAI-compatible base URLs per rollout and role in front
@@ -122,6 +127,10 @@ type Gateway struct {
 	offers chan *session
 	// tools remembers the agents' tool lists (request_tools.go).
 	tools toolLists
+	// calls counts each open rollout's calls (bounds.go), under mu.
+	calls map[string]*rolloutCalls
+	// budget is the farm-wide budget of request bytes being read.
+	budget *semaphore.Weighted
 
 	srv *http.Server
 	ln  net.Listener
@@ -163,8 +172,10 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
+	cfg.Bounds = cfg.Bounds.withDefaults()
 	g := &Gateway{cfg: cfg, roles: roles, sessions: map[string]*session{}, secrets: map[string]string{}, done: map[string]struct{}{},
-		doneRing: make([]string, doneCap), offers: make(chan *session)}
+		doneRing: make([]string, doneCap), offers: make(chan *session), calls: map[string]*rolloutCalls{},
+		budget: semaphore.NewWeighted(cfg.Bounds.BodyBudget)}
 	g.mux = g.routes()
 	return g, nil
 }
@@ -224,6 +235,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_api_key", "missing or wrong bearer token")
 		return
 	}
+	g.bound(w, r)
 	g.mux.ServeHTTP(w, r)
 }
 
@@ -303,6 +315,7 @@ func (g *Gateway) Run(ctx context.Context, task rollout.RolloutTask, t farm.Task
 	secret := newID()
 	g.register(s, secret)
 	defer g.retire(s)
+	defer g.forgetCalls(s.id)
 	s.offer = offer{RolloutID: s.id, Task: offerTask{ID: t.ID, Question: t.Question, Metadata: t.Metadata},
 		Seed: task.Seed, Deadline: deadline.UTC().Format(time.RFC3339Nano), BaseURLs: g.BaseURLs(s.id)}
 	if g.pushed() {

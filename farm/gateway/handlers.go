@@ -75,9 +75,10 @@ type call struct {
 
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 	s, role, ok := g.target(w, r)
-	if !ok {
+	if !ok || !g.enter(w, s.id) {
 		return
 	}
+	defer g.leave(s.id)
 	var req chatRequest
 	if !g.decodeChatBody(w, r, &req) {
 		return
@@ -127,6 +128,9 @@ func (g *Gateway) chatCall(s *session, role string, req chatRequest) (call, erro
 	}
 	c.sampling.Stop = stop
 	c.sampling.MaxTokens = g.capTokens(role, req.MaxCompletionTokens, req.MaxTokens)
+	if err := g.cfg.Bounds.checkCall(c); err != nil {
+		return call{}, err
+	}
 	g.noteSampling(s, role, req.Temperature, req.TopP)
 	return c, nil
 }
@@ -182,6 +186,11 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, s *session, ro
 	t, err := s.acquire(role, r.Header.Get(TrajectoryHeader), strings.TrimSpace(r.Header.Get(DelegationHeader)), c.msgs)
 	if err != nil {
 		acquireFailed(w, s, err)
+		return nil, openai.ChatCompletionMessage{}, false
+	}
+	if err := g.cfg.Bounds.checkTurns(role, len(t.turns), g.countTurn(s.id, role)); err != nil {
+		s.release(t, c.msgs, nil, nil, err)
+		callFailed(w, s, role, err)
 		return nil, openai.ChatCompletionMessage{}, false
 	}
 	seed := callSeed(s.seed, role, c.msgs, len(t.turns))
