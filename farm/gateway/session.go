@@ -80,9 +80,11 @@ type trajectory struct {
 	errMsg string
 	// errTurn is the turn errMsg names.
 	errTurn int
-	prefix  llm.PromptPrefix
-	start   time.Time
-	last    time.Time
+	// errFault says whose fault errMsg is (see fault.go).
+	errFault fault
+	prefix   llm.PromptPrefix
+	start    time.Time
+	last     time.Time
 }
 
 func newSession(id, question string, seed int64) *session {
@@ -210,7 +212,7 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 		t.steps = append(t.steps, calls)
 	}
 	if callErr != nil && t.errMsg == "" {
-		t.errMsg, t.errTurn = fmt.Sprintf("turn %d: %v", len(t.turns), callErr), len(t.turns)
+		t.errMsg, t.errTurn, t.errFault = fmt.Sprintf("turn %d: %v", len(t.turns), callErr), len(t.turns), faultOf(callErr)
 	}
 	if answer != nil {
 		t.msgs = append(append(t.msgs[:0:0], msgs...), *answer)
