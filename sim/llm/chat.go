@@ -121,6 +121,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.inputReasoning(req.Messages, msgs)
 	tools, err := toTools(req.Tools)
 	if err != nil {
 		return nil, err
@@ -134,8 +135,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 		noThinking = true
 	}
 	addGen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
-	tmpl := Template{StripReasoning: s.cfg.StripReasoning, DisableThinking: noThinking}
-	prompt, err := tmpl.Render(msgs, tools, addGen)
+	prompt, err := s.template(noThinking).Render(msgs, tools, addGen)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}

@@ -108,6 +108,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs := make([]*genRequest, len(prompts))
 	for i, p := range prompts {
+		if p.isIDs && s.cfg.Disabled.TokenPrompt {
+			s.writeError(w, errTokenPrompt)
+			return
+		}
 		ids, msgs, tools, err := s.promptOf(p)
 		if err != nil {
 			s.writeError(w, err)

@@ -157,6 +157,9 @@ func (s *Server) prepareGenerate(r *http.Request) (*generateRequest, *genRequest
 	if err != nil {
 		return nil, nil, err
 	}
+	if hasIDs && s.cfg.Disabled.TokenPrompt {
+		return nil, nil, badRequest("input_ids: token-id prompts are not accepted by this server; send text")
+	}
 	if len(prompts) != 1 {
 		return nil, nil, badRequest("batched /generate requests are not supported by the simulator; send one prompt per request")
 	}
