@@ -68,6 +68,13 @@ type Options struct {
 	// StripReasoning makes the inference servers' chat template drop
 	// earlier turns' reasoning, as Qwen3's does (see simllm.Config).
 	StripReasoning bool
+	// Template holds the inference servers' other template behaviours and
+	// reasoning fields (simllm.Config's MergeToolResults, CanonicalToolArgs,
+	// TrimContent, ReasoningContent, StrictReasoningInput), StripReasoning
+	// aside; DisabledRoutes the route families they lack, as
+	// simllm.ParseRouteFamilies reads them ("render,generate", "all").
+	Template       TemplateOptions
+	DisabledRoutes string
 	// LogprobsMode is the vLLM dialect's --logprobs-mode of the inference
 	// servers (simllm.Config.LogprobsMode; empty: raw_logprobs).
 	LogprobsMode string
@@ -124,6 +131,10 @@ func Start(opts Options) (*World, error) {
 	cfg := simllm.DefaultConfig()
 	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
 	cfg.Faults, cfg.KeptVersions = opts.Faults, opts.KeptVersions
+	opts.Template.apply(&cfg)
+	if cfg.Disabled, err = simllm.ParseRouteFamilies(opts.DisabledRoutes); err != nil {
+		return nil, fmt.Errorf("sim: disabled routes: %w", err)
+	}
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}
@@ -227,4 +238,16 @@ func (w *World) Sabotaged() []simllm.Sabotage {
 		out = append(out, s.Sabotaged()...)
 	}
 	return out
+}
+
+// TemplateOptions are template behaviours of real models the inference
+// servers copy (see simllm.Template and simllm.Config).
+type TemplateOptions struct {
+	MergeToolResults, CanonicalToolArgs, TrimContent bool
+	ReasoningContent, StrictReasoningInput           bool
+}
+
+func (t TemplateOptions) apply(cfg *simllm.Config) {
+	cfg.MergeToolResults, cfg.CanonicalToolArgs, cfg.TrimContent = t.MergeToolResults, t.CanonicalToolArgs, t.TrimContent
+	cfg.ReasoningContent, cfg.StrictReasoningInput = t.ReasoningContent, t.StrictReasoningInput
 }
