@@ -1,0 +1,312 @@
+package realtemplate
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var tools = []map[string]any{{"type": "function", "function": map[string]any{"name": "search", "description": "Search the web.",
+	"parameters": map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}, "required": []string{"query"}}}}}
+
+type msg = map[string]any
+
+func call(t *testing.T, e *Engine, path string, body any, out any) {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(e.URL+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST %s: %d %s", path, resp.StatusCode, raw)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		t.Fatalf("POST %s: %v: %s", path, err, raw)
+	}
+}
+
+func renderIDs(t *testing.T, e *Engine, msgs []msg, addGen bool) []int {
+	t.Helper()
+	var r struct {
+		TokenIDs []int `json:"token_ids"`
+	}
+	call(t, e, "/v1/chat/completions/render", map[string]any{"model": e.Model, "messages": msgs, "tools": tools, "add_generation_prompt": addGen}, &r)
+	return r.TokenIDs
+}
+
+func detok(t *testing.T, e *Engine, ids []int) string {
+	t.Helper()
+	var r struct {
+		Prompt string `json:"prompt"`
+	}
+	call(t, e, "/detokenize", map[string]any{"tokens": ids}, &r)
+	return r.Prompt
+}
+
+type chatResp struct {
+	Choices []struct {
+		Message struct {
+			Content   *string `json:"content"`
+			Reasoning *string `json:"reasoning"`
+			ToolCalls []struct {
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+		TokenIDs     []int  `json:"token_ids"`
+		Logprobs     struct {
+			Content []struct {
+				Logprob float64 `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+	} `json:"choices"`
+	PromptTokenIDs []int `json:"prompt_token_ids"`
+}
+
+func chat(t *testing.T, e *Engine, msgs []msg) chatResp {
+	t.Helper()
+	var r chatResp
+	call(t, e, "/v1/chat/completions", map[string]any{"model": e.Model, "messages": msgs, "tools": tools, "return_token_ids": true, "logprobs": true}, &r)
+	return r
+}
+
+// echo is the assistant message an agent sends back: the chat route's
+// message as returned, reasoning in field.
+func echo(r chatResp, field string) msg {
+	m := r.Choices[0].Message
+	out := msg{"role": "assistant", "content": m.Content}
+	if m.Reasoning != nil && field != "" {
+		out[field] = *m.Reasoning
+	}
+	var calls []msg
+	for _, c := range m.ToolCalls {
+		calls = append(calls, msg{"id": c.ID, "type": "function", "function": msg{"name": c.Function.Name, "arguments": c.Function.Arguments}})
+	}
+	if calls != nil {
+		out["tool_calls"] = calls
+	}
+	return out
+}
+
+func toolResult(r chatResp, text string) msg {
+	return msg{"role": "tool", "tool_call_id": r.Choices[0].Message.ToolCalls[0].ID, "content": text}
+}
+
+// firstDiff is where a and b first differ.
+func firstDiff(a, b []int) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+var first = []msg{{"role": "system", "content": "You research."}, {"role": "user", "content": "Who founded Velmora Labs?"}}
+
+// TestFirstTurnRenderIsChatPrompt checks the render route, /tokenize and
+// the chat route agree on a first turn's prompt ids, that the tokens route
+// samples from those ids what the chat route samples, and that the engine's
+// log holds exactly the ids and logprobs the routes returned.
+func TestFirstTurnRenderIsChatPrompt(t *testing.T) {
+	e := Start(t, Options{})
+	ids := renderIDs(t, e, first, true)
+	var tk struct {
+		Tokens []int `json:"tokens"`
+	}
+	call(t, e, "/tokenize", map[string]any{"messages": first, "tools": tools}, &tk)
+	c := chat(t, e, first)
+	if !slices.Equal(ids, c.PromptTokenIDs) || !slices.Equal(ids, tk.Tokens) {
+		t.Fatalf("render %d ids, /tokenize %d, chat prompt %d: they differ", len(ids), len(tk.Tokens), len(c.PromptTokenIDs))
+	}
+	if text := detok(t, e, ids); !strings.HasPrefix(text, "<|im_start|>system\nYou research.\n\n# Tools") || !strings.HasSuffix(text, "<|im_start|>user\nWho founded Velmora Labs?<|im_end|>\n<|im_start|>assistant\n") {
+		t.Errorf("not Qwen3's rendering:\n%s", text)
+	}
+	var g struct {
+		Choices []struct {
+			TokenIDs []int `json:"token_ids"`
+			Logprobs struct {
+				Content []struct {
+					Token   string  `json:"token"`
+					Logprob float64 `json:"logprob"`
+				} `json:"content"`
+			} `json:"logprobs"`
+		} `json:"choices"`
+	}
+	call(t, e, "/inference/v1/generate", map[string]any{"token_ids": ids, "sampling_params": map[string]any{"logprobs": 0}}, &g)
+	if !slices.Equal(g.Choices[0].TokenIDs, c.Choices[0].TokenIDs) {
+		t.Fatalf("tokens route sampled other ids than the chat route")
+	}
+	m := c.Choices[0].Message
+	if m.Reasoning == nil || m.Content == nil || *m.Content != "\n\n" || len(m.ToolCalls) != 1 || c.Choices[0].FinishReason != "tool_calls" {
+		t.Fatalf("want vLLM's qwen3 + hermes parse (reasoning, content \"\\n\\n\", one call): %+v", m)
+	}
+	log := e.Log(t)
+	if len(log) != 2 {
+		t.Fatalf("log has %d generations, want 2", len(log))
+	}
+	for i, entry := range log {
+		if !slices.Equal(entry.PromptIDs, ids) || !slices.Equal(entry.IDs, g.Choices[0].TokenIDs) {
+			t.Errorf("log[%d]: prompt or sampled ids differ from the routes'", i)
+		}
+	}
+	for i, lp := range g.Choices[0].Logprobs.Content {
+		if lp.Logprob != log[0].Logprobs[i] || lp.Logprob != c.Choices[0].Logprobs.Content[i].Logprob {
+			t.Fatalf("logprob %d: tokens route %v, chat route %v, log %v", i, lp.Logprob, c.Choices[0].Logprobs.Content[i].Logprob, log[0].Logprobs[i])
+		}
+	}
+}
+
+// TestClassicRerenderBreaksPrefix documents the problem the token path
+// solves: on Qwen3's real template, re-sending the messages does not give
+// a prompt that extends the previous prompt and completion.
+func TestClassicRerenderBreaksPrefix(t *testing.T) {
+	e := Start(t, Options{})
+	c1 := chat(t, e, first)
+	seq := append(slices.Clone(c1.PromptTokenIDs), c1.Choices[0].TokenIDs...)
+	extends := func(next []msg) (bool, string) {
+		c2 := chat(t, e, next)
+		p := c2.PromptTokenIDs
+		if len(p) > len(seq) && slices.Equal(p[:len(seq)], seq) {
+			return true, ""
+		}
+		d := firstDiff(p, seq)
+		return false, detok(t, e, p[max(d-4, 0):min(d+8, len(p))])
+	}
+
+	// 1. The message echoed as the chat route returned it: content "\n\n"
+	// makes the template put a newline before <tool_call>, which the model
+	// did not sample.
+	ok, at := extends(append(slices.Clone(first), echo(c1, "reasoning"), toolResult(c1, "Ada Quill founded it.")))
+	if ok {
+		t.Errorf("echoed content \"\\n\\n\": the next prompt extends prompt + completion; Qwen3's template was expected to add a newline")
+	} else if !strings.Contains(at, "</think>\n\n\n<tool_call>") {
+		t.Errorf("echoed content: want the break at an extra newline before <tool_call>, got %q", at)
+	}
+
+	// 2. Reasoning sent in reasoning_content to a server that reads
+	// reasoning (current vLLM): the think block is dropped.
+	m := echo(c1, "reasoning_content")
+	m["content"] = nil
+	ok, at = extends(append(slices.Clone(first), m, toolResult(c1, "Ada Quill founded it.")))
+	if ok || strings.Contains(at, "<think>") {
+		t.Errorf("reasoning in reasoning_content: extends %v at %q; want the think block dropped", ok, at)
+	}
+
+	// 3. Reasoning in the field the server reads and whitespace-only
+	// content sent as empty: within one user query the template is
+	// append-only, so the classic path holds here.
+	m = echo(c1, "reasoning")
+	m["content"] = ""
+	if ok, at = extends(append(slices.Clone(first), m, toolResult(c1, "Ada Quill founded it."))); !ok {
+		t.Errorf("reasoning sent back and content empty: want the prefix kept, broke at %q", at)
+	}
+
+	// 4. After a new user message every earlier think block is dropped,
+	// whatever the client sends.
+	ok, _ = extends(append(slices.Clone(first), m, toolResult(c1, "Ada Quill founded it."), msg{"role": "user", "content": "And where was she born?"}))
+	if ok {
+		t.Errorf("new user message: the earlier reasoning was kept; Qwen3's template drops it")
+	}
+}
+
+// TestRenderDifference checks rendering only the new messages, as the
+// difference of a fixed short conversation rendered with and without them:
+// appended to the previous prompt and completion (and the template's
+// newline after <|im_end|>), it gives the full render where the template is
+// append-only (tool results within a query), and shows where it is not.
+func TestRenderDifference(t *testing.T) {
+	e := Start(t, Options{})
+	var g struct {
+		Choices []struct {
+			TokenIDs []int `json:"token_ids"`
+		} `json:"choices"`
+	}
+	p1 := renderIDs(t, e, first, true)
+	call(t, e, "/inference/v1/generate", map[string]any{"token_ids": p1, "sampling_params": map[string]any{}}, &g)
+	c1 := slices.Clone(g.Choices[0].TokenIDs)
+	var d chatResp
+	call(t, e, "/v1/chat/completions/derender", map[string]any{"model": e.Model, "generate_response": g, "chat_request": map[string]any{"messages": first, "tools": tools}}, &d)
+	if len(d.Choices) != 1 || len(d.Choices[0].Message.ToolCalls) != 1 {
+		t.Fatalf("derender: want one tool call: %+v", d)
+	}
+	asst := echo(d, "reasoning")
+	asst["content"] = ""
+	results := []msg{{"role": "tool", "tool_call_id": "x", "content": "Ada Quill founded it."}, {"role": "tool", "tool_call_id": "y", "content": "She was born in Tarsk."}}
+
+	// delta renders fixed with and without news and returns the ids news
+	// add, or ok false when the shorter render is not a prefix.
+	delta := func(fixed, news []msg) ([]int, bool) {
+		a := renderIDs(t, e, fixed, false)
+		b := renderIDs(t, e, append(slices.Clone(fixed), news...), true)
+		if len(b) < len(a) || !slices.Equal(b[:len(a)], a) {
+			return nil, false
+		}
+		return b[len(a):], true
+	}
+	var nl struct {
+		Tokens []int `json:"tokens"`
+	}
+	call(t, e, "/tokenize", map[string]any{"prompt": "\n"}, &nl)
+	withAssistant := []msg{{"role": "user", "content": "x"}, {"role": "assistant", "content": "y", "reasoning": "r"}}
+
+	// Tool results after a fixed assistant turn with reasoning: the
+	// template is append-only there.
+	dt, ok := delta(withAssistant, results)
+	if !ok {
+		t.Fatal("tool results: the fixed conversation's render is not a prefix of its render with them")
+	}
+	p2 := slices.Concat(p1, c1, nl.Tokens, dt)
+	full := renderIDs(t, e, append(slices.Clone(first), asst, results[0], results[1]), true)
+	if !slices.Equal(p2, full) {
+		dd := firstDiff(p2, full)
+		t.Fatalf("tool results: prompt + completion + difference differs from the full render at %d: %q vs %q", dd, detok(t, e, p2[dd:min(dd+10, len(p2))]), detok(t, e, full[dd:min(dd+10, len(full))]))
+	}
+
+	// A new user message after that fixed conversation is not append-only:
+	// the fixed assistant's reasoning is dropped once a later query exists.
+	user := []msg{{"role": "user", "content": "And where was she born?"}}
+	if _, ok := delta(withAssistant, user); ok {
+		t.Error("new user message after an assistant turn with reasoning: the template was expected to drop that reasoning")
+	}
+	// A fixed conversation without an assistant turn gives the user
+	// message's ids; the token sequence then keeps the reasoning the model
+	// saw, which the full re-render drops.
+	du, ok := delta([]msg{{"role": "user", "content": "x"}}, user)
+	if !ok {
+		t.Fatal("new user message after a user turn: not a prefix")
+	}
+	if text := detok(t, e, du); text != "<|im_start|>user\nAnd where was she born?<|im_end|>\n<|im_start|>assistant\n" {
+		t.Errorf("user message difference = %q", text)
+	}
+	call(t, e, "/inference/v1/generate", map[string]any{"token_ids": p2, "sampling_params": map[string]any{}}, &g)
+	p3 := slices.Concat(p2, g.Choices[0].TokenIDs, nl.Tokens, du)
+	call(t, e, "/v1/chat/completions/derender", map[string]any{"model": e.Model, "generate_response": g, "chat_request": map[string]any{"tools": tools}}, &d)
+	final := echo(d, "reasoning")
+	rerender := renderIDs(t, e, append(slices.Clone(first), asst, results[0], results[1], final, user[0]), true)
+	if slices.Equal(p3, rerender) {
+		t.Error("after a new user message the full re-render was expected to drop the earlier think blocks")
+	}
+	if !strings.Contains(detok(t, e, p3), "Round 1:") || strings.Contains(detok(t, e, rerender), "Round 1:") {
+		t.Error("want the token sequence to keep the first turn's reasoning and the re-render to drop it")
+	}
+	// Every generation's prompt is the sequence built here.
+	log := e.Log(t)
+	if len(log) != 2 || !slices.Equal(log[0].PromptIDs, p1) || !slices.Equal(log[1].PromptIDs, p2) || !slices.Equal(log[0].IDs, c1) {
+		t.Errorf("log: %d generations; the prompts are not the sequence built from the sampled ids", len(log))
+	}
+}
