@@ -51,9 +51,8 @@ func (s *Server) handleChatRender(w http.ResponseWriter, r *http.Request) {
 		top := job.gen.topLogprobs
 		logprobs = &top
 	}
-	model := job.req.Model
 	resp := tokensGenerateRequest{
-		RequestID: "chatcmpl-" + job.id, TokenIDs: job.gen.promptIDs, Model: &model, Stream: job.req.Stream,
+		RequestID: "chatcmpl-" + job.id, TokenIDs: job.gen.promptIDs, Model: modelOrNull(job.req.Model), Stream: job.req.Stream,
 		SamplingParams: samplingParamsOf(&job.req.samplingFields, job.gen.n, job.gen.maxTokens, logprobs),
 	}
 	if job.req.Stream {
@@ -126,9 +125,8 @@ func (s *Server) handleCompletionsRender(w http.ResponseWriter, r *http.Request)
 			s.writeError(w, err)
 			return
 		}
-		model := req.Model
 		g := tokensGenerateRequest{
-			RequestID: "cmpl-" + s.responseID(s.nextCounter()), TokenIDs: ids, Model: &model, Stream: req.Stream,
+			RequestID: "cmpl-" + s.responseID(s.nextCounter()), TokenIDs: ids, Model: modelOrNull(req.Model), Stream: req.Stream,
 			SamplingParams: samplingParamsOf(&req.samplingFields, n, maxTokens, req.Logprobs),
 		}
 		if req.Stream {
@@ -142,3 +140,11 @@ func (s *Server) handleCompletionsRender(w http.ResponseWriter, r *http.Request)
 // errTokenPrompt answers a token-id prompt on a server configured without
 // them (Config.Disabled.TokenPrompt).
 var errTokenPrompt = badRequest("prompt: token-id prompts are not accepted by this server; send text")
+
+// modelOrNull is a request's model as vLLM echoes it: null when absent.
+func modelOrNull(m string) *string {
+	if m == "" {
+		return nil
+	}
+	return &m
+}

@@ -65,6 +65,14 @@ type tokensGenerateResponse struct {
 	KVTransferParams *any           `json:"kv_transfer_params"`
 }
 
+// tokensStreamChunk is GenerateStreamResponse: one event of a streamed
+// tokens route, usage only on the last when asked.
+type tokensStreamChunk struct {
+	RequestID string         `json:"request_id"`
+	Choices   []tokensChoice `json:"choices"`
+	Usage     *vllmUsage     `json:"usage,omitempty"`
+}
+
 // prepareTokensGenerate decodes and validates a tokens-in request.
 func (s *Server) prepareTokensGenerate(r *http.Request) (*tokensGenerateRequest, *genRequest, error) {
 	var req tokensGenerateRequest
@@ -203,7 +211,7 @@ func (s *Server) streamTokensGenerate(w http.ResponseWriter, r *http.Request, re
 			if g.logprobs {
 				ch.Logprobs = s.tokensLogprobsOf(c.lps[k : k+1])
 			}
-			if !out.data(tokensGenerateResponse{RequestID: rid, Choices: []tokensChoice{ch}}) {
+			if !out.data(tokensStreamChunk{RequestID: rid, Choices: []tokensChoice{ch}}) {
 				return
 			}
 		}
@@ -212,7 +220,7 @@ func (s *Server) streamTokensGenerate(w http.ResponseWriter, r *http.Request, re
 	s.account(g, choices)
 	if o := req.StreamOptions; o != nil && o.IncludeUsage != nil && *o.IncludeUsage {
 		u := vllmUsage{PromptTokens: len(g.promptIDs), CompletionTokens: completion, TotalTokens: len(g.promptIDs) + completion}
-		out.data(tokensGenerateResponse{RequestID: rid, Choices: []tokensChoice{}, Usage: &u})
+		out.data(tokensStreamChunk{RequestID: rid, Choices: []tokensChoice{}, Usage: &u})
 	}
 	out.raw("[DONE]")
 }
