@@ -11,6 +11,7 @@
 //
 // Usage: node engine.mjs [--port 0] [--model NAME] [--max-model-len N]
 //   [--reasoning-input reasoning|reasoning_content] [--tool-rounds N]
+//   [--disable-routes render,generate,derender,tokenize,token-prompt]
 // It prints "listening on PORT" on stdout once it serves.
 
 import http from "node:http";
@@ -31,6 +32,20 @@ const REASONING_INPUT = args["reasoning-input"] ?? "reasoning";
 // How many tool calls the scripted policy makes after each user query
 // before it answers.
 const TOOL_ROUNDS = Number(args["tool-rounds"] ?? 2);
+// Route families the engine lacks (404), as on an older vLLM; token-prompt
+// makes a token-id prompt on /v1/completions a 400.
+const DISABLED = new Set((args["disable-routes"] ?? "").split(",").filter((x) => x));
+for (const f of DISABLED) {
+  if (!["render", "generate", "derender", "tokenize", "token-prompt"].includes(f)) throw new Error(`--disable-routes: unknown family ${f}`);
+}
+const FAMILY = {
+  "POST /v1/chat/completions/render": "render",
+  "POST /v1/completions/render": "render",
+  "POST /inference/v1/generate": "generate",
+  "POST /v1/chat/completions/derender": "derender",
+  "POST /tokenize": "tokenize",
+  "POST /detokenize": "tokenize",
+};
 
 const tok = fromPreTrained();
 const template = new Template(tokenizerConfig.chat_template);
@@ -311,16 +326,29 @@ const routes = {
     checkModel(req.model);
     checkIDs(req.token_ids, "token_ids");
     if (!req.sampling_params) throw new BadRequest("sampling_params: field required");
-    if (req.stream) throw new BadRequest("stream: this test engine does not stream");
     const g = generate(req.token_ids, req.sampling_params);
     const k = req.sampling_params.logprobs;
     const rid = `generate-tokens-${req.request_id ?? counter}`;
+    if (req.stream) {
+      // One event per sampled id, the finish reason on the last, usage
+      // when asked, then [DONE].
+      const all = Number.isInteger(k) ? chatLogprobs(g, k, true).content : null;
+      const events = g.ids.map((id, i) => {
+        const lp = all ? { content: [all[i]] } : null;
+        return { request_id: rid, choices: [{ index: 0, token_ids: [id], finish_reason: i === g.ids.length - 1 ? g.finish_reason : null, logprobs: lp }] };
+      });
+      if (req.stream_options?.include_usage) events.push({ request_id: rid, choices: [], usage: usage(g.prompt_ids.length, g.ids.length) });
+      return { sse: events };
+    }
     return { request_id: rid, id: rid, created: 0, model: MODEL, choices: [{ index: 0, token_ids: g.ids, finish_reason: g.finish_reason, logprobs: Number.isInteger(k) ? chatLogprobs(g, k, true) : null }], usage: usage(g.prompt_ids.length, g.ids.length), prompt_logprobs: null, kv_transfer_params: null };
   },
   "POST /v1/completions": (req) => {
     checkModel(req.model);
     if (req.stream) throw new BadRequest("stream: this test engine does not stream");
     const prompts = promptsOf(req.prompt);
+    if (DISABLED.has("token-prompt") && typeof req.prompt !== "string" && !(Array.isArray(req.prompt) && req.prompt.every((p) => typeof p === "string"))) {
+      throw new BadRequest("prompt: token-id prompts are not accepted by this server; send text");
+    }
     const choices = [];
     let p = 0;
     let c = 0;
@@ -376,7 +404,8 @@ const server = http.createServer((req, res) => {
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
     const url = new URL(req.url, "http://x");
-    const handler = routes[`${req.method} ${url.pathname}`];
+    const key = `${req.method} ${url.pathname}`;
+    const handler = DISABLED.has(FAMILY[key]) ? undefined : routes[key];
     const send = (status, body) => {
       const text = typeof body === "string" ? body : JSON.stringify(body);
       res.writeHead(status, { "content-type": "application/json" });
@@ -387,6 +416,11 @@ const server = http.createServer((req, res) => {
       const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString("utf8")) : {};
       const out = handler(body);
       if (out && out.raw !== undefined) return send(out.status, out.raw);
+      if (out && out.sse !== undefined) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        for (const ev of out.sse) res.write(`data: ${JSON.stringify(ev)}\n\n`);
+        return res.end("data: [DONE]\n\n");
+      }
       send(200, out);
     } catch (e) {
       const status = e instanceof SyntaxError || e instanceof BadRequest ? 400 : e.status ?? 500;

@@ -9,7 +9,7 @@
 // /inference/v1/generate, /v1/completions (text or token-id prompts),
 // /v1/chat/completions (re-rendering the messages, with vLLM's
 // return_token_ids fields) and /v1/chat/completions/derender, in vLLM's
-// JSON shapes. Generation is a deterministic script of Qwen3-shaped turns
+// JSON shapes; only /inference/v1/generate streams. Generation is a deterministic script of Qwen3-shaped turns
 // with fake logprobs; GET /debug/log returns every generation's prompt ids,
 // sampled ids and logprobs.
 package realtemplate
@@ -48,6 +48,11 @@ type Options struct {
 	ToolRounds int
 	// MaxModelLen is the context limit (default 32768).
 	MaxModelLen int
+	// DisableRoutes lists route families the engine lacks, as
+	// "render,generate,derender,tokenize,token-prompt" (an older vLLM:
+	// "render,generate,derender"); their routes answer 404, and
+	// token-prompt makes a token-id prompt on /v1/completions a 400.
+	DisableRoutes string
 }
 
 // Engine is a running engine.
@@ -104,6 +109,9 @@ func Start(tb testing.TB, opts Options) *Engine {
 	}
 	if opts.ToolRounds > 0 {
 		args = append(args, "--tool-rounds", strconv.Itoa(opts.ToolRounds))
+	}
+	if opts.DisableRoutes != "" {
+		args = append(args, "--disable-routes", opts.DisableRoutes)
 	}
 	if opts.MaxModelLen > 0 {
 		args = append(args, "--max-model-len", strconv.Itoa(opts.MaxModelLen))

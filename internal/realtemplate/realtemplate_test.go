@@ -310,3 +310,71 @@ func TestRenderDifference(t *testing.T) {
 		t.Errorf("log: %d generations; the prompts are not the sequence built from the sampled ids", len(log))
 	}
 }
+
+// TestStreamAndOlderServer checks the streamed tokens route sends the ids
+// the unstreamed one samples, and that an engine shaped as an older vLLM
+// lacks the render and generate routes but serves the fallback: /tokenize
+// with messages and /v1/completions with a token-id prompt, which samples
+// what the tokens route would.
+func TestStreamAndOlderServer(t *testing.T) {
+	e := Start(t, Options{})
+	ids := renderIDs(t, e, first, true)
+	var whole struct {
+		Choices []struct {
+			TokenIDs []int `json:"token_ids"`
+		} `json:"choices"`
+	}
+	call(t, e, "/inference/v1/generate", map[string]any{"token_ids": ids, "sampling_params": map[string]any{}}, &whole)
+	b, _ := json.Marshal(map[string]any{"token_ids": ids, "stream": true, "stream_options": map[string]any{"include_usage": true}, "sampling_params": map[string]any{"logprobs": 1}})
+	resp, err := http.Post(e.URL+"/inference/v1/generate", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var got []int
+	events := strings.Split(strings.TrimSpace(string(raw)), "\n\n")
+	if events[len(events)-1] != "data: [DONE]" || !strings.Contains(events[len(events)-2], `"usage"`) {
+		t.Fatalf("want usage then [DONE] at the end: %s", raw)
+	}
+	for _, ev := range events[:len(events)-2] {
+		var c struct {
+			Choices []struct {
+				TokenIDs []int `json:"token_ids"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(ev, "data: ")), &c); err != nil {
+			t.Fatalf("%v: %s", err, ev)
+		}
+		got = append(got, c.Choices[0].TokenIDs...)
+	}
+	if !slices.Equal(got, whole.Choices[0].TokenIDs) {
+		t.Errorf("streamed ids differ from the unstreamed ones")
+	}
+
+	old := Start(t, Options{DisableRoutes: "render,generate,derender"})
+	for _, path := range []string{"/v1/chat/completions/render", "/inference/v1/generate", "/v1/chat/completions/derender"} {
+		resp, err := http.Post(old.URL+path, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Errorf("older engine: %s answered %d, want 404", path, resp.StatusCode)
+		}
+	}
+	var tk struct {
+		Tokens []int `json:"tokens"`
+	}
+	call(t, old, "/tokenize", map[string]any{"messages": first, "tools": tools}, &tk)
+	var cmpl struct {
+		Choices []struct {
+			TokenIDs       []int `json:"token_ids"`
+			PromptTokenIDs []int `json:"prompt_token_ids"`
+		} `json:"choices"`
+	}
+	call(t, old, "/v1/completions", map[string]any{"prompt": tk.Tokens, "max_tokens": 1000, "return_token_ids": true}, &cmpl)
+	if !slices.Equal(tk.Tokens, ids) || !slices.Equal(cmpl.Choices[0].PromptTokenIDs, ids) || !slices.Equal(cmpl.Choices[0].TokenIDs, whole.Choices[0].TokenIDs) {
+		t.Errorf("older engine's /tokenize + /v1/completions differ from render + generate")
+	}
+}
