@@ -75,6 +75,10 @@ type Options struct {
 	// simllm.ParseRouteFamilies reads them ("render,generate", "all").
 	Template       TemplateOptions
 	DisabledRoutes string
+	// RecordGenerations makes the inference servers log every sampled
+	// sequence (World.Generations), for tests that check training data
+	// against what the engine sampled.
+	RecordGenerations bool
 	// LogprobsMode is the vLLM dialect's --logprobs-mode of the inference
 	// servers (simllm.Config.LogprobsMode; empty: raw_logprobs).
 	LogprobsMode string
@@ -132,6 +136,7 @@ func Start(opts Options) (*World, error) {
 	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
 	cfg.Faults, cfg.KeptVersions = opts.Faults, opts.KeptVersions
 	opts.Template.apply(&cfg)
+	cfg.RecordGenerations = opts.RecordGenerations
 	if cfg.Disabled, err = simllm.ParseRouteFamilies(opts.DisabledRoutes); err != nil {
 		return nil, fmt.Errorf("sim: disabled routes: %w", err)
 	}
@@ -250,4 +255,15 @@ type TemplateOptions struct {
 func (t TemplateOptions) apply(cfg *simllm.Config) {
 	cfg.MergeToolResults, cfg.CanonicalToolArgs, cfg.TrimContent = t.MergeToolResults, t.CanonicalToolArgs, t.TrimContent
 	cfg.ReasoningContent, cfg.StrictReasoningInput = t.ReasoningContent, t.StrictReasoningInput
+}
+
+// Generations returns the inference servers' generation logs (the
+// planner's server first in a training world), empty unless
+// Options.RecordGenerations was set.
+func (w *World) Generations() []simllm.Generation {
+	var out []simllm.Generation
+	for _, s := range w.llm {
+		out = append(out, s.Generations()...)
+	}
+	return out
 }

@@ -16,7 +16,7 @@ func TestStartTemplateAndRoutes(t *testing.T) {
 	if _, err := Start(Options{Seed: 1, DisabledRoutes: "render,nope"}); err == nil || !strings.Contains(err.Error(), "nope") {
 		t.Fatalf("Start with a bad route family: %v, want an error naming it", err)
 	}
-	w, err := Start(Options{Seed: 1, DisabledRoutes: "render", Template: TemplateOptions{MergeToolResults: true}})
+	w, err := Start(Options{Seed: 1, DisabledRoutes: "render", Template: TemplateOptions{MergeToolResults: true}, RecordGenerations: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,5 +38,11 @@ func TestStartTemplateAndRoutes(t *testing.T) {
 	st, body := post("/tokenize", map[string]any{"messages": msgs, "return_token_strs": true})
 	if st != http.StatusOK || !strings.Contains(body, "tool_response") || strings.Contains(body, `"tool"`) {
 		t.Errorf("tokenize with merged tool results: %d %s", st, body)
+	}
+	if st, body := post("/v1/chat/completions", map[string]any{"messages": msgs, "max_tokens": 5}); st != http.StatusOK {
+		t.Fatalf("chat: %d %s", st, body)
+	}
+	if g := w.Generations(); len(g) != 1 || len(g[0].IDs) != 5 {
+		t.Errorf("Generations = %+v, want the one chat completion of 5 ids", g)
 	}
 }

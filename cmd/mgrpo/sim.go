@@ -59,6 +59,7 @@ func simCommand() *cli.Command {
 			&cli.BoolFlag{Name: "reasoning-content", Usage: "the vllm dialect answers reasoning in reasoning_content, as older vLLM did (default: reasoning, as current vLLM)"},
 			&cli.BoolFlag{Name: "strict-reasoning-input", Usage: "read an assistant message's reasoning only from the field the server's version writes (reasoning on current vLLM, reasoning_content on older vLLM and SGLang); reasoning in the other field is dropped from the prompt"},
 			&cli.StringFlag{Name: "disable-routes", Usage: "turn route families off (they answer 404), comma-separated `LIST` of render, generate, derender, tokenize, token-prompt (a token-id prompt gets 400), or all: an older or token-less server"},
+			&cli.BoolFlag{Name: "record-generations", Usage: "log every sampled sequence (prompt ids, ids, logprobs) and serve the log at GET /sim/generations, for tests (it grows without bound)"},
 			&cli.BoolFlag{Name: "strict", Usage: "reject unknown request fields with 400 (real servers ignore them)"},
 			&cli.StringFlag{Name: "weight-version", Value: simllm.DefaultWeightVersion, Usage: "initial served weight version"},
 			&cli.PathFlag{Name: "skills", Usage: "JSON `FILE` overriding policy skills (field names as in sim/llm/policy.Skills)"},
@@ -165,6 +166,7 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 		return cfg, fmt.Errorf("--disable-routes: %w", err)
 	}
 	cfg.Disabled = off
+	cfg.RecordGenerations = c.Bool("record-generations")
 	cfg.LogprobsMode = c.String("logprobs-mode")
 	cfg.Strict = c.Bool("strict")
 	cfg.WeightVersion = c.String("weight-version")

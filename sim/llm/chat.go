@@ -153,7 +153,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop,
 		filters:  filtersOf(req.TopP, req.TopK, req.MinP),
-		logprobs: req.Logprobs, topLogprobs: top, noThinking: noThinking, counter: counter,
+		logprobs: req.Logprobs, topLogprobs: top, noThinking: noThinking, counter: counter, route: r.URL.Path,
 	}
 	return &chatJob{
 		req: &req, gen: g,

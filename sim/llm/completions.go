@@ -123,7 +123,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g := &genRequest{promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
-			temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop, counter: s.nextCounter(),
+			temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop, counter: s.nextCounter(), route: r.URL.Path,
 			filters: filtersOf(req.TopP, req.TopK, req.MinP)}
 		if req.Logprobs != nil {
 			g.logprobs, g.topLogprobs = true, *req.Logprobs

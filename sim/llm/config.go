@@ -171,6 +171,11 @@ type Config struct {
 	// unknown field, and the template renders the turn without it. Off, both
 	// fields are read.
 	StrictReasoningInput bool
+	// RecordGenerations keeps a log of every sampled sequence (prompt ids,
+	// completion ids, logprobs), read with Server.Generations or GET
+	// /sim/generations, so tests can check that what a client trains on is
+	// what the engine sampled. It grows without bound: for tests only.
+	RecordGenerations bool
 	// Disabled turns route families off (they answer 404, as on a server
 	// that lacks them), to test a client's probing and fallback.
 	Disabled RouteFamilies

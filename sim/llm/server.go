@@ -45,6 +45,9 @@ type Server struct {
 	held      []heldWeights  // guarded by versionMu: the last versions served, oldest first (pin.go)
 	weights   weightState
 
+	genMu sync.Mutex
+	gens  []Generation // the generation log (Config.RecordGenerations)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	base      context.Context // cancelled by Close
@@ -180,6 +183,9 @@ func (s *Server) Handler() http.Handler {
 			mux.Handle("POST /update_weight_version", plain(s.handleUpdateWeightVersion))
 			mux.Handle("POST /sim/update_weights", plain(s.handleSimUpdateWeights))
 		}
+	}
+	if s.cfg.RecordGenerations {
+		mux.Handle("GET /sim/generations", plain(s.handleGenerations))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// FastAPI's answer for an unknown route.

@@ -200,7 +200,7 @@ func (s *Server) prepareGenerate(r *http.Request) (*generateRequest, *genRequest
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(sp.Temperature), seed: sp.SamplingSeed, stop: sp.Stop,
 		filters:  filtersOf(sp.TopP, sp.TopK, sp.MinP),
-		logprobs: req.ReturnLogprob, topLogprobs: req.TopLogprobsNum, counter: s.nextCounter(),
+		logprobs: req.ReturnLogprob, topLogprobs: req.TopLogprobsNum, counter: s.nextCounter(), route: r.URL.Path,
 	}
 	return &req, g, nil
 }

@@ -357,3 +357,45 @@ func mustMarshal(t *testing.T, v any) []byte {
 func itoa(i int) string { return strings.TrimSpace(string(mustMarshalInt(i))) }
 
 func mustMarshalInt(i int) []byte { b, _ := json.Marshal(i); return b }
+
+// TestGenerationLog checks the log holds every sampled sequence of every
+// route, with the ids and logprobs the responses carried.
+func TestGenerationLog(t *testing.T) {
+	cfg := testConfig(DialectVLLM)
+	cfg.RecordGenerations = true
+	s, ts := MustServer(t, cfg)
+	ids := render(t, ts.URL, userMsg(question), plannerTools)
+	var gr generateResp
+	st, _, b := post(t, ts.URL+"/inference/v1/generate", map[string]any{"token_ids": ids, "sampling_params": map[string]any{"logprobs": 0, "n": 2}})
+	decodeOK(t, st, b, &gr)
+	post(t, ts.URL+"/v1/chat/completions", chatBody(map[string]any{"stream": true}))
+	log := s.Generations()
+	if len(log) != 3 {
+		t.Fatalf("log has %d entries, want 3 (two choices, one stream)", len(log))
+	}
+	for i, c := range gr.Choices {
+		e := log[i]
+		if e.Route != "/inference/v1/generate" || !slices.Equal(e.PromptIDs, ids) || !slices.Equal(e.IDs, c.TokenIDs) || len(e.Logprobs) != len(c.TokenIDs) {
+			t.Errorf("log[%d] = %+v, want the choice's ids and logprobs", i, e)
+		}
+		for k, lp := range c.Logprobs.Content {
+			if lp.Logprob != e.Logprobs[k] {
+				t.Errorf("log[%d] logprob %d = %v, response %v", i, k, e.Logprobs[k], lp.Logprob)
+			}
+		}
+	}
+	if log[2].Route != "/v1/chat/completions" || log[2].Logprobs != nil || !slices.Equal(log[2].PromptIDs, ids) {
+		t.Errorf("log[2] = %+v", log[2])
+	}
+	st, b = get(t, ts.URL+"/sim/generations")
+	var wire []Generation
+	decodeOK(t, st, b, &wire)
+	if len(wire) != 3 {
+		t.Errorf("GET /sim/generations: %d entries", len(wire))
+	}
+	if _, ts2 := MustServer(t, testConfig(DialectVLLM)); true {
+		if st, _ := get(t, ts2.URL+"/sim/generations"); st != http.StatusNotFound {
+			t.Errorf("without RecordGenerations: /sim/generations answered %d", st)
+		}
+	}
+}

@@ -127,7 +127,7 @@ func (s *Server) prepareTokensGenerate(r *http.Request) (*tokensGenerateRequest,
 	g := &genRequest{
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(sp.Temperature), seed: sp.Seed, stop: sp.Stop,
-		filters: filtersOf(sp.TopP, sp.TopK, sp.MinP), counter: s.nextCounter(),
+		filters: filtersOf(sp.TopP, sp.TopK, sp.MinP), counter: s.nextCounter(), route: r.URL.Path,
 	}
 	if sp.Logprobs != nil {
 		// vLLM lists at least one entry per position: the sampled token.
