@@ -263,6 +263,56 @@ function messageOf(g, parseTools, id) {
   return { msg, finish };
 }
 
+// chatStream is a streamed chat response: a role chunk (with
+// prompt_token_ids under return_token_ids), then one chunk per sampled id
+// carrying its token_ids and what it adds to reasoning or content, as the
+// streaming parsers emit it; tool calls whole once their block closes (the
+// text from <tool_call> on is withheld); the finish reason on the last.
+function chatStream(req, g, id, parseTools) {
+  const head = { id, object: "chat.completion.chunk", created: 0, model: MODEL };
+  const lps = req.logprobs ? chatLogprobs(g, req.top_logprobs ?? 0, !!req.return_tokens_as_token_ids).content : null;
+  const first = { ...head, choices: [{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }] };
+  if (req.return_token_ids) first.prompt_token_ids = g.prompt_ids;
+  const events = [first];
+  let sent = { reasoning: "", content: "", calls: 0 };
+  for (let i = 0; i < g.ids.length; i++) {
+    const text = decode(g.ids.slice(0, i + 1), true);
+    const thinking = text.startsWith("<think>");
+    const cut = text.indexOf("</think>");
+    const reasoning = !thinking ? "" : cut >= 0 ? text.slice("<think>".length, cut) : text.slice("<think>".length);
+    let content = cut >= 0 ? text.slice(cut + "</think>".length) : thinking ? "" : text;
+    const calls = [];
+    if (parseTools) {
+      const at = content.indexOf("<tool_call>");
+      if (at >= 0) {
+        for (const m of content.slice(at).matchAll(/<tool_call>(.*?)<\/tool_call>/gs)) {
+          try {
+            const c = JSON.parse(m[1].trim());
+            calls.push({ name: c.name, arguments: pyJSON(c.arguments ?? {}) });
+          } catch {
+            // an unparsable call stays withheld, as the streaming parser holds it
+          }
+        }
+        content = content.slice(0, at);
+      }
+    }
+    const delta = {};
+    if (reasoning.length > sent.reasoning.length) delta.reasoning = reasoning.slice(sent.reasoning.length);
+    if (content.length > sent.content.length) delta.content = content.slice(sent.content.length);
+    if (calls.length > sent.calls) {
+      delta.tool_calls = calls.slice(sent.calls).map((c, k) => ({ index: sent.calls + k, id: `chatcmpl-tool-${hash(id, sent.calls + k).toString(16)}`, type: "function", function: c }));
+    }
+    sent = { reasoning, content, calls: calls.length };
+    const last = i === g.ids.length - 1;
+    const finish = last ? (g.finish_reason === "stop" && calls.length > 0 ? "tool_calls" : g.finish_reason) : null;
+    const ch = { index: 0, delta, logprobs: lps ? { content: [lps[i]] } : null, finish_reason: finish };
+    if (req.return_token_ids) ch.token_ids = [g.ids[i]];
+    events.push({ ...head, choices: [ch] });
+  }
+  if (req.stream_options?.include_usage) events.push({ ...head, choices: [], usage: usage(g.prompt_ids.length, g.ids.length) });
+  return events;
+}
+
 function samplingParams(req, promptLen, max) {
   return {
     n: req.n ?? 1,
@@ -372,11 +422,12 @@ const routes = {
   },
   "POST /v1/chat/completions": (req) => {
     checkModel(req.model);
-    if (req.stream) throw new BadRequest("stream: this test engine does not stream");
     const ids = renderChat(req);
     const g = generate(ids, { max_tokens: req.max_completion_tokens ?? req.max_tokens, seed: req.seed });
     const id = `chatcmpl-${counter}`;
-    const { msg, finish } = messageOf(g, Array.isArray(req.tools) && req.tools.length > 0 && req.tool_choice !== "none", id);
+    const parseTools = Array.isArray(req.tools) && req.tools.length > 0 && req.tool_choice !== "none";
+    if (req.stream) return { sse: chatStream(req, g, id, parseTools) };
+    const { msg, finish } = messageOf(g, parseTools, id);
     const choice = { index: 0, message: msg, logprobs: req.logprobs ? chatLogprobs(g, req.top_logprobs ?? 0, !!req.return_tokens_as_token_ids) : null, finish_reason: finish, stop_reason: null, token_ids: req.return_token_ids ? g.ids : null };
     return { id, object: "chat.completion", created: 0, model: MODEL, choices: [choice], usage: usage(ids.length, g.ids.length), prompt_logprobs: null, prompt_token_ids: req.return_token_ids ? ids : null, kv_transfer_params: null };
   },

@@ -9,8 +9,9 @@
 // /inference/v1/generate, /v1/completions (text or token-id prompts),
 // /v1/chat/completions (re-rendering the messages, with vLLM's
 // return_token_ids fields) and /v1/chat/completions/derender, in vLLM's
-// JSON shapes; only /inference/v1/generate streams. Generation is a deterministic script of Qwen3-shaped turns
-// with fake logprobs; GET /debug/log returns every generation's prompt ids,
+// JSON shapes; /inference/v1/generate and /v1/chat/completions also
+// stream. Generation is a deterministic script of Qwen3-shaped turns with
+// fake logprobs; GET /debug/log returns every generation's prompt ids,
 // sampled ids and logprobs.
 package realtemplate
 

@@ -378,3 +378,78 @@ func TestStreamAndOlderServer(t *testing.T) {
 		t.Errorf("older engine's /tokenize + /v1/completions differ from render + generate")
 	}
 }
+
+// TestChatStream checks the streamed chat route carries the unstreamed
+// route's ids one per chunk and splits them into the same reasoning,
+// content and tool call.
+func TestChatStream(t *testing.T) {
+	e := Start(t, Options{})
+	whole := chat(t, e, first)
+	b, _ := json.Marshal(map[string]any{"model": e.Model, "messages": first, "tools": tools, "stream": true, "return_token_ids": true, "logprobs": true})
+	resp, err := http.Post(e.URL+"/v1/chat/completions", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var ids, prompt []int
+	var reasoning, content, finish string
+	var calls []string
+	n := 0
+	for _, ev := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
+		data := strings.TrimPrefix(ev, "data: ")
+		if data == "[DONE]" {
+			continue
+		}
+		var c struct {
+			PromptTokenIDs []int `json:"prompt_token_ids"`
+			Choices        []struct {
+				Delta struct {
+					Reasoning string `json:"reasoning"`
+					Content   string `json:"content"`
+					ToolCalls []struct {
+						Function struct {
+							Name      string `json:"name"`
+							Arguments string `json:"arguments"`
+						} `json:"function"`
+					} `json:"tool_calls"`
+				} `json:"delta"`
+				TokenIDs     []int   `json:"token_ids"`
+				FinishReason *string `json:"finish_reason"`
+				Logprobs     *struct {
+					Content []struct {
+						Logprob float64 `json:"logprob"`
+					} `json:"content"`
+				} `json:"logprobs"`
+			} `json:"choices"`
+		}
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		prompt = append(prompt, c.PromptTokenIDs...)
+		ch := c.Choices[0]
+		ids = append(ids, ch.TokenIDs...)
+		reasoning += ch.Delta.Reasoning
+		content += ch.Delta.Content
+		for _, tc := range ch.Delta.ToolCalls {
+			calls = append(calls, tc.Function.Name+" "+tc.Function.Arguments)
+		}
+		if ch.FinishReason != nil {
+			finish = *ch.FinishReason
+		}
+		if ch.Logprobs != nil {
+			if lp := ch.Logprobs.Content[0].Logprob; lp != whole.Choices[0].Logprobs.Content[n].Logprob {
+				t.Fatalf("chunk %d logprob %v, unstreamed %v", n, lp, whole.Choices[0].Logprobs.Content[n].Logprob)
+			}
+			n++
+		}
+	}
+	m := whole.Choices[0].Message
+	if !slices.Equal(ids, whole.Choices[0].TokenIDs) || !slices.Equal(prompt, whole.PromptTokenIDs) {
+		t.Fatalf("streamed ids differ from the unstreamed route's")
+	}
+	if reasoning != *m.Reasoning || content != *m.Content || finish != "tool_calls" || len(calls) != 1 ||
+		calls[0] != m.ToolCalls[0].Function.Name+" "+m.ToolCalls[0].Function.Arguments {
+		t.Errorf("stream parsed reasoning %q content %q calls %v finish %q; unstreamed %+v", reasoning, content, calls, finish, m)
+	}
+}
