@@ -248,11 +248,13 @@ func (w *World) Sabotaged() []simllm.Sabotage {
 // TemplateOptions are template behaviours of real models the inference
 // servers copy (see simllm.Template and simllm.Config).
 type TemplateOptions struct {
+	StripReasoningBeforeLastQuery                    bool
 	MergeToolResults, CanonicalToolArgs, TrimContent bool
 	ReasoningContent, StrictReasoningInput           bool
 }
 
 func (t TemplateOptions) apply(cfg *simllm.Config) {
+	cfg.StripReasoningBeforeLastQuery = t.StripReasoningBeforeLastQuery
 	cfg.MergeToolResults, cfg.CanonicalToolArgs, cfg.TrimContent = t.MergeToolResults, t.CanonicalToolArgs, t.TrimContent
 	cfg.ReasoningContent, cfg.StrictReasoningInput = t.ReasoningContent, t.StrictReasoningInput
 }

@@ -53,6 +53,7 @@ func simCommand() *cli.Command {
 			&cli.BoolFlag{Name: "reasoning-parser", Value: true, Usage: "return <think> text as reasoning_content (false: it stays in content)"},
 			&cli.StringFlag{Name: "logprobs-mode", Usage: "the vllm dialect's --logprobs-mode: raw_logprobs (before temperature and top-k/top-p/min-p; the default, as vLLM's) or processed_logprobs (the distribution sampled from); the sglang dialect reports tempered, unfiltered logprobs and takes none"},
 			&cli.BoolFlag{Name: "strip-reasoning", Usage: "chat template drops <think> blocks of earlier assistant turns (breaks the prompt prefix, as Qwen3's does)"},
+			&cli.BoolFlag{Name: "strip-reasoning-before-last-query", Usage: "chat template drops <think> blocks only of assistant turns before the last user message, Qwen3's own rule (the prefix breaks at each new user message)"},
 			&cli.BoolFlag{Name: "merge-tool-results", Usage: "chat template merges consecutive tool results into one user turn of <tool_response> blocks, as Qwen3's does"},
 			&cli.BoolFlag{Name: "canonical-tool-args", Usage: "chat template re-serializes earlier tool calls' arguments as canonical JSON (sorted keys, Python's separators), as templates printing them with tojson do"},
 			&cli.BoolFlag{Name: "trim-content", Usage: "chat template trims whitespace around every message's content"},
@@ -156,6 +157,7 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 	cfg.ToolCallParser = c.Bool("tool-call-parser")
 	cfg.ReasoningParser = c.Bool("reasoning-parser")
 	cfg.StripReasoning = c.Bool("strip-reasoning")
+	cfg.StripReasoningBeforeLastQuery = c.Bool("strip-reasoning-before-last-query")
 	cfg.MergeToolResults = c.Bool("merge-tool-results")
 	cfg.CanonicalToolArgs = c.Bool("canonical-tool-args")
 	cfg.TrimContent = c.Bool("trim-content")

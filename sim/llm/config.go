@@ -155,6 +155,10 @@ type Config struct {
 	// StripReasoning makes the chat template drop <think>…</think> from
 	// earlier assistant turns, which breaks the prompt prefix property.
 	StripReasoning bool
+	// StripReasoningBeforeLastQuery drops it only from assistant turns
+	// before the last user message, as Qwen3's template does (see
+	// Template).
+	StripReasoningBeforeLastQuery bool
 	// MergeToolResults, CanonicalToolArgs and TrimContent are the chat
 	// template's other behaviours of real models (see Template): tool
 	// results merged into one user turn, earlier tool calls' arguments

@@ -69,7 +69,7 @@ func (f RouteFamilies) String() string {
 
 // template is the server's chat template for one request.
 func (s *Server) template(noThinking bool) Template {
-	return Template{StripReasoning: s.cfg.StripReasoning, DisableThinking: noThinking,
+	return Template{StripReasoning: s.cfg.StripReasoning, StripReasoningBeforeLastQuery: s.cfg.StripReasoningBeforeLastQuery, DisableThinking: noThinking,
 		MergeToolResults: s.cfg.MergeToolResults, CanonicalToolArgs: s.cfg.CanonicalToolArgs, TrimContent: s.cfg.TrimContent}
 }
 

@@ -28,6 +28,11 @@ type Template struct {
 	// query. Each new prompt then no longer extends the previous prompt and
 	// completion: the drift a token-exact client must detect.
 	StripReasoning bool
+	// StripReasoningBeforeLastQuery is Qwen3's own rule: only the assistant
+	// turns before the last user message lose their reasoning; those after
+	// it (the tool-calling turns answering the current query) keep it, so
+	// the prefix breaks only when a new user message arrives.
+	StripReasoningBeforeLastQuery bool
 	// DisableThinking is chat_template_kwargs {"enable_thinking": false}: the
 	// generation prompt is followed by an empty think block, and so is every
 	// earlier assistant turn without reasoning (unlike Qwen3, which keeps the
@@ -77,6 +82,12 @@ func (tp Template) Render(msgs []Message, tools []policy.Tool, addGenerationProm
 	if system != "" || (len(msgs) > 0 && msgs[0].Role == "system") {
 		writeTurn(&b, "system", system)
 	}
+	lastQuery := -1
+	for i, m := range rest {
+		if m.Role == "user" {
+			lastQuery = i
+		}
+	}
 	for i := 0; i < len(rest); i++ {
 		m := rest[i]
 		if tp.TrimContent {
@@ -97,7 +108,7 @@ func (tp Template) Render(msgs []Message, tools []policy.Tool, addGenerationProm
 		case "user":
 			writeTurn(&b, m.Role, m.Content)
 		case "assistant":
-			writeTurn(&b, "assistant", tp.renderHistoryAssistant(m))
+			writeTurn(&b, "assistant", tp.renderHistoryAssistant(m, tp.StripReasoning || tp.StripReasoningBeforeLastQuery && i < lastQuery))
 		case "system":
 			writeTurn(&b, "system", m.Content)
 		default:
@@ -158,9 +169,9 @@ func (tp Template) toolResponses(results []Message) string {
 }
 
 // renderHistoryAssistant renders an assistant turn of the conversation so far.
-func (tp Template) renderHistoryAssistant(m Message) string {
+func (tp Template) renderHistoryAssistant(m Message, strip bool) string {
 	out := policy.Output{Reasoning: m.Reasoning, Content: m.Content, ToolCalls: m.ToolCalls}
-	if tp.StripReasoning {
+	if strip {
 		out.Reasoning = ""
 		out.Content = stripThink(out.Content)
 	}

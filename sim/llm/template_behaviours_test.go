@@ -171,3 +171,27 @@ func TestStrictReasoningInput(t *testing.T) {
 		}
 	}
 }
+
+// TestStripReasoningBeforeLastQuery checks Qwen3's rule: reasoning stays on
+// the turns answering the current query and goes once a new user message
+// follows them.
+func TestStripReasoningBeforeLastQuery(t *testing.T) {
+	tp := Template{StripReasoningBeforeLastQuery: true}
+	within, err := tp.Render(history(), nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := Template{}.Render(history(), nil, true)
+	if within != base {
+		t.Errorf("within the query: want the reasoning kept, as without the rule")
+	}
+	later := append(history(), Message{Role: "assistant", Reasoning: "Now I answer.", Content: "Ada."}, Message{Role: "user", Content: "Where?"},
+		Message{Role: "assistant", Reasoning: "Second query.", Content: "", ToolCalls: []policy.ToolCall{{Name: "search", Arguments: `{}`}}})
+	got, err := tp.Render(later, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(got, "I search.") || strings.Contains(got, "Now I answer.") || !strings.Contains(got, "Second query.") {
+		t.Errorf("after a new user message: want the earlier reasoning dropped and the current kept:\n%s", got)
+	}
+}
