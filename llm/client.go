@@ -87,6 +87,9 @@ type Client struct {
 	apiKey string
 	// ends caches the probe renderings of the token path (tokens.go).
 	ends endCounts
+	// noTokens is set once the engine turned out to lack a token route:
+	// calls then re-send whole conversations.
+	noTokens atomic.Bool
 }
 
 // dialect is one server family's way of making a call and capturing its

@@ -143,6 +143,13 @@ func (c *Client) tokensSupported() bool {
 // messages and generates from the ids on the dialect's token route.
 func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 	st := req.Tokens
+	if c.noTokens.Load() {
+		// The engine has no token route: re-send the conversation, and
+		// let Sequences count the drift the template causes.
+		return c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
+			return c.dialect.chat(ctx, c, req, s)
+		})
+	}
 	if !st.continues(req.Messages) {
 		if st.covered > 0 {
 			st.restarts++
@@ -175,10 +182,26 @@ func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 		}
 		return t, e, tn + n, err
 	})
+	if err != nil && routeMissing(err) {
+		c.noTokens.Store(true)
+		c.log.Warn("llm engine has no token route (tokenize with messages, or a token-id prompt): falling back to re-sending whole conversations; drift is counted",
+			"role", c.role, "error", err.Error())
+		return c.chatTokens(ctx, req)
+	}
 	if err == nil {
 		st.record(t, len(req.Messages))
 	}
 	return t, err
+}
+
+// routeMissing reports whether err says the engine lacks a route of the
+// token path (404, 405, 501), as an older or a stripped-down server would.
+func routeMissing(err error) bool {
+	switch httpretry.Code(err) {
+	case http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return true
+	}
+	return false
 }
 
 // parseCompletion reads a raw completion's text into the assistant message

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -150,5 +151,34 @@ func TestReRenderingDrifts(t *testing.T) {
 	}
 	if drifted == 0 {
 		t.Fatal("no trajectory drifted on re-rendering: the sim's template no longer drops reasoning")
+	}
+}
+
+// TestTokenPathFallsBackWithoutTokenRoutes: an engine without the token
+// routes gets whole conversations again, with a warning, and the drift
+// the template causes is counted, never hidden.
+func TestTokenPathFallsBackWithoutTokenRoutes(t *testing.T) {
+	cfg := simConfig(DialectVLLM, 3)
+	cfg.StripReasoning = true
+	cfg.Disabled = simllm.RouteFamilies{Tokenize: true}
+	s := mustSim(t, cfg, nil)
+	logs := &syncBuffer{}
+	c := mustClient(t, Config{Role: "executor", Dialect: DialectVLLM, Endpoints: []string{s.ts.URL}, CaptureTokens: true, Logger: bufferLogger(logs)})
+	w := mustWorld(t)
+	drifted := 0
+	for qi, q := range w.Questions[:6] {
+		turns, _, err := runTokenTrajectory(context.Background(), c, w, q.Question, fmt.Sprint("q", qi), 6, int64(20+qi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, drifts, _ := Sequences(turns); len(drifts) > 0 {
+			drifted++
+		}
+	}
+	if !strings.Contains(logs.String(), "no token route") {
+		t.Errorf("no warning that the engine lacks token routes; log:\n%s", logs.String())
+	}
+	if drifted == 0 {
+		t.Error("no drift counted on the fallback with a template that drops reasoning")
 	}
 }
