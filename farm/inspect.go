@@ -33,14 +33,24 @@ func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
 		FailureKind: r.FailureKind, FailureCause: r.FailureCause, Scores: r.Scores, Tree: tree}
 	rec.Drifts = append(rec.Drifts, r.Planner.Drifts)
 	errs := []string{r.Planner.SequenceError}
+	edits, cuts := []int{r.Planner.HistoryEdits}, []int{r.Planner.ContextCuts}
 	failed := r.Planner.SequenceError != ""
+	anyEdit, anyCut := r.Planner.HistoryEdits > 0, r.Planner.ContextCuts > 0
 	for _, e := range r.Executors {
 		rec.Drifts = append(rec.Drifts, e.Drifts)
 		errs = append(errs, e.SequenceError)
+		edits, cuts = append(edits, e.HistoryEdits), append(cuts, e.ContextCuts)
 		failed = failed || e.SequenceError != ""
+		anyEdit, anyCut = anyEdit || e.HistoryEdits > 0, anyCut || e.ContextCuts > 0
 	}
 	if failed {
 		rec.SequenceErrors = errs
+	}
+	if anyEdit {
+		rec.HistoryEdits = edits
+	}
+	if anyCut {
+		rec.ContextCuts = cuts
 	}
 	return json.Marshal(rec)
 }
