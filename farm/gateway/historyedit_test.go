@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
+	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/sim/web"
 )
 
 // echoAgent is a planner/executor agent that sends its history back the
@@ -23,6 +26,9 @@ type echoAgent struct {
 	maxTurns int
 	edit     func(msgs []map[string]any) []map[string]any
 	editAt   int
+	// webURL, when set, is the sim web the executor's search and visit
+	// calls go to (else they answer a fixed text).
+	webURL string
 }
 
 // play drives one rollout through the offer's base URLs and returns the
@@ -32,6 +38,9 @@ func (a echoAgent) play(o offer) (string, error) {
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"task": map[string]any{"type": "string"}}}}}}
 	execTools := []map[string]any{{"type": "function", "function": map[string]any{"name": "search",
 		"parameters": map[string]any{"type": "object", "properties": map[string]any{"query": map[string]any{"type": "string"}}}}}}
+	if a.webURL != "" {
+		execTools = []map[string]any{benchTool("search", "query", "array"), benchTool("visit", "url", "array")}
+	}
 	msgs := []map[string]any{{"role": "system", "content": "You plan. Delegate with the delegate tool, then answer in <answer></answer>."},
 		{"role": "user", "content": o.Task.Question}}
 	var last string
@@ -81,7 +90,14 @@ func (a echoAgent) executor(url, args string, tools []map[string]any) (string, e
 		}
 		for _, c := range calls {
 			call := c.(map[string]any)
-			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": call["id"], "content": "result " + fmt.Sprint(call["id"])})
+			result := "result " + fmt.Sprint(call["id"])
+			if a.webURL != "" {
+				fn := call["function"].(map[string]any)
+				var args map[string]any
+				_ = json.Unmarshal([]byte(fmt.Sprint(fn["arguments"])), &args)
+				result = benchWeb(a.webURL, fmt.Sprint(fn["name"]), args)
+			}
+			msgs = append(msgs, map[string]any{"role": "tool", "tool_call_id": call["id"], "content": result})
 		}
 	}
 	return report, nil
@@ -140,6 +156,13 @@ func echoCall(url string, msgs []map[string]any, tools []map[string]any) (map[st
 // runEcho runs one rollout of agent a through g and returns its result.
 func runEcho(t *testing.T, g *Gateway, a echoAgent) farm.RolloutResult {
 	t.Helper()
+	task, ft := testTask()
+	return runEchoTask(t, g, a, task, ft)
+}
+
+// runEchoTask is runEcho on a task of the caller's.
+func runEchoTask(t *testing.T, g *Gateway, a echoAgent, task rollout.RolloutTask, ft farm.Task) farm.RolloutResult {
+	t.Helper()
 	g.cfg.AgentURL = pushAgent(t, func(w http.ResponseWriter, o offer) {
 		answer, err := a.play(o)
 		if err != nil {
@@ -148,7 +171,6 @@ func runEcho(t *testing.T, g *Gateway, a echoAgent) farm.RolloutResult {
 		}
 		json.NewEncoder(w).Encode(map[string]any{"answer": answer})
 	})
-	task, ft := testTask()
 	scoring := farm.Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), Scorer: exact{}, ExpertFallback: rollout.DefaultExpertFallback}
 	return farm.Execute(context.Background(), g, scoring, task, ft)
 }
@@ -241,6 +263,59 @@ func TestHistoryEditsCounted(t *testing.T) {
 			}
 			if first := res.Planner.Sequences[0]; first.Split != "" || len(first.TurnFinishReasons) != 1 {
 				t.Errorf("first sequence split %q with %d turns, want none and 1", first.Split, len(first.TurnFinishReasons))
+			}
+		})
+	}
+}
+
+// TestEchoAgentSim runs the LangChain-style echo agent against the sim in
+// both dialects: drift 0, history edits 0, one sample per trajectory. The
+// sim's model writes reasoning the agent never sends back, so this holds
+// only where the gateway continues in tokens instead of having the
+// engine re-render the echoed history.
+func TestEchoAgentSim(t *testing.T) {
+	for _, c := range []struct {
+		dialect string
+		strip   bool
+	}{{"vllm", false}, {"sglang", false}, {"vllm", true}, {"sglang", true}} {
+		t.Run(fmt.Sprintf("%s strip-reasoning=%v", c.dialect, c.strip), func(t *testing.T) {
+			g, _, log := simGateway(t, c.dialect, 400, func(cfg *simllm.Config) { cfg.StripReasoning = c.strip })
+			world, err := web.Generate(web.Config{Seed: 3, Questions: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := httptest.NewServer(world.Handler())
+			t.Cleanup(ws.Close)
+			turns, trajectories := 0, 0
+			for k := range 3 {
+				q := world.Questions[k]
+				task := rollout.RolloutTask{Run: "r", Step: 1, QueryID: q.ID, K: 0, Seed: int64(7 + k)}
+				res := runEchoTask(t, g, echoAgent{maxTurns: 8, webURL: ws.URL}, task, farm.Task{ID: q.ID, Question: q.Question, Answer: q.Answer})
+				if res.Error != "" {
+					t.Fatalf("rollout %d failed: %s", k, res.Error)
+				}
+				drift, edits, ps, es := splitCounts(res)
+				if drift != 0 || edits != 0 || ps != 1 || es != len(res.Executors) {
+					t.Errorf("rollout %d: drift %d, history edits %d, planner sequences %d, executor sequences %d for %d executors; want 0, 0, 1, one each",
+						k, drift, edits, ps, es, len(res.Executors))
+				}
+				trajectories += 1 + len(res.Executors)
+				for _, tr := range res.Tree.Executors {
+					turns += len(tr.Turns)
+				}
+				turns += len(res.Tree.Planner.Turns)
+			}
+			reasoning := 0
+			log.mu.Lock()
+			defer log.mu.Unlock()
+			for _, e := range log.all {
+				if strings.Contains(string(e.response), "think") || strings.Contains(string(e.response), `"reasoning`) {
+					reasoning++
+				}
+			}
+			t.Logf("%d trajectories, %d turns, %d engine answers with reasoning", trajectories, turns, reasoning)
+			if turns <= trajectories {
+				t.Errorf("%d turns for %d trajectories: the agent never continued a conversation", turns, trajectories)
 			}
 		})
 	}
