@@ -80,6 +80,9 @@ func trajectoryRecord(tr *agents.Trajectory) (*rollout.TrajectoryRecord, error) 
 	c := &rollout.TrajectoryRecord{Role: tr.Role, Index: tr.Index, Task: tr.Task, Final: tr.Final, Answer: tr.Answer,
 		FormatOK: tr.FormatOK, FormatErrors: tr.FormatErrors, Error: tr.Error,
 		FailureKind: tr.FailureKind, FailureCause: tr.FailureCause, FailureTurn: tr.FailureTurn, AnswerNow: tr.AnswerNow}
+	for _, sp := range tr.Splits {
+		c.Splits = append(c.Splits, rollout.SplitRecord{Turn: sp.Turn, Reason: sp.Reason, Message: sp.Message, Detail: sp.Detail})
+	}
 	ids := map[string]string{}
 	renumber := func(calls []openai.ToolCall, turn int) []rollout.ToolCallRecord {
 		if calls == nil {
