@@ -113,8 +113,8 @@ var funcs = template.FuncMap{
 	"esc": url.PathEscape,
 	// last is the index of a sample's last turn: first + n - 1.
 	"last": func(first, n int) int { return first + n - 1 },
-	"num": num,
-	"add": func(a, b int) int { return a + b },
+	"num":  num,
+	"add":  func(a, b int) int { return a + b },
 	// dict builds a template argument from key, value pairs.
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {
