@@ -338,5 +338,5 @@ func splitLine(s rollout.StepSummary) string {
 	if s.ContextCuts > 0 {
 		line += fmt.Sprintf(", %d context cut(s)", s.ContextCuts)
 	}
-	return line + " (each starts a new sample; not drift, see docs/gateway.md)"
+	return line + " (new samples, not drift; see docs/gateway.md)"
 }
