@@ -169,7 +169,11 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 		from := cuts[c]
 		seqs, _, err := llm.Sequences(tr.Turns[from:cuts[c+1]])
 		if err != nil {
-			return TrajectoryResult{SequenceError: fmt.Sprintf("turns from %d: %v", from, err)}
+			if from == 0 {
+				return TrajectoryResult{SequenceError: err.Error()}
+			}
+			// Sequences counts the piece's turns from 0.
+			return TrajectoryResult{SequenceError: fmt.Sprintf("the turns from turn %d: %v", from, err)}
 		}
 		for i, s := range seqs {
 			first := from + s.FirstTurn
