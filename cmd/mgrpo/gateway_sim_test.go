@@ -141,6 +141,11 @@ func checkGatewayRun(t *testing.T, out string, steps int, linked bool) {
 		// its trajectory and no prompt broke the sequence sampled so far.
 		if sum.DriftEvents != 0 || sum.HistoryEdits != 0 {
 			t.Errorf("step %d: %d drift events, %d history edits; want 0 and 0", sum.Step, sum.DriftEvents, sum.HistoryEdits)
+			for _, line := range readLines(t, filepath.Join(rollout.StepDir(out, sum.Step), rollout.RolloutsFile)) {
+				if strings.Contains(line, `"splits"`) || strings.Contains(line, `"drifts":[0,1`) || !strings.Contains(line, `"drifts":[0`) {
+					t.Logf("step %d rollout with a split: %s", sum.Step, line)
+				}
+			}
 		}
 		if k := sum.Rollouts / max(sum.Queries, 1); sum.PlannerSamples != sum.Rollouts || sum.ExecutorSamples != sum.Queries*k*sum.DBar {
 			t.Errorf("step %d: %d planner samples for %d rollouts, %d executor samples for %d queries × K %d × d̄ %d; want one sample per trajectory",

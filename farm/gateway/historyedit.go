@@ -17,10 +17,12 @@ type historyEdit struct {
 // editOf reports whether msgs rewrites the history of a trajectory whose
 // conversation (last request and the answer returned) is prev: the same task
 // (first user message), but a message the model had already seen is
-// changed, removed or replaced, so msgs cannot continue the sequence
-// sampled so far (truncation, summarization, a changed system prompt, a
-// turn regenerated from an earlier point). A request that only extends prev
-// is not an edit (pick takes those first), nor one for another task. An
+// changed, removed or replaced by one of msgs, so msgs cannot continue the
+// sequence sampled so far (truncation, summarization, a changed system
+// prompt). A request that only extends prev is not an edit (pick takes
+// those first), nor one for another task, nor one that stops at an earlier
+// point of prev without a message of its own: that is how a parallel
+// sub-agent with the same task starts. An
 // executor trajectory that ended on a report (its last answer called no
 // tools) is finished: a request with the same task is a new executor, not
 // an edit.
@@ -43,12 +45,19 @@ func editOf(role string, prev, msgs []openai.ChatCompletionMessage) (historyEdit
 	if at == len(prev) {
 		return historyEdit{}, false // msgs extends prev: not an edit
 	}
+	if at == len(msgs) {
+		// msgs is an earlier point of prev with nothing of its own: a
+		// parallel sub-agent with the same task starting (or a turn
+		// regenerated, which cannot be told apart), so a new trajectory.
+		return historyEdit{}, false
+	}
 	return historyEdit{at: at, why: describeEdit(prev, msgs, at)}, true
 }
 
 // describeEdit says, for people, what changed at message at.
 func describeEdit(prev, msgs []openai.ChatCompletionMessage, at int) string {
 	if at >= len(msgs) {
+		// A named trajectory's request (editOf never describes these).
 		return fmt.Sprintf("the request stops at message %d of the %d the model saw (a turn regenerated from an earlier point)", at, len(prev))
 	}
 	if prev[at].Role == openai.ChatMessageRoleSystem || msgs[at].Role == openai.ChatMessageRoleSystem {
