@@ -56,6 +56,10 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 	// The trajectory's prompt ids, carried from call to call so the client
 	// decodes only what each prompt adds.
 	var prefix llm.PromptPrefix
+	// The trajectory's tokens: each call after the first sends only what
+	// the conversation added, so the trajectory trains as the one sequence
+	// the engine sampled, whatever the chat template does to the past.
+	var tokens llm.TokenState
 	for turn := 0; ; turn++ {
 		if turn == l.budget.MaxTurns {
 			traj.formatError(fmt.Sprintf("turn budget of %d exhausted before a final message", l.budget.MaxTurns))
@@ -67,7 +71,7 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 			return msgs
 		}
 		seed := deriveSeed(l.seed, "turn", turn)
-		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Prefix: &prefix,
+		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Prefix: &prefix, Tokens: &tokens,
 			Sampling: &llm.Sampling{Seed: &seed, MaxTokens: l.budget.MaxTokensPerTurn}}
 		t, err := l.model.Chat(ctx, req)
 		if err == nil && t.Partial() {

@@ -85,6 +85,8 @@ type Client struct {
 	ownHTTP *http.Client
 	// apiKey is redacted from the servers' error messages.
 	apiKey string
+	// ends caches the probe renderings of the token path (tokens.go).
+	ends endCounts
 }
 
 // dialect is one server family's way of making a call and capturing its
@@ -269,6 +271,9 @@ func (c *Client) Role() string { return c.role }
 func (c *Client) Chat(ctx context.Context, req Request) (*Turn, error) {
 	if len(req.Messages) == 0 {
 		return nil, fmt.Errorf("llm role %s: chat: no messages", c.role)
+	}
+	if req.Tokens != nil && c.tokensSupported() {
+		return c.chatTokens(ctx, req)
 	}
 	return c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
 		return c.dialect.chat(ctx, c, req, s)

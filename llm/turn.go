@@ -126,6 +126,13 @@ type Request struct {
 	// call to call so that the shared part is not decoded again (see
 	// PromptPrefix). The results are the same with or without it.
 	Prefix *PromptPrefix
+	// Tokens, when set, continues the trajectory in tokens (see
+	// TokenState): Messages[:Tokens.Covered()] are the conversation the
+	// state already holds, and only the messages after them are rendered.
+	// Without it, each call sends the whole conversation to be rendered
+	// again. A client without token capture, or of the openai dialect,
+	// ignores it.
+	Tokens *TokenState
 }
 
 // Turn is the record of one call: the assistant message and the exact
@@ -177,6 +184,11 @@ type Turn struct {
 	Latency  time.Duration `json:"latency,omitempty"`
 	// Attempts counts HTTP attempts, 1 when the first succeeded.
 	Attempts int `json:"attempts,omitempty"`
+	// ReusedPromptTokens counts the leading prompt ids the call took from
+	// the trajectory's previous prompt and completion as they were (the
+	// token path: all of them); 0 for a call that rendered its whole
+	// prompt.
+	ReusedPromptTokens int `json:"reused_prompt_tokens,omitempty"`
 
 	// tokens is PromptIDs then CompletionIDs as one view, when the client
 	// placed them so in the trajectory's array (see PromptPrefix);

@@ -203,6 +203,8 @@ type TokenizeResponse struct {
 	Tokens   []int32 `json:"tokens"`
 	InputIDs []int32 `json:"input_ids"`
 	Count    int     `json:"count"`
+	// MaxModelLen is the model's context in tokens, where the server says.
+	MaxModelLen int `json:"max_model_len"`
 }
 
 // ids returns whichever id list the server filled.

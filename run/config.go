@@ -40,6 +40,15 @@ type Config struct {
 	// SimStripReasoning makes the sim's chat template drop earlier turns'
 	// reasoning, so multi-turn trajectories split at drift events.
 	SimStripReasoning bool `yaml:"sim_strip_reasoning" category:"sim" flag:"sim-strip-reasoning" doc:"the sim's chat template drops earlier turns' <think> blocks (drift splits trajectories)"`
+	// The sim's other template behaviours of real models and the route
+	// families its servers lack (mgrpo sim's flags of the same names).
+	SimStripReasoningBeforeLastQuery bool   `yaml:"sim_strip_reasoning_before_last_query" category:"sim" flag:"sim-strip-reasoning-before-last-query" doc:"the sim's chat template drops <think> blocks only before the last user message, Qwen3's own rule"`
+	SimMergeToolResults              bool   `yaml:"sim_merge_tool_results" category:"sim" flag:"sim-merge-tool-results" doc:"the sim's chat template merges consecutive tool results into one user turn, as Qwen3's does"`
+	SimCanonicalToolArgs             bool   `yaml:"sim_canonical_tool_args" category:"sim" flag:"sim-canonical-tool-args" doc:"the sim's chat template re-serializes earlier tool calls' arguments as canonical JSON"`
+	SimTrimContent                   bool   `yaml:"sim_trim_content" category:"sim" flag:"sim-trim-content" doc:"the sim's chat template trims whitespace around message content"`
+	SimReasoningContent              bool   `yaml:"sim_reasoning_content" category:"sim" flag:"sim-reasoning-content" doc:"the sim's vllm servers answer reasoning in reasoning_content, as older vLLM did"`
+	SimStrictReasoningInput          bool   `yaml:"sim_strict_reasoning_input" category:"sim" flag:"sim-strict-reasoning-input" doc:"the sim's servers read reasoning on input only from the field their version writes (reasoning on current vLLM, reasoning_content on older vLLM and SGLang)"`
+	SimDisableRoutes                 string `yaml:"sim_disable_routes" category:"sim" flag:"sim-disable-routes" doc:"route families the sim's servers lack ({{LIST}} of render, generate, derender, tokenize, token-prompt, or all)"`
 	// SimTrainerStepTime is how long the sim trainer's optimizer step
 	// takes, as a GPU step would (train --sim).
 	SimTrainerStepTime Duration `yaml:"sim_trainer_step_time" category:"sim" flag:"sim-trainer-step-time" scope:"train" doc:"train --sim: how long each of the sim trainer's optimizer steps takes, as a GPU step would (0: none)"`

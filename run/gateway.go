@@ -29,8 +29,13 @@ func (c Config) CheckGateway() error {
 	var p problems
 	g := c.Gateway
 	if g.Addr != "" {
-		if _, _, err := net.SplitHostPort(g.Addr); err != nil {
-			p.add("gateway.addr", "gateway-addr", "%q: want HOST:PORT (e.g. 127.0.0.1:8700, or :8700 on every interface)", g.Addr)
+		host, port, err := net.SplitHostPort(g.Addr)
+		switch {
+		case err != nil:
+			p.add("gateway.addr", "gateway-addr", "%q: want HOST:PORT (e.g. 127.0.0.1:8700, or 0.0.0.0:8700 on every interface with --gateway-url)", g.Addr)
+		case unspecifiedHost(host) && g.URL == "":
+			p.add("gateway.addr", "gateway-addr", "%q listens on every interface, which is no address an agent can call: "+
+				"also give --gateway-url with the address agents reach this machine at (e.g. --gateway-url http://HOSTNAME:%s)", g.Addr, port)
 		}
 	}
 	for _, u := range []struct{ key, flag, v string }{{"gateway.url", "gateway-url", g.URL}, {"gateway.agent_url", "agent-url", g.AgentURL}} {
@@ -50,6 +55,16 @@ func (c Config) CheckGateway() error {
 	return errors.Join(p...)
 }
 
+// unspecifiedHost reports whether host binds every interface ("", 0.0.0.0,
+// ::), so the bound address is not one to hand to agents.
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
 // buildGateway starts the gateway of c in front of the role clients
 // (models by role: planner, executor; the single agent's as "agent"). The
 // token, when MGRPO_GATEWAY_TOKEN is set, is every request's bearer token.
@@ -62,7 +77,7 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger,
 	cfg := gateway.Config{Mode: mode, Models: map[string]agents.Model{}, ModelNames: map[string]string{},
 		Sampling: map[string]llm.Sampling{}, MaxTokens: map[string]int{}, AgentURL: c.Gateway.AgentURL,
 		PublicURL: c.Gateway.URL, Token: os.Getenv(EnvGatewayToken), RolloutTimeout: c.Budgets.RolloutTimeout.Duration,
-		Lease: c.Gateway.Lease.Duration, Logger: logger}
+		Lease: c.Gateway.Lease.Duration, Logger: logger, Bounds: gatewayBounds(c.Budgets, mode)}
 	if reg != nil {
 		cfg.Metrics = gateway.NewMetrics()
 		if err := cfg.Metrics.Register(reg); err != nil {
@@ -97,6 +112,24 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger,
 	}
 	logger.Info("gateway listening", "url", g.URL(), "tasks", how)
 	return g, nil
+}
+
+// gatewayBounds are the run's budgets as the gateway applies them to its
+// agents: planner_turns the planner's (the single agent's) calls per
+// rollout, executor_turns each executor trajectory's calls, delegations ×
+// executor_turns the executors' calls per rollout, and each role's body
+// cap sized from context_tokens.
+func gatewayBounds(b BudgetsConfig, mode rollout.Mode) gateway.Bounds {
+	bounds := gateway.DefaultBounds()
+	main := gateway.RolePlanner
+	if mode == rollout.ModeSingle {
+		main = gateway.RoleAgent
+	}
+	bounds.MaxTurns = map[string]int{gateway.RoleExecutor: b.ExecutorTurns}
+	bounds.MaxRolloutTurns = map[string]int{main: b.PlannerTurns, gateway.RoleExecutor: b.Delegations * b.ExecutorTurns}
+	cap := gateway.BodyCapForContext(b.ContextTokens)
+	bounds.MaxBodyBytes = map[string]int64{main: cap, gateway.RoleExecutor: cap}
+	return bounds
 }
 
 // gatewayAgent runs an evaluation's queries through the gateway.

@@ -43,6 +43,9 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 		// steps train: S + 1, and one to spare.
 		opts.KeptVersions = c.Train.MaxStaleness + 2
 	}
+	opts.Template = sim.TemplateOptions{StripReasoningBeforeLastQuery: c.SimStripReasoningBeforeLastQuery, MergeToolResults: c.SimMergeToolResults, CanonicalToolArgs: c.SimCanonicalToolArgs,
+		TrimContent: c.SimTrimContent, ReasoningContent: c.SimReasoningContent, StrictReasoningInput: c.SimStrictReasoningInput}
+	opts.DisabledRoutes = c.SimDisableRoutes
 	if err := c.simSampling(&opts, training); err != nil {
 		return nil, err
 	}

@@ -68,6 +68,17 @@ type Options struct {
 	// StripReasoning makes the inference servers' chat template drop
 	// earlier turns' reasoning, as Qwen3's does (see simllm.Config).
 	StripReasoning bool
+	// Template holds the inference servers' other template behaviours and
+	// reasoning fields (simllm.Config's MergeToolResults, CanonicalToolArgs,
+	// TrimContent, ReasoningContent, StrictReasoningInput), StripReasoning
+	// aside; DisabledRoutes the route families they lack, as
+	// simllm.ParseRouteFamilies reads them ("render,generate", "all").
+	Template       TemplateOptions
+	DisabledRoutes string
+	// RecordGenerations makes the inference servers log every sampled
+	// sequence (World.Generations), for tests that check training data
+	// against what the engine sampled.
+	RecordGenerations bool
 	// LogprobsMode is the vLLM dialect's --logprobs-mode of the inference
 	// servers (simllm.Config.LogprobsMode; empty: raw_logprobs).
 	LogprobsMode string
@@ -124,6 +135,11 @@ func Start(opts Options) (*World, error) {
 	cfg := simllm.DefaultConfig()
 	cfg.Seed, cfg.Logger, cfg.Slots, cfg.CheckpointDir, cfg.StripReasoning = opts.Seed, logger, DefaultSlots, opts.CheckpointDir, opts.StripReasoning
 	cfg.Faults, cfg.KeptVersions = opts.Faults, opts.KeptVersions
+	opts.Template.apply(&cfg)
+	cfg.RecordGenerations = opts.RecordGenerations
+	if cfg.Disabled, err = simllm.ParseRouteFamilies(opts.DisabledRoutes); err != nil {
+		return nil, fmt.Errorf("sim: disabled routes: %w", err)
+	}
 	if opts.Dialect != "" {
 		cfg.Dialect = opts.Dialect
 	}
@@ -225,6 +241,31 @@ func (w *World) Sabotaged() []simllm.Sabotage {
 	var out []simllm.Sabotage
 	for _, s := range w.llm {
 		out = append(out, s.Sabotaged()...)
+	}
+	return out
+}
+
+// TemplateOptions are template behaviours of real models the inference
+// servers copy (see simllm.Template and simllm.Config).
+type TemplateOptions struct {
+	StripReasoningBeforeLastQuery                    bool
+	MergeToolResults, CanonicalToolArgs, TrimContent bool
+	ReasoningContent, StrictReasoningInput           bool
+}
+
+func (t TemplateOptions) apply(cfg *simllm.Config) {
+	cfg.StripReasoningBeforeLastQuery = t.StripReasoningBeforeLastQuery
+	cfg.MergeToolResults, cfg.CanonicalToolArgs, cfg.TrimContent = t.MergeToolResults, t.CanonicalToolArgs, t.TrimContent
+	cfg.ReasoningContent, cfg.StrictReasoningInput = t.ReasoningContent, t.StrictReasoningInput
+}
+
+// Generations returns the inference servers' generation logs (the
+// planner's server first in a training world), empty unless
+// Options.RecordGenerations was set.
+func (w *World) Generations() []simllm.Generation {
+	var out []simllm.Generation
+	for _, s := range w.llm {
+		out = append(out, s.Generations()...)
 	}
 	return out
 }

@@ -99,6 +99,7 @@ func TestSimBadConfigStartsNothing(t *testing.T) {
 		{"sim", "--llm", "127.0.0.1:0", "--fault-500", "1.5"},
 		{"sim", "--llm", "127.0.0.1:0", "--skills", "/nonexistent/skills.json"},
 		{"sim", "--llm", "127.0.0.1:0", "--params", "/nonexistent/params.json"},
+		{"sim", "--llm", "127.0.0.1:0", "--disable-routes", "render,bogus"},
 	} {
 		code, stdout, stderr := runCLI(t, args...)
 		if code != 2 || stdout != "" {

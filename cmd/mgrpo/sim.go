@@ -53,6 +53,14 @@ func simCommand() *cli.Command {
 			&cli.BoolFlag{Name: "reasoning-parser", Value: true, Usage: "return <think> text as reasoning_content (false: it stays in content)"},
 			&cli.StringFlag{Name: "logprobs-mode", Usage: "the vllm dialect's --logprobs-mode: raw_logprobs (before temperature and top-k/top-p/min-p; the default, as vLLM's) or processed_logprobs (the distribution sampled from); the sglang dialect reports tempered, unfiltered logprobs and takes none"},
 			&cli.BoolFlag{Name: "strip-reasoning", Usage: "chat template drops <think> blocks of earlier assistant turns (breaks the prompt prefix, as Qwen3's does)"},
+			&cli.BoolFlag{Name: "strip-reasoning-before-last-query", Usage: "chat template drops <think> blocks only of assistant turns before the last user message, Qwen3's own rule (the prefix breaks at each new user message)"},
+			&cli.BoolFlag{Name: "merge-tool-results", Usage: "chat template merges consecutive tool results into one user turn of <tool_response> blocks, as Qwen3's does"},
+			&cli.BoolFlag{Name: "canonical-tool-args", Usage: "chat template re-serializes earlier tool calls' arguments as canonical JSON (sorted keys, Python's separators), as templates printing them with tojson do"},
+			&cli.BoolFlag{Name: "trim-content", Usage: "chat template trims whitespace around every message's content"},
+			&cli.BoolFlag{Name: "reasoning-content", Usage: "the vllm dialect answers reasoning in reasoning_content, as older vLLM did (default: reasoning, as current vLLM)"},
+			&cli.BoolFlag{Name: "strict-reasoning-input", Usage: "read an assistant message's reasoning only from the field the server's version writes (reasoning on current vLLM, reasoning_content on older vLLM and SGLang); reasoning in the other field is dropped from the prompt"},
+			&cli.StringFlag{Name: "disable-routes", Usage: "turn route families off (they answer 404), comma-separated `LIST` of render, generate, derender, tokenize, token-prompt (a token-id prompt gets 400), or all: an older or token-less server"},
+			&cli.BoolFlag{Name: "record-generations", Usage: "log every sampled sequence (prompt ids, ids, logprobs) and serve the log at GET /sim/generations, for tests (it grows without bound)"},
 			&cli.BoolFlag{Name: "strict", Usage: "reject unknown request fields with 400 (real servers ignore them)"},
 			&cli.StringFlag{Name: "weight-version", Value: simllm.DefaultWeightVersion, Usage: "initial served weight version"},
 			&cli.PathFlag{Name: "skills", Usage: "JSON `FILE` overriding policy skills (field names as in sim/llm/policy.Skills)"},
@@ -149,6 +157,18 @@ func simLLMConfig(c *cli.Context) (simllm.Config, error) {
 	cfg.ToolCallParser = c.Bool("tool-call-parser")
 	cfg.ReasoningParser = c.Bool("reasoning-parser")
 	cfg.StripReasoning = c.Bool("strip-reasoning")
+	cfg.StripReasoningBeforeLastQuery = c.Bool("strip-reasoning-before-last-query")
+	cfg.MergeToolResults = c.Bool("merge-tool-results")
+	cfg.CanonicalToolArgs = c.Bool("canonical-tool-args")
+	cfg.TrimContent = c.Bool("trim-content")
+	cfg.ReasoningContent = c.Bool("reasoning-content")
+	cfg.StrictReasoningInput = c.Bool("strict-reasoning-input")
+	off, err := simllm.ParseRouteFamilies(c.String("disable-routes"))
+	if err != nil {
+		return cfg, fmt.Errorf("--disable-routes: %w", err)
+	}
+	cfg.Disabled = off
+	cfg.RecordGenerations = c.Bool("record-generations")
 	cfg.LogprobsMode = c.String("logprobs-mode")
 	cfg.Strict = c.Bool("strict")
 	cfg.WeightVersion = c.String("weight-version")

@@ -89,7 +89,7 @@ async function worker() {
     } catch (err) {
       result = { error: String(err?.message ?? err) };
     }
-    await fetch(`${GATEWAY}/v1/tasks/${task.rollout_id}/result`, {
+    await fetch(task.result_url, {
       method: 'POST',
       headers: { ...auth, 'Content-Type': 'application/json' },
       body: JSON.stringify(result),

@@ -31,9 +31,10 @@ type Completer interface {
 // raw.go).
 func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	s, role, ok := g.target(w, r)
-	if !ok {
+	if !ok || !g.enter(w, s.id) {
 		return
 	}
+	defer g.leave(s.id)
 	var req completionRequest
 	if !decodeBody(w, r, &req) {
 		return
@@ -52,6 +53,11 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 	t, err := s.acquireRaw(role, r.Header.Get(TrajectoryHeader), strings.TrimSpace(r.Header.Get(DelegationHeader)), p)
 	if err != nil {
 		acquireFailed(w, s, err)
+		return
+	}
+	if err := g.cfg.Bounds.checkTurns(role, len(t.turns), g.countTurn(s.id, role)); err != nil {
+		s.releaseRaw(t, p, nil, err)
+		callFailed(w, s, role, err)
 		return
 	}
 	seed := rawSeed(s.seed, role, p, len(t.turns))
@@ -106,6 +112,9 @@ func (g *Gateway) completionCall(s *session, role string, req completionRequest)
 	}
 	stop, err := stopList(req.Stop)
 	if err != nil {
+		return rawPrompt{}, llm.Sampling{}, err
+	}
+	if err := g.cfg.Bounds.checkStop(stop); err != nil {
 		return rawPrompt{}, llm.Sampling{}, err
 	}
 	g.noteSampling(s, role, req.Temperature, req.TopP)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/httpserve"
@@ -96,6 +98,9 @@ type Config struct {
 	// Metrics, when set, counts the requests its fast decoder leaves to
 	// encoding/json.
 	Metrics *Metrics
+	// Bounds are what the gateway takes from one agent (bounds.go); zero
+	// fields take DefaultBounds' values.
+	Bounds Bounds
 }
 
 // Gateway serves OpenAI-compatible base URLs per rollout and role in front
@@ -109,6 +114,9 @@ type Gateway struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	// secrets holds each open or recently finished rollout's capability
+	// secret, by rollout id (see capability.go).
+	secrets map[string]string
 	// done remembers recently finished rollouts (a ring of ids), so that a
 	// late call is told 409 rather than 404.
 	done     map[string]struct{}
@@ -119,6 +127,10 @@ type Gateway struct {
 	offers chan *session
 	// tools remembers the agents' tool lists (request_tools.go).
 	tools toolLists
+	// calls counts each open rollout's calls (bounds.go), under mu.
+	calls map[string]*rolloutCalls
+	// budget is the farm-wide budget of request bytes being read.
+	budget *semaphore.Weighted
 
 	srv *http.Server
 	ln  net.Listener
@@ -160,8 +172,10 @@ func New(cfg Config) (*Gateway, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.PublicURL = strings.TrimRight(cfg.PublicURL, "/")
-	g := &Gateway{cfg: cfg, roles: roles, sessions: map[string]*session{}, done: map[string]struct{}{},
-		doneRing: make([]string, doneCap), offers: make(chan *session)}
+	cfg.Bounds = cfg.Bounds.withDefaults()
+	g := &Gateway{cfg: cfg, roles: roles, sessions: map[string]*session{}, secrets: map[string]string{}, done: map[string]struct{}{},
+		doneRing: make([]string, doneCap), offers: make(chan *session), calls: map[string]*rolloutCalls{},
+		budget: semaphore.NewWeighted(cfg.Bounds.BodyBudget)}
 	g.mux = g.routes()
 	return g, nil
 }
@@ -221,23 +235,33 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_api_key", "missing or wrong bearer token")
 		return
 	}
+	g.bound(w, r)
 	g.mux.ServeHTTP(w, r)
 }
 
-// BaseURLs returns the base URL of each role of rollout id.
+// BaseURLs returns the base URL of each role of rollout id, which carry the
+// rollout's capability (its id and secret); nil for a rollout the gateway
+// does not know.
 func (g *Gateway) BaseURLs(id string) map[string]string {
+	g.mu.Lock()
+	secret, ok := g.secrets[id]
+	g.mu.Unlock()
+	if !ok {
+		return nil
+	}
 	out := make(map[string]string, len(g.roles))
 	for _, r := range g.roles {
-		out[r] = g.cfg.PublicURL + "/r/" + id + "/" + r + "/v1"
+		out[r] = g.cfg.PublicURL + "/r/" + capability(id, secret) + "/" + r + "/v1"
 	}
 	return out
 }
 
-// register adds s under its id.
-func (g *Gateway) register(s *session) {
+// register adds s under its id with its capability secret.
+func (g *Gateway) register(s *session, secret string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sessions[s.id] = s
+	g.secrets[s.id] = secret
 }
 
 // retire removes s and remembers its id as finished.
@@ -247,6 +271,7 @@ func (g *Gateway) retire(s *session) {
 	delete(g.sessions, s.id)
 	if old := g.doneRing[g.doneNext]; old != "" {
 		delete(g.done, old)
+		delete(g.secrets, old)
 	}
 	g.doneRing[g.doneNext] = s.id
 	g.doneNext = (g.doneNext + 1) % len(g.doneRing)
@@ -287,13 +312,22 @@ func (g *Gateway) Run(ctx context.Context, task rollout.RolloutTask, t farm.Task
 	rctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	s.ctx = rctx
+	secret := newID()
+	g.register(s, secret)
+	defer g.retire(s)
+	defer g.forgetCalls(s.id)
 	s.offer = offer{RolloutID: s.id, Task: offerTask{ID: t.ID, Question: t.Question, Metadata: t.Metadata},
 		Seed: task.Seed, Deadline: deadline.UTC().Format(time.RFC3339Nano), BaseURLs: g.BaseURLs(s.id)}
-	g.register(s)
-	defer g.retire(s)
+	if g.pushed() {
+		s.offer.Mode = ModePush
+	} else {
+		s.offer.Mode = ModePull
+		h := g.cfg.PublicURL + "/v1/tasks/" + capability(s.id, secret)
+		s.offer.ResultURL, s.offer.HeartbeatURL = h+"/result", h+"/heartbeat"
+	}
 
 	var offers chan<- *session
-	if g.cfg.AgentURL != "" {
+	if g.pushed() {
 		go g.push(rctx, s)
 	} else {
 		offers = g.offers

@@ -12,7 +12,9 @@ import (
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/failure"
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/internal/httpserve/httpservetest"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -121,7 +123,10 @@ func TestWireErrors(t *testing.T) {
 		says   string
 	}{
 		{"unknown rollout", g.URL() + "/r/nope/planner/v1/chat/completions", chat, 404, "rollout_not_found", "nope"},
-		{"role the mode lacks", g.URL() + "/r/" + o.RolloutID + "/agent/v1/chat/completions", chat, 404, "role_not_found", "mode mgrpo"},
+		{"role the mode lacks", strings.TrimSuffix(base, "/planner/v1") + "/agent/v1/chat/completions", chat, 404, "role_not_found", "mode mgrpo"},
+		{"no secret", g.URL() + "/r/" + o.RolloutID + "/planner/v1/chat/completions", chat, 403, "wrong_rollout_secret", "no secret"},
+		{"wrong secret", g.URL() + "/r/" + o.RolloutID + ".00112233445566778899aabbccddeeff/planner/v1/chat/completions", chat, 403, "wrong_rollout_secret", "wrong secret"},
+		{"result without the secret", g.URL() + "/v1/tasks/" + o.RolloutID + "/result", map[string]any{"answer": "stolen"}, 403, "wrong_rollout_secret", o.RolloutID},
 		{"malformed body", base + "/chat/completions", `{"messages": [`, 400, "invalid_json", "request body"},
 		{"no messages", base + "/chat/completions", map[string]any{"messages": []any{}}, 400, "invalid_request", "messages"},
 		{"bad role", base + "/chat/completions", map[string]any{"messages": []map[string]any{{"role": "robot", "content": "x"}}}, 400, "invalid_request", "robot"},
@@ -157,7 +162,7 @@ func TestWireErrors(t *testing.T) {
 	if status != 409 || errorCode(t, body) != "rollout_finished" {
 		t.Errorf("a call after the rollout finished: %d %v, want 409 rollout_finished", status, body)
 	}
-	status, body = post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/result", map[string]any{"answer": "x"})
+	status, body = post(t, g.URL()+"/v1/tasks/"+handleOf(g, o)+"/result", map[string]any{"answer": "x"})
 	if status != 409 {
 		t.Errorf("a result after the rollout finished: %d %v, want 409", status, body)
 	}
@@ -220,16 +225,80 @@ func TestAgentFailuresAreInfra(t *testing.T) {
 	})
 }
 
+// engineDown is the client's error for an engine that answered 502 on
+// every attempt.
+var engineDown = &llm.GiveUpError{Endpoint: "http://engine-7:8000/v1", Status: 502, Attempts: 3,
+	Err: httpretry.NewStatusError(502, nil, "bad gateway")}
+
+// TestEngineFailureRecorded: when the engine fails a rollout's calls, the
+// rollout is the engine's infra failure naming the endpoint, whatever the
+// agent did afterwards: relayed the 502 as its own error, or answered anyway.
 func TestEngineFailureRecorded(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		failed string
+		handle func(w http.ResponseWriter, o offer)
+	}{
+		{"executor fails, the agent reports an error", RoleExecutor, nil},
+		{"executor fails, the agent relays it as its own 500", RoleExecutor, func(w http.ResponseWriter, o offer) {
+			if _, err := playAgent(o); err != nil {
+				http.Error(w, "upstream: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Write([]byte(`{"answer":"42"}`))
+		}},
+		{"every planner call fails, the agent answers anyway", RolePlanner, func(w http.ResponseWriter, o offer) {
+			playAgent(o)
+			w.Write([]byte(`{"answer":"42"}`))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			g, models := mustGateway(t, rollout.ModeMGRPO, Config{})
+			models[c.failed].fail = engineDown
+			g.cfg.AgentURL = pushAgent(t, c.handle)
+			task, ft := testTask()
+			tree := g.Run(context.Background(), task, ft)
+			p := tree.Planner
+			if p.FailureKind != failure.KindInfra || p.FailureCause != failure.CauseEngine5xx || !strings.Contains(p.Error, "engine-7:8000") {
+				t.Errorf("planner error %q kind %q cause %q, want infra engine_5xx naming the endpoint", p.Error, p.FailureKind, p.FailureCause)
+			}
+			if c.failed == RoleExecutor && (len(tree.Executors) == 0 || tree.Executors[0].FailureKind != failure.KindInfra || tree.Executors[0].Error == "") {
+				t.Errorf("executors %+v, want the failed engine call recorded as infra", tree.Executors)
+			}
+		})
+	}
+}
+
+// TestContextOverflowIsTheAgents: a prompt the engine refuses as over the
+// context window is answered 400 context_length_exceeded in OpenAI's shape
+// and recorded as the trajectory's own failure (trained with reward 0),
+// never as infra.
+func TestContextOverflowIsTheAgents(t *testing.T) {
 	g, models := mustGateway(t, rollout.ModeMGRPO, Config{})
-	models[RoleExecutor].fail = context.DeadlineExceeded
-	g.cfg.AgentURL = pushAgent(t, nil)
+	models[RoleExecutor].fail = &llm.GiveUpError{Endpoint: "http://engine-7:8000/v1", Status: 400, Attempts: 1,
+		Err: httpretry.NewStatusError(400, nil, "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens")}
+	var status int
+	var body map[string]any
+	g.cfg.AgentURL = pushAgent(t, func(w http.ResponseWriter, o offer) {
+		status, body = post(t, o.BaseURLs[RoleExecutor]+"/chat/completions",
+			map[string]any{"messages": []map[string]any{{"role": "user", "content": "a very long prompt"}}})
+		playAgent(o)
+		w.Write([]byte(`{"answer":"42"}`))
+	})
 	task, ft := testTask()
 	tree := g.Run(context.Background(), task, ft)
-	// The agent got a 502 for its executor calls and reported an error.
-	infra(t, tree, "502")
-	if len(tree.Executors) == 0 || tree.Executors[0].FailureKind != failure.KindInfra || tree.Executors[0].Error == "" {
-		t.Errorf("executors %+v, want the failed engine call recorded as infra", tree.Executors)
+	if status != http.StatusBadRequest || errorCode(t, body) != "context_length_exceeded" {
+		t.Errorf("an over-long prompt was answered %d %v, want 400 context_length_exceeded", status, body)
+	}
+	if p := tree.Planner; p.FailureKind == failure.KindInfra {
+		t.Errorf("planner %q %q: an agent's over-long prompt made the rollout infra", p.FailureKind, p.Error)
+	}
+	if len(tree.Executors) == 0 {
+		t.Fatal("no executor trajectory")
+	}
+	e := tree.Executors[0]
+	if e.FailureKind != failure.KindModel || e.FailureCause != failure.CauseContextLength || e.FormatOK {
+		t.Errorf("executor kind %q cause %q format_ok %v, want a model failure context_length, format invalid", e.FailureKind, e.FailureCause, e.FormatOK)
 	}
 }
 
@@ -256,10 +325,17 @@ func TestPullAgent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if status, body := post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/heartbeat", map[string]any{}); status != 200 {
+	if o.Mode != ModePull || !strings.HasPrefix(o.ResultURL, g.URL()+"/v1/tasks/"+o.RolloutID+".") || !strings.HasSuffix(o.HeartbeatURL, "/heartbeat") {
+		t.Errorf("offer %+v: want mode pull and result and heartbeat URLs that carry the rollout's capability", o)
+	}
+	// Another agent that knows only the rollout's id cannot answer for it.
+	if status, body := post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/result", map[string]any{"answer": "stolen"}); status != 403 {
+		t.Errorf("a result without the secret: %d %v, want 403", status, body)
+	}
+	if status, body := post(t, o.HeartbeatURL, map[string]any{}); status != 200 {
 		t.Errorf("heartbeat: %d %v", status, body)
 	}
-	if status, body := post(t, g.URL()+"/v1/tasks/"+o.RolloutID+"/result", map[string]any{"answer": answer}); status != 200 {
+	if status, body := post(t, o.ResultURL, map[string]any{"answer": answer}); status != 200 {
 		t.Fatalf("result: %d %v", status, body)
 	}
 	tree := <-done

@@ -75,9 +75,10 @@ type call struct {
 
 func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 	s, role, ok := g.target(w, r)
-	if !ok {
+	if !ok || !g.enter(w, s.id) {
 		return
 	}
+	defer g.leave(s.id)
 	var req chatRequest
 	if !g.decodeChatBody(w, r, &req) {
 		return
@@ -127,6 +128,9 @@ func (g *Gateway) chatCall(s *session, role string, req chatRequest) (call, erro
 	}
 	c.sampling.Stop = stop
 	c.sampling.MaxTokens = g.capTokens(role, req.MaxCompletionTokens, req.MaxTokens)
+	if err := g.cfg.Bounds.checkCall(c); err != nil {
+		return call{}, err
+	}
 	g.noteSampling(s, role, req.Temperature, req.TopP)
 	return c, nil
 }
@@ -184,12 +188,28 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, s *session, ro
 		acquireFailed(w, s, err)
 		return nil, openai.ChatCompletionMessage{}, false
 	}
+	if err := g.cfg.Bounds.checkTurns(role, len(t.turns), g.countTurn(s.id, role)); err != nil {
+		s.release(t, c.msgs, nil, nil, err)
+		callFailed(w, s, role, err)
+		return nil, openai.ChatCompletionMessage{}, false
+	}
 	seed := callSeed(s.seed, role, c.msgs, len(t.turns))
 	c.sampling.Seed = &seed
 	key := s.id + "/" + role + "/" + t.start.Format(time.RFC3339Nano)
+	if t.edit != nil || t.tokens.Covered() != len(t.msgs) {
+		// A history edit starts a new sequence; so does a state that does
+		// not hold the conversation the request was matched against (the
+		// last call failed before it answered). The client then renders
+		// the whole request.
+		t.tokens.Reset()
+	}
+	// The request's first len(t.msgs) messages were matched by meaning
+	// against the conversation the token state holds (pick, prefixOf):
+	// the client continues from the sampled ids and renders only the
+	// messages after them.
 	turn, err := callModel(r, s, func(ctx context.Context) (*llm.Turn, error) {
 		return g.cfg.Models[role].Chat(ctx, llm.Request{Messages: c.msgs, Tools: c.tools, TrajectoryKey: key,
-			Sampling: &c.sampling, Prefix: &t.prefix})
+			Sampling: &c.sampling, Prefix: &t.prefix, Tokens: &t.tokens})
 	})
 	if err != nil {
 		s.release(t, c.msgs, turn, nil, err)
@@ -229,10 +249,17 @@ func acquireFailed(w http.ResponseWriter, s *session, err error) {
 }
 
 // callFailed answers a model call that failed: 409 when the rollout ended
-// under it, else 502.
+// under it; 400 (or 413) in the API's shape when the request was the
+// agent's fault (over the context window or a bound, refused by the engine
+// for its content); else 502, the engine's failure.
 func callFailed(w http.ResponseWriter, s *session, role string, err error) {
 	if s.ctx.Err() != nil {
 		writeError(w, http.StatusConflict, "rollout_finished", fmt.Sprintf("rollout %s has finished", s.id))
+		return
+	}
+	if f := faultOf(err); f.agents() {
+		status, code := agentErrorAnswer(err, f)
+		writeError(w, status, code, fmt.Sprintf("the %s model call was refused: %v", role, err))
 		return
 	}
 	writeError(w, http.StatusBadGateway, "engine_error", fmt.Sprintf("the %s model call failed: %v", role, err))

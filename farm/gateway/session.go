@@ -82,9 +82,14 @@ type trajectory struct {
 	errMsg string
 	// errTurn is the turn errMsg names.
 	errTurn int
-	prefix  llm.PromptPrefix
-	start   time.Time
-	last    time.Time
+	// errFault says whose fault errMsg is (see fault.go).
+	errFault fault
+	prefix   llm.PromptPrefix
+	// tokens is the trajectory's token state: the sequence the engine
+	// sampled so far, which the next call continues (llm.Request.Tokens).
+	tokens llm.TokenState
+	start  time.Time
+	last   time.Time
 	// edit is the history edit the call in flight makes (set by pick,
 	// taken by release): the call's turn starts a new sequence.
 	edit *historyEdit
@@ -241,7 +246,7 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 		t.steps = append(t.steps, calls)
 	}
 	if callErr != nil && t.errMsg == "" {
-		t.errMsg, t.errTurn = fmt.Sprintf("turn %d: %v", len(t.turns), callErr), len(t.turns)
+		t.errMsg, t.errTurn, t.errFault = fmt.Sprintf("turn %d: %v", len(t.turns), callErr), len(t.turns), faultOf(callErr)
 	}
 	if answer != nil {
 		t.msgs = append(append(t.msgs[:0:0], msgs...), *answer)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 )
@@ -21,6 +22,13 @@ type offer struct {
 	Seed      int64             `json:"seed"`
 	Deadline  string            `json:"deadline"`
 	BaseURLs  map[string]string `json:"base_urls"`
+	// Mode is how the task was delivered: "push" or "pull".
+	Mode string `json:"mode"`
+	// ResultURL and HeartbeatURL are a pulled task's routes for its result
+	// and its heartbeats; they carry the rollout's capability, like the
+	// base URLs. A pushed task has neither: its result is the push's answer.
+	ResultURL    string `json:"result_url,omitempty"`
+	HeartbeatURL string `json:"heartbeat_url,omitempty"`
 	// LeaseSeconds is set on pulled tasks: how long the rollout stays the
 	// agent's without a call, a heartbeat or its result.
 	LeaseSeconds float64 `json:"lease_seconds,omitempty"`
@@ -146,7 +154,7 @@ func (g *Gateway) nextTask(w http.ResponseWriter, r *http.Request) {
 
 // postResult answers POST /v1/tasks/{rollout}/result.
 func (g *Gateway) postResult(w http.ResponseWriter, r *http.Request) {
-	s, ok := g.session(w, r.PathValue("rollout"))
+	s, ok := g.pulledSession(w, r.PathValue("rollout"), "result")
 	if !ok {
 		return
 	}
@@ -179,7 +187,7 @@ func (g *Gateway) postResult(w http.ResponseWriter, r *http.Request) {
 // heartbeat answers POST /v1/tasks/{rollout}/heartbeat: the lease is
 // renewed.
 func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
-	s, ok := g.session(w, r.PathValue("rollout"))
+	s, ok := g.pulledSession(w, r.PathValue("rollout"), "heartbeat")
 	if !ok {
 		return
 	}
@@ -190,8 +198,26 @@ func (g *Gateway) heartbeat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]float64{"lease_seconds": g.cfg.Lease.Seconds()})
 }
 
-// session finds rollout id or answers 404 (unknown) or 409 (finished).
-func (g *Gateway) session(w http.ResponseWriter, id string) (*session, bool) {
+// pulledSession is session for the pull routes: a pushed rollout refuses
+// them with 409 (its result is the push's answer, and it has no lease).
+func (g *Gateway) pulledSession(w http.ResponseWriter, handle, route string) (*session, bool) {
+	s, ok := g.session(w, handle)
+	if ok && g.pushed() {
+		writeError(w, http.StatusConflict, "wrong_mode",
+			fmt.Sprintf("rollout %s was pushed to the agent service (mode push): it takes no %s on the pull routes; answer the push request instead", s.id, route))
+		return nil, false
+	}
+	return s, ok
+}
+
+// session finds the rollout a capability handle (see capability.go) names,
+// or answers 403 (a wrong or missing secret: nothing is touched), 404
+// (unknown) or 409 (finished).
+func (g *Gateway) session(w http.ResponseWriter, handle string) (*session, bool) {
+	id, ok := g.checkCapability(w, handle)
+	if !ok {
+		return nil, false
+	}
 	s, finished := g.lookup(id)
 	switch {
 	case s != nil:
@@ -215,6 +241,12 @@ func bodyError(w http.ResponseWriter, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("request body over %d bytes", tooBig.Limit))
+		return
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The body did not arrive within the server's body timeout: the
+		// client was too slow, which is a timeout, not a malformed request.
+		writeError(w, http.StatusRequestTimeout, "request_timeout", fmt.Sprintf("the request body did not arrive in time: %v", err))
 		return
 	}
 	writeError(w, http.StatusBadRequest, "unreadable_body", fmt.Sprintf("read the request body: %v", err))

@@ -32,6 +32,16 @@ func (g *Gateway) tree(s *session, o outcome) *agents.Rollout {
 		tree.Executors = append(tree.Executors, e)
 	}
 	linkDelegations(p, roles[RoleExecutor])
+	if engine := engineFailure(p, tree.Executors); engine != nil {
+		// A model call failed at the engine: the rollout says nothing
+		// about the policy, whatever the agent did afterwards (answered
+		// anyway, relayed the failure as its own error, gave up).
+		if p.Error == "" || p.FailureKind != failure.KindInfra {
+			p.Error, p.FailureKind, p.FailureCause = engine.Error, engine.FailureKind, engine.FailureCause
+		}
+		p.FormatOK = false
+		return tree
+	}
 	if o.err == nil && len(p.Turns) == 0 {
 		o.err = fmt.Errorf("the agent never called the %s base URL", main)
 	}
@@ -127,9 +137,7 @@ func convert(t *trajectory, role string, index int, task string) *agents.Traject
 		out.Error = t.errMsg
 		turn := t.errTurn
 		out.FailureTurn = &turn
-		// A model call that failed after the client's retries: the
-		// engines, not the policy.
-		out.FailureKind, out.FailureCause = failure.KindInfra, "engine"
+		out.FailureKind, out.FailureCause = t.errFault.kind(), t.errFault.cause
 	}
 	return out
 }

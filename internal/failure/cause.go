@@ -62,6 +62,9 @@ const (
 	// CauseContextLength: the server refused a prompt the model's own
 	// output made longer than the context.
 	CauseContextLength Cause = "context_length"
+	// CauseAgentRequest: a gateway agent's request was refused for its
+	// content (over the gateway's bounds, or a 4xx of the engine for it).
+	CauseAgentRequest Cause = "agent_request"
 	// CauseInvalidToolArgs: the model's tool arguments failed the tool's
 	// schema.
 	CauseInvalidToolArgs Cause = "invalid_tool_args"
@@ -104,6 +107,7 @@ var Causes = []CauseInfo{
 	{CauseWallClock, KindModel, "the rollout's own wall-clock limit ran out"},
 	{CauseContextLength, KindModel, "the server refused a prompt the model's own output made too long"},
 	{CauseInvalidToolArgs, KindModel, "tool arguments failed the tool's schema"},
+	{CauseAgentRequest, KindModel, "a gateway agent's request was refused for its content (over the gateway's bounds, or the engine's 4xx for it)"},
 	{CauseSequenceAssembly, KindModel, "the turns formed no training sequences"},
 	{CauseOther, KindModel, "any other failure (trained as zero, as before the classes)"},
 }

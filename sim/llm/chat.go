@@ -121,6 +121,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.inputReasoning(req.Messages, msgs)
 	tools, err := toTools(req.Tools)
 	if err != nil {
 		return nil, err
@@ -134,8 +135,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 		noThinking = true
 	}
 	addGen := req.AddGenerationPrompt == nil || *req.AddGenerationPrompt
-	tmpl := Template{StripReasoning: s.cfg.StripReasoning, DisableThinking: noThinking}
-	prompt, err := tmpl.Render(msgs, tools, addGen)
+	prompt, err := s.template(noThinking).Render(msgs, tools, addGen)
 	if err != nil {
 		return nil, badRequest("%v", err)
 	}
@@ -153,7 +153,7 @@ func (s *Server) prepareChat(r *http.Request) (*chatJob, error) {
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop,
 		filters:  filtersOf(req.TopP, req.TopK, req.MinP),
-		logprobs: req.Logprobs, topLogprobs: top, noThinking: noThinking, counter: counter,
+		logprobs: req.Logprobs, topLogprobs: top, noThinking: noThinking, counter: counter, route: r.URL.Path,
 	}
 	return &chatJob{
 		req: &req, gen: g,

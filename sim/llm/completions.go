@@ -108,6 +108,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs := make([]*genRequest, len(prompts))
 	for i, p := range prompts {
+		if p.isIDs && s.cfg.Disabled.TokenPrompt {
+			s.writeError(w, errTokenPrompt)
+			return
+		}
 		ids, msgs, tools, err := s.promptOf(p)
 		if err != nil {
 			s.writeError(w, err)
@@ -119,7 +123,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g := &genRequest{promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
-			temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop, counter: s.nextCounter(),
+			temperature: temperatureOr(req.Temperature), seed: req.Seed, stop: req.Stop, counter: s.nextCounter(), route: r.URL.Path,
 			filters: filtersOf(req.TopP, req.TopK, req.MinP)}
 		if req.Logprobs != nil {
 			g.logprobs, g.topLogprobs = true, *req.Logprobs

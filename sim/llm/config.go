@@ -155,6 +155,34 @@ type Config struct {
 	// StripReasoning makes the chat template drop <think>…</think> from
 	// earlier assistant turns, which breaks the prompt prefix property.
 	StripReasoning bool
+	// StripReasoningBeforeLastQuery drops it only from assistant turns
+	// before the last user message, as Qwen3's template does (see
+	// Template).
+	StripReasoningBeforeLastQuery bool
+	// MergeToolResults, CanonicalToolArgs and TrimContent are the chat
+	// template's other behaviours of real models (see Template): tool
+	// results merged into one user turn, earlier tool calls' arguments
+	// re-serialized in canonical JSON, content trimmed of whitespace. Each
+	// breaks the prompt prefix property in its own way.
+	MergeToolResults  bool
+	CanonicalToolArgs bool
+	TrimContent       bool
+	// StrictReasoningInput makes the server read an assistant message's
+	// reasoning on input only from the field its version writes:
+	// "reasoning" in the vLLM dialect, "reasoning_content" with
+	// ReasoningContent (older vLLM) and in the SGLang dialect. Reasoning sent
+	// in the other field is then ignored, as the real server ignores an
+	// unknown field, and the template renders the turn without it. Off, both
+	// fields are read.
+	StrictReasoningInput bool
+	// RecordGenerations keeps a log of every sampled sequence (prompt ids,
+	// completion ids, logprobs), read with Server.Generations or GET
+	// /sim/generations, so tests can check that what a client trains on is
+	// what the engine sampled. It grows without bound: for tests only.
+	RecordGenerations bool
+	// Disabled turns route families off (they answer 404, as on a server
+	// that lacks them), to test a client's probing and fallback.
+	Disabled RouteFamilies
 	// Skills parameterise the policy; the zero value means
 	// policy.DefaultSkills().
 	Skills policy.Skills

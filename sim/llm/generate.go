@@ -33,6 +33,8 @@ type genRequest struct {
 	// counter is the server's request number, mixed into sampling when the
 	// request carries no seed.
 	counter uint64
+	// route names the request's route in the generation log.
+	route string
 }
 
 // tokenLogprob is the logprob of one output token and its

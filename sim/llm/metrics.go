@@ -25,6 +25,7 @@ func newStats() *stats {
 
 // account records a finished generation request.
 func (s *Server) account(g *genRequest, choices []genChoice) {
+	s.record(g.route, g, choices)
 	s.stat.promptTokens.Add(int64(len(g.promptIDs)))
 	s.stat.mu.Lock()
 	defer s.stat.mu.Unlock()

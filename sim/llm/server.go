@@ -45,6 +45,9 @@ type Server struct {
 	held      []heldWeights  // guarded by versionMu: the last versions served, oldest first (pin.go)
 	weights   weightState
 
+	genMu sync.Mutex
+	gens  []Generation // the generation log (Config.RecordGenerations)
+
 	closeOnce sync.Once
 	closed    chan struct{}
 	base      context.Context // cancelled by Close
@@ -130,15 +133,20 @@ func (s *Server) Handler() http.Handler {
 	gen := func(h http.HandlerFunc) http.Handler { return s.withBody(s.withFaults(h)) }
 	plain := func(h http.HandlerFunc) http.Handler { return s.withBody(h) }
 
+	off := s.cfg.Disabled
 	mux.Handle("POST /v1/chat/completions", gen(s.handleChat))
 	mux.Handle("POST /v1/completions", gen(s.handleCompletions))
 	mux.Handle("GET /v1/models", plain(s.handleModels))
 	mux.Handle("GET /health", plain(s.handleHealth))
 	mux.Handle("GET /metrics", plain(s.handleMetrics))
 	if s.cfg.Dialect == DialectSGLang {
-		mux.Handle("POST /generate", gen(s.handleGenerate))
-		mux.Handle("POST /v1/tokenize", plain(s.handleTokenize))
-		mux.Handle("POST /v1/detokenize", plain(s.handleDetokenize))
+		if !off.Generate {
+			mux.Handle("POST /generate", gen(s.handleGenerate))
+		}
+		if !off.Tokenize {
+			mux.Handle("POST /v1/tokenize", plain(s.handleTokenize))
+			mux.Handle("POST /v1/detokenize", plain(s.handleDetokenize))
+		}
 		mux.Handle("GET /get_model_info", plain(s.handleModelInfo))
 		mux.Handle("POST /update_weights_from_disk", plain(s.handleUpdateWeights))
 		mux.Handle("GET /get_weight_version", plain(s.handleGetWeightVersion))
@@ -146,8 +154,21 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("POST /pause_generation", plain(s.handlePauseGeneration))
 		mux.Handle("POST /continue_generation", plain(s.handleContinueGeneration))
 	} else {
-		mux.Handle("POST /tokenize", plain(s.handleTokenize))
-		mux.Handle("POST /detokenize", plain(s.handleDetokenize))
+		if !off.Tokenize {
+			mux.Handle("POST /tokenize", plain(s.handleTokenize))
+			mux.Handle("POST /detokenize", plain(s.handleDetokenize))
+		}
+		if !off.Render {
+			mux.Handle("POST /v1/chat/completions/render", plain(s.handleChatRender))
+			mux.Handle("POST /v1/completions/render", plain(s.handleCompletionsRender))
+		}
+		if !off.Generate {
+			mux.Handle("POST /inference/v1/generate", gen(s.handleTokensGenerate))
+		}
+		if !off.Derender {
+			mux.Handle("POST /v1/chat/completions/derender", plain(s.handleChatDerender))
+			mux.Handle("POST /v1/completions/derender", plain(s.handleCompletionsDerender))
+		}
 		// vLLM serves its control routes only in dev mode
 		// (VLLM_SERVER_DEV_MODE=1); without it they are unknown routes.
 		if !s.cfg.NoDevMode {
@@ -162,6 +183,9 @@ func (s *Server) Handler() http.Handler {
 			mux.Handle("POST /update_weight_version", plain(s.handleUpdateWeightVersion))
 			mux.Handle("POST /sim/update_weights", plain(s.handleSimUpdateWeights))
 		}
+	}
+	if s.cfg.RecordGenerations {
+		mux.Handle("GET /sim/generations", plain(s.handleGenerations))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// FastAPI's answer for an unknown route.

@@ -157,6 +157,9 @@ func (s *Server) prepareGenerate(r *http.Request) (*generateRequest, *genRequest
 	if err != nil {
 		return nil, nil, err
 	}
+	if hasIDs && s.cfg.Disabled.TokenPrompt {
+		return nil, nil, badRequest("input_ids: token-id prompts are not accepted by this server; send text")
+	}
 	if len(prompts) != 1 {
 		return nil, nil, badRequest("batched /generate requests are not supported by the simulator; send one prompt per request")
 	}
@@ -197,7 +200,7 @@ func (s *Server) prepareGenerate(r *http.Request) (*generateRequest, *genRequest
 		promptIDs: ids, msgs: msgs, tools: tools, n: n, maxTokens: maxTokens,
 		temperature: temperatureOr(sp.Temperature), seed: sp.SamplingSeed, stop: sp.Stop,
 		filters:  filtersOf(sp.TopP, sp.TopK, sp.MinP),
-		logprobs: req.ReturnLogprob, topLogprobs: req.TopLogprobsNum, counter: s.nextCounter(),
+		logprobs: req.ReturnLogprob, topLogprobs: req.TopLogprobsNum, counter: s.nextCounter(), route: r.URL.Path,
 	}
 	return &req, g, nil
 }

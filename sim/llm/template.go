@@ -28,11 +28,30 @@ type Template struct {
 	// query. Each new prompt then no longer extends the previous prompt and
 	// completion: the drift a token-exact client must detect.
 	StripReasoning bool
+	// StripReasoningBeforeLastQuery is Qwen3's own rule: only the assistant
+	// turns before the last user message lose their reasoning; those after
+	// it (the tool-calling turns answering the current query) keep it, so
+	// the prefix breaks only when a new user message arrives.
+	StripReasoningBeforeLastQuery bool
 	// DisableThinking is chat_template_kwargs {"enable_thinking": false}: the
 	// generation prompt is followed by an empty think block, and so is every
 	// earlier assistant turn without reasoning (unlike Qwen3, which keeps the
 	// prefix property only this way).
 	DisableThinking bool
+	// MergeToolResults renders each run of consecutive tool messages as one
+	// user turn of <tool_response> blocks, as Qwen3's template does, instead
+	// of one tool turn per result.
+	MergeToolResults bool
+	// CanonicalToolArgs re-serializes the arguments of earlier assistant
+	// turns' tool calls in one canonical JSON layout (keys sorted, ", " and
+	// ": " separators, as Python's json.dumps writes a dict), as templates
+	// that parse the arguments and print them with tojson do. A call whose
+	// arguments the model wrote in another layout then re-renders
+	// differently.
+	CanonicalToolArgs bool
+	// TrimContent trims leading and trailing whitespace from every
+	// message's content, as templates that strip content do.
+	TrimContent bool
 }
 
 // emptyThink is the think block a turn generated without thinking starts with.
@@ -45,6 +64,9 @@ func (tp Template) Render(msgs []Message, tools []policy.Tool, addGenerationProm
 	system, rest := "", msgs
 	if len(msgs) > 0 && msgs[0].Role == "system" {
 		system, rest = msgs[0].Content, msgs[1:]
+		if tp.TrimContent {
+			system = strings.TrimSpace(system)
+		}
 	}
 	if len(tools) > 0 {
 		section, err := toolsSection(tools)
@@ -60,12 +82,33 @@ func (tp Template) Render(msgs []Message, tools []policy.Tool, addGenerationProm
 	if system != "" || (len(msgs) > 0 && msgs[0].Role == "system") {
 		writeTurn(&b, "system", system)
 	}
+	lastQuery := -1
 	for i, m := range rest {
+		if m.Role == "user" {
+			lastQuery = i
+		}
+	}
+	for i := 0; i < len(rest); i++ {
+		m := rest[i]
+		if tp.TrimContent {
+			m.Content = strings.TrimSpace(m.Content)
+		}
 		switch m.Role {
-		case "user", "tool":
+		case "tool":
+			if !tp.MergeToolResults {
+				writeTurn(&b, m.Role, m.Content)
+				continue
+			}
+			j := i + 1
+			for j < len(rest) && rest[j].Role == "tool" {
+				j++
+			}
+			writeTurn(&b, "user", tp.toolResponses(rest[i:j]))
+			i = j - 1
+		case "user":
 			writeTurn(&b, m.Role, m.Content)
 		case "assistant":
-			writeTurn(&b, "assistant", tp.renderHistoryAssistant(m))
+			writeTurn(&b, "assistant", tp.renderHistoryAssistant(m, tp.StripReasoning || tp.StripReasoningBeforeLastQuery && i < lastQuery))
 		case "system":
 			writeTurn(&b, "system", m.Content)
 		default:
@@ -108,12 +151,37 @@ func writeTurn(b *strings.Builder, role, body string) {
 	b.WriteString(IMEnd + "\n")
 }
 
+// toolResponses is the body of the user turn that merges tool results:
+// each result between <tool_response> tags on lines of their own.
+func (tp Template) toolResponses(results []Message) string {
+	var b strings.Builder
+	for k, m := range results {
+		if k > 0 {
+			b.WriteString("\n")
+		}
+		c := m.Content
+		if tp.TrimContent {
+			c = strings.TrimSpace(c)
+		}
+		b.WriteString(ToolResponseOpen + "\n" + c + "\n" + ToolResponseClose)
+	}
+	return b.String()
+}
+
 // renderHistoryAssistant renders an assistant turn of the conversation so far.
-func (tp Template) renderHistoryAssistant(m Message) string {
+func (tp Template) renderHistoryAssistant(m Message, strip bool) string {
 	out := policy.Output{Reasoning: m.Reasoning, Content: m.Content, ToolCalls: m.ToolCalls}
-	if tp.StripReasoning {
+	if strip {
 		out.Reasoning = ""
 		out.Content = stripThink(out.Content)
+	}
+	if tp.CanonicalToolArgs && len(out.ToolCalls) > 0 {
+		calls := make([]policy.ToolCall, len(out.ToolCalls))
+		for k, c := range out.ToolCalls {
+			c.Arguments = canonicalJSON(c.Arguments)
+			calls[k] = c
+		}
+		out.ToolCalls = calls
 	}
 	text := RenderAssistant(out)
 	if tp.DisableThinking && !strings.HasPrefix(text, ThinkOpen) {

@@ -121,9 +121,34 @@ func ParsePrompt(text string) ([]Message, []policy.Tool, error) {
 			}
 			reasoning, content, calls := ParseAssistant(body, true, true)
 			msgs = append(msgs, Message{Role: "assistant", Reasoning: reasoning, Content: content, ToolCalls: calls})
+		case "user":
+			if results, ok := splitToolResponses(body); ok {
+				msgs = append(msgs, results...)
+				continue
+			}
+			msgs = append(msgs, Message{Role: role, Content: body})
 		default:
 			msgs = append(msgs, Message{Role: role, Content: body})
 		}
 	}
 	return msgs, tools, nil
+}
+
+// splitToolResponses reads a user turn that merges tool results
+// (Template.MergeToolResults) back into one tool message per result; any
+// other user turn is not one.
+func splitToolResponses(body string) ([]Message, bool) {
+	rest, ok := strings.CutPrefix(body, ToolResponseOpen+"\n")
+	if !ok {
+		return nil, false
+	}
+	rest, ok = strings.CutSuffix(rest, "\n"+ToolResponseClose)
+	if !ok {
+		return nil, false
+	}
+	var out []Message
+	for _, r := range strings.Split(rest, "\n"+ToolResponseClose+"\n"+ToolResponseOpen+"\n") {
+		out = append(out, Message{Role: "tool", Content: r})
+	}
+	return out, true
 }

@@ -63,6 +63,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, err)
 			return
 		}
+		s.inputReasoning(req.Messages, msgs)
 		tools, err := toTools(req.Tools)
 		if err != nil {
 			s.writeError(w, err)
@@ -80,7 +81,7 @@ func (s *Server) handleTokenize(w http.ResponseWriter, r *http.Request) {
 			// continue_final_message).
 			addGen = !req.ContinueFinal
 		}
-		text, err = Template{StripReasoning: s.cfg.StripReasoning, DisableThinking: noThinking}.Render(msgs, tools, addGen)
+		text, err = s.template(noThinking).Render(msgs, tools, addGen)
 		if err != nil {
 			s.writeError(w, badRequest("%v", err))
 			return

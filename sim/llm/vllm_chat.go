@@ -141,23 +141,7 @@ func (s *Server) vllmChatResponse(job *chatJob, parsed []parsedChoice) vllmChatR
 	}
 	completion := 0
 	for i, p := range parsed {
-		msg := vllmMessage{Role: "assistant", ToolCalls: []vllmToolCall{}}
-		content := p.content
-		if len(p.calls) == 0 || content != "" {
-			msg.Content = &content
-		}
-		if p.reasoning != "" {
-			r := p.reasoning
-			if s.cfg.ReasoningContent {
-				msg.ReasoningContent = &r
-			} else {
-				msg.Reasoning = &r
-			}
-		}
-		for k, c := range p.calls {
-			msg.ToolCalls = append(msg.ToolCalls, vllmToolCall{ID: s.toolCallID(job.id, p.index, k), Type: "function", Function: vllmFunctionCall{Name: c.Name, Arguments: c.Arguments}})
-		}
-		ch := vllmChatChoice{Index: p.index, Message: msg, FinishReason: chatFinish(p), StopReason: vllmStopReason(p.genChoice)}
+		ch := vllmChatChoice{Index: p.index, Message: s.vllmMessageOf(job.id, p), FinishReason: chatFinish(p), StopReason: vllmStopReason(p.genChoice)}
 		if job.req.Logprobs {
 			ch.Logprobs = s.vllmLogprobsOf(p.lps, job.req.ReturnTokensAsIDs)
 		}
@@ -173,4 +157,26 @@ func (s *Server) vllmChatResponse(job *chatJob, parsed []parsedChoice) vllmChatR
 		resp.PromptTokenIDs = job.gen.promptIDs
 	}
 	return resp
+}
+
+// vllmMessageOf is the assistant message of a parsed choice of response
+// respID.
+func (s *Server) vllmMessageOf(respID string, p parsedChoice) vllmMessage {
+	msg := vllmMessage{Role: "assistant", ToolCalls: []vllmToolCall{}}
+	content := p.content
+	if len(p.calls) == 0 || content != "" {
+		msg.Content = &content
+	}
+	if p.reasoning != "" {
+		r := p.reasoning
+		if s.cfg.ReasoningContent {
+			msg.ReasoningContent = &r
+		} else {
+			msg.Reasoning = &r
+		}
+	}
+	for k, c := range p.calls {
+		msg.ToolCalls = append(msg.ToolCalls, vllmToolCall{ID: s.toolCallID(respID, p.index, k), Type: "function", Function: vllmFunctionCall{Name: c.Name, Arguments: c.Arguments}})
+	}
+	return msg
 }
