@@ -269,10 +269,12 @@ func TestHistoryEditsCounted(t *testing.T) {
 }
 
 // TestEchoAgentSim runs the LangChain-style echo agent against the sim in
-// both dialects: drift 0, history edits 0, one sample per trajectory. The
-// sim's model writes reasoning the agent never sends back, so this holds
-// only where the gateway continues in tokens instead of having the
-// engine re-render the echoed history.
+// both dialects, with the sim's template dropping earlier reasoning and
+// without: drift 0, history edits 0, one sample per trajectory. The sim's
+// model writes reasoning the agent never sends back, so this holds only
+// because the gateway continues each trajectory in tokens (only its first
+// call goes to the chat route) instead of having the engine re-render the
+// echoed history.
 func TestEchoAgentSim(t *testing.T) {
 	for _, c := range []struct {
 		dialect string
@@ -313,7 +315,16 @@ func TestEchoAgentSim(t *testing.T) {
 					reasoning++
 				}
 			}
-			t.Logf("%d trajectories, %d turns, %d engine answers with reasoning", trajectories, turns, reasoning)
+			paths := map[string]int{}
+			for _, e := range log.all {
+				paths[e.path]++
+			}
+			t.Logf("%d trajectories, %d turns, %d engine answers with reasoning; engine routes %v", trajectories, turns, reasoning, paths)
+			// The token path: a trajectory's first call renders its
+			// messages (the chat route), every later one continues in ids.
+			if chat := paths["/v1/chat/completions"]; chat != trajectories {
+				t.Errorf("%d chat-route calls for %d trajectories: want only each trajectory's first call rendered as messages", chat, trajectories)
+			}
 			if turns <= trajectories {
 				t.Errorf("%d turns for %d trajectories: the agent never continued a conversation", turns, trajectories)
 			}
