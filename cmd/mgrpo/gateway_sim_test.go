@@ -139,11 +139,19 @@ func checkGatewayRun(t *testing.T, out string, steps int, linked bool) {
 	for _, sum := range sums {
 		// One sample per trajectory: the gateway matched every request to
 		// its trajectory and no prompt broke the sequence sampled so far.
+		t.Logf("step %d: %d drift events, %d history edits, %d planner samples for %d rollouts, %d executor samples (K·d̄ = %d per query, %d queries)",
+			sum.Step, sum.DriftEvents, sum.HistoryEdits, sum.PlannerSamples, sum.Rollouts, sum.ExecutorSamples, sum.Rollouts/max(sum.Queries, 1)*sum.DBar, sum.Queries)
 		if sum.DriftEvents != 0 || sum.HistoryEdits != 0 {
 			t.Errorf("step %d: %d drift events, %d history edits; want 0 and 0", sum.Step, sum.DriftEvents, sum.HistoryEdits)
 			for _, line := range readLines(t, filepath.Join(rollout.StepDir(out, sum.Step), rollout.RolloutsFile)) {
-				if strings.Contains(line, `"splits"`) || strings.Contains(line, `"drifts":[0,1`) || !strings.Contains(line, `"drifts":[0`) {
-					t.Logf("step %d rollout with a split: %s", sum.Step, line)
+				var rec rollout.RolloutRecord
+				if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Tree == nil || rec.Tree.Planner == nil {
+					continue
+				}
+				for i, tr := range append([]*rollout.TrajectoryRecord{rec.Tree.Planner}, rec.Tree.Executors...) {
+					if tr != nil && (len(tr.Splits) > 0 || (i < len(rec.Drifts) && rec.Drifts[i] > 0)) {
+						t.Logf("step %d rollout %s trajectory %d (%s, %d turns): drifts %v, splits %+v", sum.Step, rec.ID, i, tr.Role, len(tr.Turns), rec.Drifts, tr.Splits)
+					}
 				}
 			}
 		}
