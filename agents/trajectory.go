@@ -56,6 +56,9 @@ type Trajectory struct {
 	// model call that failed or was cut, the N of Error's "turn N:"); nil
 	// when there is no failure or it came before any turn (a setup error).
 	FailureTurn *int `json:"failure_turn,omitempty"`
+	// Splits are the turns at which the trajectory's token sequence
+	// starts anew for a declared reason (see Split), in turn order.
+	Splits []Split `json:"splits,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`

@@ -184,6 +184,11 @@ func sampleTrajectory(tr *agents.Trajectory, seqs TrajectoryResult, version int6
 	out := rollout.Trajectory{Sequences: seqs.Sequences, PolicyVersion: version, FormatOK: formatOK, FinishReason: "error", Validated: seqs.validated}
 	if tr != nil {
 		out.FinishReason = tr.FinishReason()
+		if n := len(tr.Turns); n > 0 && out.FinishReason == "stop" {
+			// The last turn called tools (a trajectory cut by its turn
+			// budget): say so, as each turn's reason does.
+			out.FinishReason = turnFinishReason(tr.Turns[n-1])
+		}
 		out.NumTurns = len(tr.Turns)
 	}
 	return out

@@ -33,14 +33,24 @@ func inspectionRecord(t Task, r *RolloutResult) ([]byte, error) {
 		FailureKind: r.FailureKind, FailureCause: r.FailureCause, Scores: r.Scores, Tree: tree}
 	rec.Drifts = append(rec.Drifts, r.Planner.Drifts)
 	errs := []string{r.Planner.SequenceError}
+	edits, cuts := []int{r.Planner.HistoryEdits}, []int{r.Planner.ContextCuts}
 	failed := r.Planner.SequenceError != ""
+	anyEdit, anyCut := r.Planner.HistoryEdits > 0, r.Planner.ContextCuts > 0
 	for _, e := range r.Executors {
 		rec.Drifts = append(rec.Drifts, e.Drifts)
 		errs = append(errs, e.SequenceError)
+		edits, cuts = append(edits, e.HistoryEdits), append(cuts, e.ContextCuts)
 		failed = failed || e.SequenceError != ""
+		anyEdit, anyCut = anyEdit || e.HistoryEdits > 0, anyCut || e.ContextCuts > 0
 	}
 	if failed {
 		rec.SequenceErrors = errs
+	}
+	if anyEdit {
+		rec.HistoryEdits = edits
+	}
+	if anyCut {
+		rec.ContextCuts = cuts
 	}
 	return json.Marshal(rec)
 }
@@ -70,6 +80,9 @@ func trajectoryRecord(tr *agents.Trajectory) (*rollout.TrajectoryRecord, error) 
 	c := &rollout.TrajectoryRecord{Role: tr.Role, Index: tr.Index, Task: tr.Task, Final: tr.Final, Answer: tr.Answer,
 		FormatOK: tr.FormatOK, FormatErrors: tr.FormatErrors, Error: tr.Error,
 		FailureKind: tr.FailureKind, FailureCause: tr.FailureCause, FailureTurn: tr.FailureTurn, AnswerNow: tr.AnswerNow}
+	for _, sp := range tr.Splits {
+		c.Splits = append(c.Splits, rollout.SplitRecord{Turn: sp.Turn, Reason: sp.Reason, Message: sp.Message, Detail: sp.Detail})
+	}
 	ids := map[string]string{}
 	renumber := func(calls []openai.ToolCall, turn int) []rollout.ToolCallRecord {
 		if calls == nil {

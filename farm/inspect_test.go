@@ -38,6 +38,7 @@ func fullTree() *agents.Rollout {
 		Function: openai.FunctionCall{Name: "search", Arguments: `{"query":["a <b> & c"]}`}}}
 	planner := &agents.Trajectory{Role: agents.RolePlanner, Task: "q?", Final: "<answer>x</answer>", Answer: "x",
 		FormatOK: true, FormatErrors: []string{"one", "two"}, Error: "turn 2: cut", FailureKind: failure.KindInfra, FailureCause: "stream_cut", FailureTurn: new(2), AnswerNow: true,
+		Splits: []agents.Split{{Turn: 1, Reason: "history_edit", Message: 2, Detail: "message 2 (tool) the model saw was removed or replaced"}},
 		Turns: []*llm.Turn{
 			{Message: openai.ChatCompletionMessage{Role: "assistant", Content: "calling", Refusal: "no", Name: "bot",
 				ReasoningContent: "think", FunctionCall: &openai.FunctionCall{Name: "f", Arguments: "{}"}, ToolCalls: calls, ToolCallID: "t"},
@@ -137,7 +138,7 @@ func TestTreeRecordEncodesAsTheRuntimeTree(t *testing.T) {
 		reflect.TypeFor[openai.ChatCompletionMessage](), reflect.TypeFor[openai.ToolCall](), reflect.TypeFor[openai.FunctionCall](),
 		reflect.TypeFor[llm.FormatError](), reflect.TypeFor[llm.Abort](), reflect.TypeFor[llm.Sampling](), reflect.TypeFor[openai.Usage](),
 		reflect.TypeFor[openai.PromptTokensDetails](), reflect.TypeFor[openai.CompletionTokensDetails](),
-		reflect.TypeFor[agents.Step](), reflect.TypeFor[agents.CallRecord](), reflect.TypeFor[tools.Meta]()} {
+		reflect.TypeFor[agents.Step](), reflect.TypeFor[agents.CallRecord](), reflect.TypeFor[tools.Meta](), reflect.TypeFor[agents.Split]()} {
 		for i := range ty.NumField() {
 			f := ty.Field(i)
 			name := ty.Name() + "." + f.Name

@@ -275,8 +275,16 @@ func (f *Farm) writeStep(ctx context.Context, r stepRollouts, prevD []int) (step
 	}
 	f.log.Info("step done", "step", step, "mean_main_reward", sum.MeanMainReward, "mean_sub_reward", sum.MeanSubReward,
 		"accuracy", sum.Accuracy, "failed_rollouts", sum.FailedRollouts, "planner_samples", sum.PlannerSamples,
-		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "wall_seconds", sum.WallSeconds,
-		"rollouts_per_second", sum.RolloutsPerSecond)
+		"executor_samples", sum.ExecutorSamples, "drift_events", sum.DriftEvents, "history_edits", sum.HistoryEdits,
+		"wall_seconds", sum.WallSeconds, "rollouts_per_second", sum.RolloutsPerSecond)
+	if sum.DriftEvents > 0 {
+		// The token path never re-renders the past: drift means a turn was
+		// trained on ids the model did not sample from (an engine without
+		// token routes, or a bug). Say it every step it happens.
+		f.log.Warn("drift: trajectories were split because a prompt's token ids did not extend the previous turn's; "+
+			"those samples' prompts are re-rendered text, not what the model sampled from (see docs/gateway.md)",
+			"step", step, "drift_events", sum.DriftEvents)
+	}
 	return stepOutcome{summary: sum, d: d, stats: asm.stats, batches: batches}, nil
 }
 

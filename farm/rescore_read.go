@@ -163,14 +163,16 @@ func trajectoryOf(samples []rollout.Sample, formatOK bool) rollout.Trajectory {
 		if i == 0 {
 			t.PolicyVersion, t.NumTurns, t.FinishReason, t.FormatOK = s.PolicyVersion, s.NumTurns, s.FinishReason, s.FormatOK
 		}
-		t.Sequences = append(t.Sequences, rollout.Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs})
+		t.Sequences = append(t.Sequences, rollout.Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs,
+			FirstTurn: s.FirstTurn, TurnFinishReasons: s.TurnFinishReasons, Split: s.SplitReason})
 	}
 	return t
 }
 
 // expectedSequences is how many token sequences trajectory i of r (0: the
 // planner, 1+j: executor j) formed: none when it had no turns or its turns
-// formed none, else one more than its drift events.
+// formed none, else one more than its splits (drift events, history edits,
+// context cuts).
 func expectedSequences(r *rollout.RolloutRecord, i int) int {
 	var tr *rollout.TrajectoryRecord
 	if i == 0 {
@@ -184,7 +186,14 @@ func expectedSequences(r *rollout.RolloutRecord, i int) int {
 	if i < len(r.SequenceErrors) && r.SequenceErrors[i] != "" {
 		return 0
 	}
-	return r.Drifts[i] + 1
+	n := r.Drifts[i] + 1
+	if i < len(r.HistoryEdits) {
+		n += r.HistoryEdits[i]
+	}
+	if i < len(r.ContextCuts) {
+		n += r.ContextCuts[i]
+	}
+	return n
 }
 
 // readRolloutRecords reads a rollouts.jsonl file.

@@ -9,13 +9,17 @@ import (
 )
 
 // TrajectoryResult is what the farm derived from one agent trajectory of a
-// rollout: its training sequences and how many chat-template drift events
-// split them. SequenceError records turns that could not be assembled into
+// rollout: its training sequences, how many drift events split them (the
+// token check failed: a bug of the token path, warned about) and how many
+// history edits (the agent rewrote what the model had seen; see
+// agents.Split). SequenceError records turns that could not be assembled into
 // sequences; such a trajectory has no sequences (it yields no sample) and
 // its format counts as invalid.
 type TrajectoryResult struct {
 	Sequences     []rollout.Sequence `json:"sequences"`
 	Drifts        int                `json:"drifts"`
+	HistoryEdits  int                `json:"history_edits,omitempty"`
+	ContextCuts   int                `json:"context_cuts,omitempty"`
 	SequenceError string             `json:"sequence_error,omitempty"`
 
 	// validated records that trajectorySequences checked every sequence

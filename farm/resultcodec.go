@@ -99,8 +99,14 @@ func decodeResult(raw []byte) (*RolloutResult, error) {
 	if r.Planner.Sequences, rest, err = decodeSequences(rest); err != nil {
 		return nil, fmt.Errorf("stored result: planner: %w", err)
 	}
+	if err := withPieces(r.Planner.Sequences, sr.Planner.Pieces); err != nil {
+		return nil, fmt.Errorf("stored result: planner: %w", err)
+	}
 	for i := range r.Executors {
 		if r.Executors[i].Sequences, rest, err = decodeSequences(rest); err != nil {
+			return nil, fmt.Errorf("stored result: executor %d: %w", i, err)
+		}
+		if err := withPieces(r.Executors[i].Sequences, sr.Executors[i].Pieces); err != nil {
 			return nil, fmt.Errorf("stored result: executor %d: %w", i, err)
 		}
 	}
@@ -133,15 +139,51 @@ type storedResult struct {
 
 type storedTrajectory struct {
 	Drifts        int    `cbor:"drifts"`
+	HistoryEdits  int    `cbor:"history_edits,omitempty"`
+	ContextCuts   int    `cbor:"context_cuts,omitempty"`
 	SequenceError string `cbor:"sequence_error,omitempty"`
+	// Pieces are the sequences' turn records, in the sequences' order
+	// (the token blob after the CBOR holds only their tokens); absent in
+	// results stored before sequences had them.
+	Pieces []storedPiece `cbor:"pieces,omitempty"`
+}
+
+// storedPiece is which turns of its trajectory one sequence holds and why
+// it started anew (see rollout.Sequence).
+type storedPiece struct {
+	FirstTurn int      `cbor:"first_turn,omitempty"`
+	Finish    []string `cbor:"finish,omitempty"`
+	Split     string   `cbor:"split,omitempty"`
 }
 
 func toStoredTrajectory(t TrajectoryResult) storedTrajectory {
-	return storedTrajectory{Drifts: t.Drifts, SequenceError: t.SequenceError}
+	st := storedTrajectory{Drifts: t.Drifts, HistoryEdits: t.HistoryEdits, ContextCuts: t.ContextCuts, SequenceError: t.SequenceError}
+	if len(t.Sequences) > 0 {
+		st.Pieces = make([]storedPiece, len(t.Sequences))
+		for i, s := range t.Sequences {
+			st.Pieces[i] = storedPiece{FirstTurn: s.FirstTurn, Finish: s.TurnFinishReasons, Split: s.Split}
+		}
+	}
+	return st
 }
 
 func (t storedTrajectory) result() TrajectoryResult {
-	return TrajectoryResult{Drifts: t.Drifts, SequenceError: t.SequenceError}
+	return TrajectoryResult{Drifts: t.Drifts, HistoryEdits: t.HistoryEdits, ContextCuts: t.ContextCuts, SequenceError: t.SequenceError}
+}
+
+// withPieces copies the turn records of pieces onto seqs, the sequences
+// decoded from the token blob; a count that differs is a corrupt result.
+func withPieces(seqs []rollout.Sequence, pieces []storedPiece) error {
+	if pieces == nil {
+		return nil
+	}
+	if len(pieces) != len(seqs) {
+		return fmt.Errorf("%d sequence records for %d sequences", len(pieces), len(seqs))
+	}
+	for i, p := range pieces {
+		seqs[i].FirstTurn, seqs[i].TurnFinishReasons, seqs[i].Split = p.FirstTurn, p.Finish, p.Split
+	}
+	return nil
 }
 
 func toStored(r *RolloutResult) storedResult {

@@ -144,19 +144,75 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 	if len(tr.Turns) == 0 {
 		return TrajectoryResult{}
 	}
-	seqs, drifts, err := llm.Sequences(tr.Turns)
-	if err != nil {
-		return TrajectoryResult{SequenceError: err.Error()}
+	// A split the agent side declared (tr.Splits: a history edit, a
+	// context cut) always starts a new sequence, whatever the ids say;
+	// within the pieces between them, a prompt that does not extend the
+	// previous turn's ids is drift.
+	var out TrajectoryResult
+	cuts := []int{0}
+	reasons := map[int]string{}
+	for _, sp := range tr.Splits {
+		if sp.Turn <= cuts[len(cuts)-1] || sp.Turn >= len(tr.Turns) {
+			continue // out of order or outside the turns: nothing to split
+		}
+		cuts = append(cuts, sp.Turn)
+		reasons[sp.Turn] = sp.Reason
+		switch sp.Reason {
+		case rollout.SplitHistoryEdit:
+			out.HistoryEdits++
+		case rollout.SplitContextCut:
+			out.ContextCuts++
+		}
 	}
-	out := TrajectoryResult{Sequences: make([]rollout.Sequence, len(seqs)), Drifts: len(drifts)}
-	for i, s := range seqs {
-		out.Sequences[i] = rollout.Sequence{InputIDs: wideIDs(s.InputIDs), LossMask: s.LossMask, Logprobs: s.Logprobs}
-		if verr := out.Sequences[i].Validate(); verr != nil {
-			return TrajectoryResult{SequenceError: fmt.Sprintf("sequence %d: %v", i, verr)}
+	cuts = append(cuts, len(tr.Turns))
+	for c := 0; c+1 < len(cuts); c++ {
+		from := cuts[c]
+		seqs, _, err := llm.Sequences(tr.Turns[from:cuts[c+1]])
+		if err != nil {
+			if from == 0 {
+				return TrajectoryResult{SequenceError: err.Error()}
+			}
+			// Sequences counts the piece's turns from 0.
+			return TrajectoryResult{SequenceError: fmt.Sprintf("the turns from turn %d: %v", from, err)}
+		}
+		for i, s := range seqs {
+			first := from + s.FirstTurn
+			seq := rollout.Sequence{InputIDs: wideIDs(s.InputIDs), LossMask: s.LossMask, Logprobs: s.Logprobs,
+				FirstTurn: first, TurnFinishReasons: turnFinishReasons(tr.Turns[first : first+s.NumTurns])}
+			switch {
+			case i == 0:
+				seq.Split = reasons[first]
+			default:
+				seq.Split = rollout.SplitDrift
+				out.Drifts++
+			}
+			if verr := seq.Validate(); verr != nil {
+				return TrajectoryResult{SequenceError: fmt.Sprintf("sequence %d: %v", len(out.Sequences), verr)}
+			}
+			out.Sequences = append(out.Sequences, seq)
 		}
 	}
 	out.validated = true
 	return out
+}
+
+// turnFinishReasons is each turn's finish reason as OpenAI names it:
+// "tool_calls" for a turn that stopped to call tools (engines and the
+// client say "stop" there), else the engine's.
+func turnFinishReasons(turns []*llm.Turn) []string {
+	out := make([]string, len(turns))
+	for i, t := range turns {
+		out[i] = turnFinishReason(t)
+	}
+	return out
+}
+
+// turnFinishReason is one turn's, as turnFinishReasons names them.
+func turnFinishReason(t *llm.Turn) string {
+	if t.FinishReason == "stop" && len(t.ToolCalls) > 0 {
+		return "tool_calls"
+	}
+	return t.FinishReason
 }
 
 // wideIDs copies the client's 4-byte token ids, which it holds that way

@@ -89,6 +89,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 		digests[i] = d
 		p.Done++
 		rewardSum += d.Main
+		p.Drifts, p.HistoryEdits = p.Drifts+d.Drifts, p.HistoryEdits+d.HistoryEdits
 		if d.Failed {
 			p.Errors++
 		}
@@ -102,6 +103,7 @@ func (f *Farm) runUnits(ctx context.Context, plan stepPlan, results stepResults,
 		}
 		p.Done++
 		rewardSum += d.Main
+		p.Drifts, p.HistoryEdits = p.Drifts+d.Drifts, p.HistoryEdits+d.HistoryEdits
 		if d.Failed {
 			p.Errors++
 			f.log.Warn("rollout failed", "rollout", plan.units[i].ID(), "error", failures[i])

@@ -146,7 +146,9 @@ func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
 	var tokens []string
 	for i := range wv.NumField() {
 		f := wv.Type().Field(i)
-		if f.Type.Kind() != reflect.Slice {
+		if f.Type.Kind() != reflect.Slice || f.Name == "TurnFinishReasons" {
+			// TurnFinishReasons is per turn, not per token: the stored
+			// result's CBOR carries it (storedPiece, TestTrajectorySplits).
 			continue
 		}
 		tokens = append(tokens, f.Name)
@@ -172,7 +174,9 @@ func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
 		}
 	}
 	rollouttest.CheckRoundTrip(t, "the store's sequence codec", want, got, tokens...)
-	if n := sv.NumField(); n > len(tokens) {
+	// Beside the token arrays a sequence holds its turn record (FirstTurn,
+	// TurnFinishReasons, Split), stored apart.
+	if n := sv.NumField(); n > len(tokens)+3 {
 		t.Errorf("rollout.Sequence has %d fields, Sample only the token arrays %v: this test no longer covers the codec", n, tokens)
 	}
 }

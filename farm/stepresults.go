@@ -24,6 +24,10 @@ type resultDigest struct {
 	D      int     `json:"d"`
 	Main   float64 `json:"main"`
 	Failed bool    `json:"failed,omitempty"`
+	// Drifts and HistoryEdits are the rollout's, over its trajectories
+	// (the progress line shows them as rollouts finish).
+	Drifts       int `json:"drifts,omitempty"`
+	HistoryEdits int `json:"history_edits,omitempty"`
 	// Infra marks an infra failure (its Cause), Retries its retries so
 	// far: a resumed run retries it while retries are left, and a step
 	// excludes its group (FailurePolicy.OnInfra) when none are.
@@ -54,6 +58,10 @@ func (d resultDigest) kind() failure.Kind {
 
 func digestOf(r *RolloutResult) resultDigest {
 	d := resultDigest{D: len(r.Tree.Executors), Main: r.Scores.Main, Failed: r.Failed(), Retries: r.Retries}
+	for _, t := range append([]TrajectoryResult{r.Planner}, r.Executors...) {
+		d.Drifts += t.Drifts
+		d.HistoryEdits += t.HistoryEdits
+	}
 	if r.infra() {
 		d.Infra, d.Endpoint, d.RetryCauses = true, r.FailureEndpoint, r.RetryCauses
 	}

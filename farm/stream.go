@@ -315,6 +315,7 @@ func (s *streamer) finished(u unitDone) error {
 			for _, dg := range a.digests[:a.have] {
 				p.Done++
 				sum += dg.Main
+				p.Drifts, p.HistoryEdits = p.Drifts+dg.Drifts, p.HistoryEdits+dg.HistoryEdits
 				if dg.Failed {
 					p.Errors++
 				}

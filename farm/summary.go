@@ -32,6 +32,9 @@ type Progress struct {
 	MeanReward float64
 	// Errors counts finished rollouts that failed.
 	Errors int
+	// Drifts and HistoryEdits total the finished rollouts' drift events
+	// and history edits (see rollout.StepSummary).
+	Drifts, HistoryEdits int
 	// Rate is finished rollouts per second since the step started.
 	Rate float64
 	// Limits are the model roles' adaptive request limits under
@@ -138,6 +141,8 @@ func (a *summaryAcc) addResult(r *RolloutResult, excluded bool) {
 	}
 	for _, tr := range append([]TrajectoryResult{r.Planner}, r.Executors...) {
 		sum.DriftEvents += tr.Drifts
+		sum.HistoryEdits += tr.HistoryEdits
+		sum.ContextCuts += tr.ContextCuts
 		if tr.SequenceError != "" {
 			sum.SequenceErrors++
 		}

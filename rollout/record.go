@@ -21,7 +21,12 @@ type RolloutRecord struct {
 	Scores       RolloutScores `json:"scores"`
 	// Drifts and SequenceErrors summarise the sequence assembly of the
 	// planner (first) and each executor.
-	Drifts         []int       `json:"drifts"`
+	Drifts []int `json:"drifts"`
+	// HistoryEdits and ContextCuts count, in the same order, the other
+	// reasons a trajectory was split (see Sample.SplitReason); absent
+	// when the rollout has none.
+	HistoryEdits   []int       `json:"history_edits,omitempty"`
+	ContextCuts    []int       `json:"context_cuts,omitempty"`
 	SequenceErrors []string    `json:"sequence_errors,omitempty"`
 	Tree           *TreeRecord `json:"tree"`
 }

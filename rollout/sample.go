@@ -49,7 +49,35 @@ type Sample struct {
 	// FinishReason is how the trajectory ended ("padding" for padding).
 	FinishReason string `json:"finish_reason" parquet:"finish_reason"`
 	FormatOK     bool   `json:"format_ok" parquet:"format_ok"`
+	// FirstTurn and SampleTurns say which turns of its trajectory the
+	// sample holds: SampleTurns turns from turn FirstTurn on (NumTurns is
+	// the trajectory's count, so a sample ending before NumTurns is one
+	// piece of a split trajectory). Both are 0 for padding.
+	FirstTurn   int `json:"first_turn" parquet:"first_turn"`
+	SampleTurns int `json:"sample_turns" parquet:"sample_turns"`
+	// TurnFinishReasons is each held turn's finish reason, in order:
+	// "tool_calls" for a turn that called tools, else the engine's
+	// ("stop", "length", "abort"); empty, never null, for padding.
+	TurnFinishReasons []string `json:"turn_finish_reasons" parquet:"turn_finish_reasons,list"`
+	// SplitReason is why the sample's first turn started a new sequence of
+	// its trajectory (SplitHistoryEdit, SplitContextCut, SplitDrift); empty
+	// for a trajectory's first sample.
+	SplitReason string `json:"split_reason" parquet:"split_reason"`
 }
+
+// Why a trajectory was split into several samples (Sample.SplitReason).
+const (
+	// SplitHistoryEdit: the agent rewrote messages the model had already
+	// seen (truncation, summarization, a changed system prompt), so the
+	// sequence sampled so far does not continue.
+	SplitHistoryEdit = "history_edit"
+	// SplitContextCut: the context window forced a cut.
+	SplitContextCut = "context_cut"
+	// SplitDrift: the next prompt's tokens did not extend the previous
+	// prompt and completion (a re-rendering broke the sequence); a bug
+	// of the token path, always warned about.
+	SplitDrift = "drift"
+)
 
 // Sequence is one token sequence of a trajectory with its loss mask and the
 // sampler's logprobs, all of the same length.
@@ -57,6 +85,13 @@ type Sequence struct {
 	InputIDs []int
 	LossMask []int8
 	Logprobs []float64
+	// FirstTurn is the index of the trajectory's first turn the sequence
+	// holds; TurnFinishReasons has one finish reason per turn it holds.
+	FirstTurn         int
+	TurnFinishReasons []string
+	// Split is why the sequence started anew at FirstTurn (SplitDrift and
+	// the others); empty for the trajectory's first sequence.
+	Split string
 }
 
 // Trajectory is what sample building needs of one agent trajectory. A
@@ -205,6 +240,11 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 		NumTurns:      t.NumTurns,
 		FinishReason:  t.FinishReason,
 		FormatOK:      t.FormatOK,
+
+		FirstTurn:         seq.FirstTurn,
+		SampleTurns:       len(seq.TurnFinishReasons),
+		TurnFinishReasons: append(make([]string, 0, len(seq.TurnFinishReasons)), seq.TurnFinishReasons...),
+		SplitReason:       seq.Split,
 	}
 }
 

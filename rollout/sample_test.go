@@ -79,7 +79,8 @@ func TestSampleJSONKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"run":"r","step":0,"role":"executor","query_id":"","rollout":0,"sub_index":2,"duplicate_of":{"rollout":1,"sub_index":0},` +
-		`"policy_version":0,"input_ids":[1],"loss_mask":[1],"logprobs":[-0.5],"reward":0,"advantage":0,"num_turns":0,"finish_reason":"","format_ok":false}`
+		`"policy_version":0,"input_ids":[1],"loss_mask":[1],"logprobs":[-0.5],"reward":0,"advantage":0,"num_turns":0,"finish_reason":"","format_ok":false,` +
+		`"first_turn":0,"sample_turns":0,"turn_finish_reasons":null,"split_reason":""}`
 	if string(raw) != want {
 		t.Fatalf("JSON\n got %s\nwant %s", raw, want)
 	}

@@ -48,6 +48,24 @@ var sampleFields = [...]sampleField{
 		return appendJSONString(dst, s.FinishReason), true
 	}},
 	{"FormatOK", "format_ok", partEntry, func(dst []byte, s *Sample) ([]byte, bool) { return strconv.AppendBool(dst, s.FormatOK), true }},
+	{"FirstTurn", "first_turn", partEntry, func(dst []byte, s *Sample) ([]byte, bool) { return appendJSONInt(dst, s.FirstTurn), true }},
+	{"SampleTurns", "sample_turns", partEntry, func(dst []byte, s *Sample) ([]byte, bool) { return appendJSONInt(dst, s.SampleTurns), true }},
+	{"TurnFinishReasons", "turn_finish_reasons", partEntry, func(dst []byte, s *Sample) ([]byte, bool) {
+		if s.TurnFinishReasons == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, r := range s.TurnFinishReasons {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendJSONString(dst, r)
+		}
+		return append(dst, ']'), true
+	}},
+	{"SplitReason", "split_reason", partEntry, func(dst []byte, s *Sample) ([]byte, bool) {
+		return appendJSONString(dst, s.SplitReason), true
+	}},
 }
 
 // sampleField is one member of Sample's JSON object.

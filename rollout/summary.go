@@ -36,9 +36,17 @@ type StepSummary struct {
 	// PlannerSamples and ExecutorSamples count the samples written.
 	PlannerSamples  int `json:"planner_samples"`
 	ExecutorSamples int `json:"executor_samples"`
-	// DriftEvents counts chat-template drift events (sequence splits);
+	// DriftEvents counts drift events: a turn whose prompt ids did not
+	// extend the previous turn's prompt and completion (a re-rendering
+	// broke the sequence; 0 on the token path, warned about otherwise);
 	// SequenceErrors trajectories whose turns formed no sequences.
-	DriftEvents    int `json:"drift_events"`
+	DriftEvents int `json:"drift_events"`
+	// HistoryEdits counts gateway requests that rewrote messages the model
+	// had already seen (truncation, summarization, a changed system
+	// prompt), each starting a new sample; ContextCuts the splits the
+	// context window forced. Neither is drift.
+	HistoryEdits   int `json:"history_edits"`
+	ContextCuts    int `json:"context_cuts,omitempty"`
 	SequenceErrors int `json:"sequence_errors"`
 	// ScoreErrors and ExpertErrors count scorer and expert judge failures.
 	ScoreErrors  int `json:"score_errors"`

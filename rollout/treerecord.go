@@ -53,6 +53,10 @@ type TrajectoryRecord struct {
 	// FailureTurn is the index of the turn Error happened on; omitted
 	// without a failure or before any turn.
 	FailureTurn *int `json:"failure_turn,omitempty"`
+	// Splits are the turns at which the trajectory's token sequence
+	// started anew for a reason the agent side declared (a gateway agent's
+	// history edit): where and why.
+	Splits []SplitRecord `json:"splits,omitempty"`
 	// AnswerNow reports that the agent was told to answer now.
 	AnswerNow bool          `json:"answer_now,omitempty"`
 	Started   time.Time     `json:"started"`
@@ -201,3 +205,14 @@ type CallMeta struct {
 // Failed reports whether the call failed as a whole (every sub-request
 // failed, or the arguments were refused).
 func (m CallMeta) Failed() bool { return m.Class != failure.ClassOK && !m.Partial }
+
+// SplitRecord is one declared split of a trajectory: Turn is the first turn
+// of the new sequence, Reason SplitHistoryEdit or SplitContextCut, Message
+// the index of the first request message that differed from what the model
+// had seen, Detail what changed.
+type SplitRecord struct {
+	Turn    int    `json:"turn"`
+	Reason  string `json:"reason"`
+	Message int    `json:"message"`
+	Detail  string `json:"detail,omitempty"`
+}

@@ -111,8 +111,10 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(100*x, 'f', 1, 64) + "%"
 	},
 	"esc": url.PathEscape,
-	"num": num,
-	"add": func(a, b int) int { return a + b },
+	// last is the index of a sample's last turn: first + n - 1.
+	"last": func(first, n int) int { return first + n - 1 },
+	"num":  num,
+	"add":  func(a, b int) int { return a + b },
 	// dict builds a template argument from key, value pairs.
 	"dict": func(kv ...any) (map[string]any, error) {
 		if len(kv)%2 != 0 {

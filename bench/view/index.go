@@ -55,6 +55,12 @@ type sampleMeta struct {
 	NumTurns     int             `json:"num_turns"`
 	FinishReason string          `json:"finish_reason"`
 	FormatOK     bool            `json:"format_ok"`
+	// FirstTurn, SampleTurns, TurnFinishReasons and SplitReason say which
+	// turns of its trajectory the sample holds and why it started anew.
+	FirstTurn         int      `json:"first_turn"`
+	SampleTurns       int      `json:"sample_turns"`
+	TurnFinishReasons []string `json:"turn_finish_reasons"`
+	SplitReason       string   `json:"split_reason"`
 
 	// Line is the sample's line number (from 0). Part and Parts place it
 	// in its trajectory: a trajectory split by chat-template drift is

@@ -45,7 +45,9 @@ type trajView struct {
 	FailureTurn               int
 	AnswerNow                 bool
 	Drifts                    int
-	Sub                       *rollout.SubScore
+	// Splits are the declared splits (history edits) with where and why.
+	Splits []rollout.SplitRecord
+	Sub    *rollout.SubScore
 	// Samples are the trajectory's sample lines in executor.jsonl (the
 	// planner's are on the rollout row).
 	Samples []sampleMeta
@@ -98,6 +100,7 @@ func trajectoryView(t *rollout.TrajectoryRecord, anchor, title string) trajView 
 	v.Task, v.Final, v.Answer, v.FormatOK, v.FormatErrors, v.Error, v.AnswerNow =
 		t.Task, t.Final, t.Answer, t.FormatOK, t.FormatErrors, t.Error, t.AnswerNow
 	v.FailureKind, v.FailureCause = string(t.FailureKind), t.FailureCause
+	v.Splits = t.Splits
 	if t.FailureTurn != nil {
 		v.FailureTurn = *t.FailureTurn + 1
 	}

@@ -128,7 +128,8 @@ func webTool(c gatewaytest.Call) string {
 // checkGatewayRun checks a trained run whose rollouts came through the
 // gateway: both policy versions advanced, every sample's tokens are the
 // engine's (the sim trainer reproduced every weighted token with the
-// sampler's logprob), executors were delegated, and the rewards vary. With
+// sampler's logprob), each trajectory is one sample (no drift, no history
+// edit), executors were delegated, and the rewards vary. With
 // linked (an agent that sends X-Mgrpo-Delegation), every executor
 // trajectory of step 1 is the one planner delegate call's that started it.
 func checkGatewayRun(t *testing.T, out string, steps int, linked bool) {
@@ -136,6 +137,28 @@ func checkGatewayRun(t *testing.T, out string, steps int, linked bool) {
 	checkTrainedRun(t, out, steps, []rollout.Role{rollout.RolePlanner, rollout.RoleExecutor})
 	sums, _ := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
 	for _, sum := range sums {
+		// One sample per trajectory: the gateway matched every request to
+		// its trajectory and no prompt broke the sequence sampled so far.
+		t.Logf("step %d: %d drift events, %d history edits, %d planner samples for %d rollouts, %d executor samples (K·d̄ = %d per query, %d queries)",
+			sum.Step, sum.DriftEvents, sum.HistoryEdits, sum.PlannerSamples, sum.Rollouts, sum.ExecutorSamples, sum.Rollouts/max(sum.Queries, 1)*sum.DBar, sum.Queries)
+		if sum.DriftEvents != 0 || sum.HistoryEdits != 0 {
+			t.Errorf("step %d: %d drift events, %d history edits; want 0 and 0", sum.Step, sum.DriftEvents, sum.HistoryEdits)
+			for _, line := range readLines(t, filepath.Join(rollout.StepDir(out, sum.Step), rollout.RolloutsFile)) {
+				var rec rollout.RolloutRecord
+				if err := json.Unmarshal([]byte(line), &rec); err != nil || rec.Tree == nil || rec.Tree.Planner == nil {
+					continue
+				}
+				for i, tr := range append([]*rollout.TrajectoryRecord{rec.Tree.Planner}, rec.Tree.Executors...) {
+					if tr != nil && (len(tr.Splits) > 0 || (i < len(rec.Drifts) && rec.Drifts[i] > 0)) {
+						t.Logf("step %d rollout %s trajectory %d (%s, %d turns): drifts %v, splits %+v", sum.Step, rec.ID, i, tr.Role, len(tr.Turns), rec.Drifts, tr.Splits)
+					}
+				}
+			}
+		}
+		if k := sum.Rollouts / max(sum.Queries, 1); sum.PlannerSamples != sum.Rollouts || sum.ExecutorSamples != sum.Queries*k*sum.DBar {
+			t.Errorf("step %d: %d planner samples for %d rollouts, %d executor samples for %d queries × K %d × d̄ %d; want one sample per trajectory",
+				sum.Step, sum.PlannerSamples, sum.Rollouts, sum.ExecutorSamples, sum.Queries, k, sum.DBar)
+		}
 		for role, rec := range sum.Training {
 			m := rec.Metrics
 			if d := m["logprob_diff_abs:max"]; d > 1e-5 {

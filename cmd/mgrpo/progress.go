@@ -53,6 +53,9 @@ func (p *progressReporter) report(pr farm.Progress) {
 			}
 			attrs := []any{"step", pr.Step, "done", pr.Done, "total", pr.Total,
 				"mean_reward", sig3(pr.MeanReward), "errors", pr.Errors, "rollouts_per_s", sig3(pr.Rate)}
+			if pr.Drifts > 0 || pr.HistoryEdits > 0 {
+				attrs = append(attrs, "drift", pr.Drifts, "history_edits", pr.HistoryEdits)
+			}
 			if pr.Limits != nil {
 				attrs = append(attrs, "concurrency_limit", limitsText(pr.Limits))
 			}
@@ -89,6 +92,11 @@ func barDescription(pr farm.Progress) string {
 		return d
 	}
 	d += " · reward " + sig3(pr.MeanReward) + fmt.Sprintf(" · %d err", pr.Errors)
+	if pr.Drifts > 0 || pr.HistoryEdits > 0 {
+		// Shown once either happens: drift is a bug to see at once, history
+		// edits what the agents did to their conversations.
+		d += fmt.Sprintf(" · drift %d · %d hist-edit", pr.Drifts, pr.HistoryEdits)
+	}
 	if pr.Rate > 0 {
 		d += " · " + sig3(pr.Rate) + " rollouts/s"
 	}
@@ -220,6 +228,9 @@ func (t *stepTable) row(s rollout.StepSummary) {
 	if line := failureLine(s); line != "" {
 		fmt.Fprintln(t.w, line)
 	}
+	if line := splitLine(s); line != "" {
+		fmt.Fprintln(t.w, line)
+	}
 	if line := trainingLine(s); line != "" {
 		fmt.Fprintln(t.w, line)
 	}
@@ -313,4 +324,19 @@ func tokensByRole(u rollout.Usage) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// splitLine is the line under a step's row that says why trajectories
+// were split into several samples, empty when none was: the history edits
+// gateway agents made (a count apart from the drift column) and the
+// context cuts.
+func splitLine(s rollout.StepSummary) string {
+	if s.HistoryEdits == 0 && s.ContextCuts == 0 {
+		return ""
+	}
+	line := fmt.Sprintf("     split: %d history edit(s)", s.HistoryEdits)
+	if s.ContextCuts > 0 {
+		line += fmt.Sprintf(", %d context cut(s)", s.ContextCuts)
+	}
+	return line + " (new samples, not drift; see docs/gateway.md)"
 }

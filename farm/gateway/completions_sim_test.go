@@ -80,10 +80,13 @@ func (l *engineLog) on(path string) []exchange {
 // simGateway starts a gateway of mode mgrpo over the sim in dialect, each
 // role a real token-capturing client, the executor's completions capped
 // at maxTokens.
-func simGateway(t *testing.T, dialect string, maxTokens int) (*Gateway, *simllm.Tokenizer, *engineLog) {
+func simGateway(t *testing.T, dialect string, maxTokens int, options ...func(*simllm.Config)) (*Gateway, *simllm.Tokenizer, *engineLog) {
 	t.Helper()
 	cfg := simllm.DefaultConfig()
 	cfg.Dialect, cfg.Seed = dialect, 5
+	for _, o := range options {
+		o(&cfg)
+	}
 	sim, err := simllm.NewServer(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -196,9 +196,20 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, s *session, ro
 	seed := callSeed(s.seed, role, c.msgs, len(t.turns))
 	c.sampling.Seed = &seed
 	key := s.id + "/" + role + "/" + t.start.Format(time.RFC3339Nano)
+	if t.edit != nil || t.tokens.Covered() != len(t.msgs) {
+		// A history edit starts a new sequence; so does a state that does
+		// not hold the conversation the request was matched against (the
+		// last call failed before it answered). The client then renders
+		// the whole request.
+		t.tokens.Reset()
+	}
+	// The request's first len(t.msgs) messages were matched by meaning
+	// against the conversation the token state holds (pick, prefixOf):
+	// the client continues from the sampled ids and renders only the
+	// messages after them.
 	turn, err := callModel(r, s, func(ctx context.Context) (*llm.Turn, error) {
 		return g.cfg.Models[role].Chat(ctx, llm.Request{Messages: c.msgs, Tools: c.tools, TrajectoryKey: key,
-			Sampling: &c.sampling, Prefix: &t.prefix})
+			Sampling: &c.sampling, Prefix: &t.prefix, Tokens: &t.tokens})
 	})
 	if err != nil {
 		s.release(t, c.msgs, turn, nil, err)

@@ -11,7 +11,9 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/llm"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // session is one rollout as the gateway sees it: the calls under its base
@@ -83,8 +85,17 @@ type trajectory struct {
 	// errFault says whose fault errMsg is (see fault.go).
 	errFault fault
 	prefix   llm.PromptPrefix
-	start    time.Time
-	last     time.Time
+	// tokens is the trajectory's token state: the sequence the engine
+	// sampled so far, which the next call continues (llm.Request.Tokens).
+	tokens llm.TokenState
+	start  time.Time
+	last   time.Time
+	// edit is the history edit the call in flight makes (set by pick,
+	// taken by release): the call's turn starts a new sequence.
+	edit *historyEdit
+	// splits are the turns that started a new sequence because the agent
+	// rewrote its history.
+	splits []agents.Split
 }
 
 func newSession(id, question string, seed int64) *session {
@@ -110,7 +121,22 @@ var errFinished = fmt.Errorf("the rollout has finished")
 // the agent rewrote), or starts a new one, and marks it busy. The caller
 // must call release.
 func (s *session) acquire(role, name, delegation string, msgs []openai.ChatCompletionMessage) (*trajectory, error) {
-	return s.acquireBy(role, name, delegation, func() *trajectory { return s.pick(role, msgs) })
+	t, err := s.acquireBy(role, name, delegation, func() *trajectory { return s.pick(role, msgs) })
+	if err == nil && name != "" {
+		// A named trajectory is the header's whatever its messages: a
+		// request that does not extend its conversation rewrote it.
+		s.mu.Lock()
+		t.edit = nil
+		if len(t.msgs) > 0 && !prefixOf(t.msgs, msgs) {
+			at := 0
+			for at < len(t.msgs) && at < len(msgs) && sameMessage(t.msgs[at], msgs[at]) {
+				at++
+			}
+			t.edit = &historyEdit{at: at, why: describeEdit(t.msgs, msgs, at)}
+		}
+		s.mu.Unlock()
+	}
+	return t, err
 }
 
 // acquireBy is acquire with pick choosing among the role's unnamed
@@ -149,31 +175,35 @@ func (s *session) acquireBy(role, name, delegation string, pick func() *trajecto
 }
 
 // pick is acquire's choice among the role's unnamed chat trajectories
-// (s.mu held).
+// (s.mu held): the idle trajectory whose conversation (its last request and
+// the answer the gateway returned) msgs extends, the longest when several
+// do; else the idle trajectory of the same task whose history msgs rewrites
+// (see editOf), the one msgs shares the most messages with, its call then
+// recorded as a history edit; else a new trajectory.
 func (s *session) pick(role string, msgs []openai.ChatCompletionMessage) *trajectory {
 	var best, rewritten *trajectory
+	var edit historyEdit
 	for _, t := range s.roles[role] {
 		if t.busy || t.name != "" || len(t.msgs) == 0 {
 			continue
 		}
-		if len(msgs) > len(t.msgs) && prefixOf(t.msgs, msgs) {
+		if prefixOf(t.msgs, msgs) {
 			if best == nil || len(t.msgs) > len(best.msgs) {
 				best = t
 			}
 			continue
 		}
-		// A longer conversation with the same opening whose history was
-		// edited: the same trajectory, and the chat template's prefix
-		// breaks there (a drift event, split into samples as for the
-		// built-in agents).
-		if rewritten == nil && len(msgs) > len(t.msgs) && sameOpening(t.msgs, msgs) {
-			rewritten = t
+		if e, ok := editOf(role, t.msgs, msgs); ok && (rewritten == nil || e.at > edit.at) {
+			rewritten, edit = t, e
 		}
 	}
-	if best == nil {
+	switch {
+	case best != nil:
+		best.edit = nil
+	case rewritten != nil:
 		best = rewritten
-	}
-	if best == nil {
+		best.edit = &edit
+	default:
 		best = s.add(role, "")
 	}
 	return best
@@ -204,6 +234,10 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 		}
 	}
 	if turn != nil {
+		if t.edit != nil && len(t.turns) > 0 {
+			t.splits = append(t.splits, agents.Split{Turn: len(t.turns), Reason: rollout.SplitHistoryEdit, Message: t.edit.at, Detail: t.edit.why})
+		}
+		t.edit = nil
 		t.turns = append(t.turns, turn)
 		var calls []openai.ToolCall
 		if answer != nil {
@@ -244,25 +278,14 @@ func prefixOf(prefix, msgs []openai.ChatCompletionMessage) bool {
 	return true
 }
 
-// sameOpening reports whether a and b agree up to and including their first
-// user message.
-func sameOpening(a, b []openai.ChatCompletionMessage) bool {
-	for i := 0; i < len(a) && i < len(b); i++ {
-		if !sameMessage(a[i], b[i]) {
-			return false
-		}
-		if a[i].Role == openai.ChatMessageRoleUser {
-			return true
-		}
-	}
-	return false
-}
-
-// sameMessage compares two messages by role, text (surrounding whitespace
-// aside: SDKs trim) and tool calls (name and arguments; ids when both
-// have them). Reasoning is left out: many SDKs drop it from the history they
-// send back, which the chat template may or may not show (a drift the
-// sequences record, not a new conversation).
+// sameMessage compares two messages by meaning, the way agent frameworks
+// echo a conversation back: by role, text (surrounding whitespace aside, so
+// null, "", a missing content and whitespace-only content are alike: SDKs
+// trim, LangChain sends "" for null) and tool calls (name and arguments
+// compared as JSON values, so re-serialized arguments match; ids when both
+// have them; a tool result's call id likewise). Reasoning is left out: many
+// SDKs drop it from the history they send back, and the gateway's token
+// state holds the reasoning the model sampled whatever the agent echoes.
 func sameMessage(a, b openai.ChatCompletionMessage) bool {
 	if a.Role != b.Role || strings.TrimSpace(a.Content) != strings.TrimSpace(b.Content) {
 		return false

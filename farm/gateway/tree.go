@@ -10,6 +10,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/internal/failure"
+	"github.com/mgrpo/mgrpo/rollout"
 )
 
 // tree ends s and builds its rollout tree from the trajectories the
@@ -81,6 +82,16 @@ func merged(ts []*trajectory, role, task string, started time.Time) *agents.Traj
 	for i, t := range ts {
 		c := convert(t, role, 0, task)
 		base := len(out.Turns)
+		if base > 0 && len(c.Turns) > 0 {
+			// The role's next conversation: its history is not the one
+			// the model saw, so its turns start a new sequence.
+			out.Splits = append(out.Splits, agents.Split{Turn: base, Reason: rollout.SplitHistoryEdit, Message: 0,
+				Detail: fmt.Sprintf("conversation %d of the role: its first request continues no earlier conversation", i+1)})
+		}
+		for _, sp := range c.Splits {
+			sp.Turn += base
+			out.Splits = append(out.Splits, sp)
+		}
 		out.Turns = append(out.Turns, c.Turns...)
 		out.Steps = append(out.Steps, c.Steps...)
 		if out.Error == "" {
@@ -104,7 +115,7 @@ func merged(ts []*trajectory, role, task string, started time.Time) *agents.Traj
 // calls with the observations the agent sent back, the last answer's text
 // as Final. Format validity is left to the caller.
 func convert(t *trajectory, role string, index int, task string) *agents.Trajectory {
-	out := &agents.Trajectory{Role: role, Index: index, Task: task, Turns: t.turns, Started: t.start, Duration: t.last.Sub(t.start)}
+	out := &agents.Trajectory{Role: role, Index: index, Task: task, Turns: t.turns, Splits: t.splits, Started: t.start, Duration: t.last.Sub(t.start)}
 	out.Steps = make([]agents.Step, len(t.turns))
 	for i, turn := range t.turns {
 		var step agents.Step

@@ -151,5 +151,12 @@ func trajectory(rng *rand.Rand, s BatchSpec) rollout.Trajectory {
 	if rng.IntN(10) == 0 {
 		finish = "length"
 	}
-	return rollout.Trajectory{Sequences: []rollout.Sequence{seq}, PolicyVersion: s.PolicyVersion, NumTurns: 1 + rng.IntN(6), FinishReason: finish, FormatOK: rng.IntN(8) != 0}
+	turns := 1 + rng.IntN(6)
+	// One sample holds every turn: tool-call turns, then the last.
+	seq.TurnFinishReasons = make([]string, turns)
+	for i := range turns - 1 {
+		seq.TurnFinishReasons[i] = "tool_calls"
+	}
+	seq.TurnFinishReasons[turns-1] = finish
+	return rollout.Trajectory{Sequences: []rollout.Sequence{seq}, PolicyVersion: s.PolicyVersion, NumTurns: turns, FinishReason: finish, FormatOK: rng.IntN(8) != 0}
 }
