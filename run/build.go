@@ -208,14 +208,25 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	if opts.Single {
 		execRole = mcpRoleSingle
 	}
-	toolbox, err := tools.NewWebToolbox(tools.WebConfig{
-		Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
-		SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
-		AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
-		SharedCache: opts.SharedCache, CacheScope: cacheScope(c), Logger: logger,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
+	var toolbox *tools.Registry
+	if c.farmRunsTools() {
+		toolbox, err = tools.NewWebToolbox(tools.WebConfig{
+			Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
+			SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
+			AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
+			SharedCache: opts.SharedCache, CacheScope: cacheScope(c), Logger: logger,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
+		}
+	}
+	// The built-in agents are built in every run (a gateway run does not
+	// call them); without the farm's tools theirs is empty.
+	webTools := toolbox
+	if webTools == nil {
+		if webTools, err = tools.NewRegistry(nil, tools.WithMetrics(toolMetrics)); err != nil {
+			return nil, err
+		}
 	}
 	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
 	b := c.Budgets
@@ -225,10 +236,10 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = c.maxTokens(c.Planner), c.maxTokens(c.Executor)
 	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
 	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
-	var execTools agents.Toolbox = toolbox
+	var execTools agents.Toolbox = webTools
 	if mcpSet != nil {
 		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
-		if execTools, err = newLiveToolbox(mcpSet, toolbox, pick, logger); err != nil {
+		if execTools, err = newLiveToolbox(mcpSet, webTools, pick, logger); err != nil {
 			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 		}
 	}
@@ -303,6 +314,10 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		return nil, fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
 	}
 	if opts.Probe {
+		if toolbox == nil {
+			logger.Info("preflight: skipped the search provider probe and needs no search settings: the gateway's agent runs its own tools",
+				"search_provider", "unused")
+		}
 		if err := probe(ctx, c, probed, toolbox); err != nil {
 			return nil, err
 		}

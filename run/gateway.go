@@ -138,3 +138,10 @@ type gatewayAgent struct{ g *gateway.Gateway }
 func (a gatewayAgent) Run(ctx context.Context, q agents.Query) *agents.Rollout {
 	return a.g.Run(ctx, rollout.RolloutTask{QueryID: q.Key, Seed: q.Seed}, farm.Task{ID: q.Key, Question: q.Question})
 }
+
+// farmRunsTools reports whether the farm's own web tools (search, visit)
+// serve this run: they do for the built-in agents, never for a gateway
+// run, whose agent calls its own tools (the gateway serves only models).
+// A gateway run therefore needs no search provider, and preflight skips
+// the search probe.
+func (c Config) farmRunsTools() bool { return !c.Gateway.Enabled() }

@@ -56,3 +56,29 @@ func TestRunRecordLeavesOutAnUnsetGateway(t *testing.T) {
 		t.Errorf("run record %s: want the agent URL, not the gateway's own URL", rec)
 	}
 }
+
+// TestGatewayRunNeedsNoSearchProvider checks that a gateway run, whose
+// agent calls its own tools, is not refused for the farm's search
+// settings, while a run of the built-in agents still is.
+func TestGatewayRunNeedsNoSearchProvider(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		gateway GatewayConfig
+		refused bool
+	}{
+		{"built-in agents", GatewayConfig{}, true},
+		{"push gateway", GatewayConfig{AgentURL: "http://127.0.0.1:8800"}, false},
+		{"pull gateway", GatewayConfig{Addr: "127.0.0.1:8700"}, false},
+	} {
+		c := DefaultConfig()
+		c.Gateway = tc.gateway
+		c.Search.Provider = ""
+		err := c.Validate()
+		if got := err != nil && strings.Contains(err.Error(), "search.provider"); got != tc.refused {
+			t.Errorf("%s: Validate %v, want the search provider refused: %v", tc.name, err, tc.refused)
+		}
+		if c.farmRunsTools() == tc.gateway.Enabled() {
+			t.Errorf("%s: farmRunsTools %v", tc.name, c.farmRunsTools())
+		}
+	}
+}

@@ -121,7 +121,7 @@ func (c Config) Validate() error {
 			p.add(r.key, r.flag, "%q: want %s", r.e.Dialect, strings.Join(r.want, " or "))
 		}
 	}
-	if !c.Sim && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
+	if !c.Sim && c.farmRunsTools() && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}
 	c.checkMCP(&p)

@@ -35,6 +35,7 @@ func (g *Gateway) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.leave(s.id)
+	g.cfg.Metrics.called(apiCompletions)
 	var req completionRequest
 	if !decodeBody(w, r, &req) {
 		return

@@ -131,6 +131,9 @@ type Gateway struct {
 	calls map[string]*rolloutCalls
 	// budget is the farm-wide budget of request bytes being read.
 	budget *semaphore.Weighted
+	// memory keeps open rollouts' Responses and Messages state
+	// (api_memory.go).
+	memory apiMemory
 
 	srv *http.Server
 	ln  net.Listener
@@ -231,6 +234,11 @@ func (g *Gateway) Close() error {
 
 // ServeHTTP serves the gateway's routes (see docs/gateway.md).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if messagesRoute(r.URL.Path) {
+		a := &anthropicErrors{ResponseWriter: w}
+		defer a.finish()
+		w = a
+	}
 	if g.cfg.Token != "" && !g.authorized(r) {
 		writeError(w, http.StatusUnauthorized, "invalid_api_key", "missing or wrong bearer token")
 		return
@@ -316,6 +324,7 @@ func (g *Gateway) Run(ctx context.Context, task rollout.RolloutTask, t farm.Task
 	g.register(s, secret)
 	defer g.retire(s)
 	defer g.forgetCalls(s.id)
+	defer g.memory.forget(s.id)
 	s.offer = offer{RolloutID: s.id, Task: offerTask{ID: t.ID, Question: t.Question, Metadata: t.Metadata},
 		Seed: task.Seed, Deadline: deadline.UTC().Format(time.RFC3339Nano), BaseURLs: g.BaseURLs(s.id)}
 	if g.pushed() {

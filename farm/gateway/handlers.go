@@ -23,6 +23,9 @@ func (g *Gateway) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /r/{rollout}/{role}/v1/chat/completions", g.chat)
 	mux.HandleFunc("POST /r/{rollout}/{role}/v1/completions", g.completions)
+	mux.HandleFunc("POST /r/{rollout}/{role}/v1/responses", g.responses)
+	mux.HandleFunc("GET /r/{rollout}/{role}/v1/responses/{id}", g.retrieveResponse)
+	mux.HandleFunc("POST /r/{rollout}/{role}/v1/messages", g.messages)
 	mux.HandleFunc("GET /r/{rollout}/{role}/v1/models", g.models)
 	mux.HandleFunc("GET /v1/tasks/next", g.nextTask)
 	mux.HandleFunc("POST /v1/tasks/{rollout}/result", g.postResult)
@@ -79,6 +82,7 @@ func (g *Gateway) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer g.leave(s.id)
+	g.cfg.Metrics.called(apiChat)
 	var req chatRequest
 	if !g.decodeChatBody(w, r, &req) {
 		return

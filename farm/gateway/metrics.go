@@ -8,6 +8,9 @@ type Metrics struct {
 	decodeFallbacks *prometheus.CounterVec
 	// fallbackBy holds decodeFallbacks' counter of each reason.
 	fallbackBy map[string]prometheus.Counter
+	// calls counts the agents' model calls by API; refused those refused
+	// before anything was forwarded.
+	calls, refused *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered collectors.
@@ -18,6 +21,18 @@ func NewMetrics() *Metrics {
 			Help: "Agents' chat requests the gateway's fast decoder left to encoding/json, by reason.",
 		}, []string{"reason"}),
 		fallbackBy: make(map[string]prometheus.Counter, len(requestFallbackReasons)),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_gateway_calls_total",
+			Help: "Agents' model calls to the gateway, by API (chat_completions, completions, responses, messages).",
+		}, []string{"api"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_gateway_calls_refused_total",
+			Help: "Agents' model calls refused before anything was forwarded (unreadable, or asking what the engine cannot do), by API.",
+		}, []string{"api"}),
+	}
+	for _, a := range apis {
+		m.calls.WithLabelValues(a)
+		m.refused.WithLabelValues(a)
 	}
 	// Every reason is exported from the start, at 0.
 	for _, r := range requestFallbackReasons {
@@ -28,7 +43,12 @@ func NewMetrics() *Metrics {
 
 // Register registers every collector with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	return r.Register(m.decodeFallbacks)
+	for _, c := range []prometheus.Collector{m.decodeFallbacks, m.calls, m.refused} {
+		if err := r.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fallback counts a request body left to encoding/json for reason; m may
@@ -36,5 +56,32 @@ func (m *Metrics) Register(r prometheus.Registerer) error {
 func (m *Metrics) fallback(reason string) {
 	if m != nil {
 		m.fallbackBy[reason].Inc()
+	}
+}
+
+// The APIs a call came in through, as metrics label them.
+const (
+	apiChat        = "chat_completions"
+	apiCompletions = "completions"
+	apiResponses   = "responses"
+	apiMessages    = "messages"
+)
+
+// apis are every API label, exported from the start.
+var apis = []string{apiChat, apiCompletions, apiResponses, apiMessages}
+
+// called counts an agent's model call through api; m may be nil.
+func (m *Metrics) called(api string) {
+	if m != nil {
+		m.calls.WithLabelValues(api).Inc()
+	}
+}
+
+// refusedCall counts a call through api refused before anything was
+// forwarded (unreadable, or asking for what the engine cannot do); m may
+// be nil.
+func (m *Metrics) refusedCall(api string) {
+	if m != nil {
+		m.refused.WithLabelValues(api).Inc()
 	}
 }

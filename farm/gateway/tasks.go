@@ -230,9 +230,14 @@ func (g *Gateway) session(w http.ResponseWriter, handle string) (*session, bool)
 	return nil, false
 }
 
-// authorized checks the bearer token in constant time.
+// authorized checks the bearer token in constant time: in the
+// Authorization header, or in x-api-key, where the Anthropic SDK sends
+// its key.
 func (g *Gateway) authorized(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		got, ok = r.Header.Get("X-Api-Key"), r.Header.Get("X-Api-Key") != ""
+	}
 	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(g.cfg.Token)) == 1
 }
 
