@@ -8,6 +8,7 @@ import (
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/llm"
+	"github.com/mgrpo/mgrpo/tools/visit"
 )
 
 // The CLI shows what the runtime reports and defaults to without
@@ -42,4 +43,21 @@ func NewJudge(url, model, dialect string, logger *slog.Logger) (judge score.Chat
 		return nil, nil, fmt.Errorf("judge: %w", err)
 	}
 	return score.LLMChat{Client: client}, client.Close, nil
+}
+
+// NewSummarizer builds the visit tool's summarizer of `mgrpo tool visit`
+// on the endpoint url serving model (dialect "" is openai); nil when url
+// or model is empty. close releases its client.
+func NewSummarizer(url, model, dialect string) (summarizer visit.Summarizer, close func(), err error) {
+	if url == "" || model == "" {
+		return nil, func() {}, nil
+	}
+	if dialect == "" {
+		dialect = llm.DialectOpenAI
+	}
+	c, err := llm.New(llm.Config{Role: "summarizer", Dialect: dialect, Model: model, Endpoints: []string{url}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("summarizer: %w", err)
+	}
+	return &visit.LLMSummarizer{Client: c}, c.Close, nil
 }
