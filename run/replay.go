@@ -82,15 +82,15 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if opts.From != "" && filepath.Clean(opts.From) != filepath.Clean(opts.Out) && isEvalDir(opts.From) {
 		return replayEval(ctx, opts)
 	}
-	if err := checkRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
+	if err := farm.CheckRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return ReplayResult{}, invalid(err)
 	}
 	src, _, spec, err := openRecordedRun(ctx, opts.From, opts.Store)
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	defer src.close()
-	if ok, err := replay.HasRecording(ctx, src.st); err != nil || !ok {
+	defer src.Close()
+	if ok, err := replay.HasRecording(ctx, src.Store); err != nil || !ok {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %s holds no recording (run it with --record to replay it)", opts.From))
 	}
 	sums, err := rollout.ReadSummaries(filepath.Join(opts.From, rollout.SummaryFile))
@@ -118,7 +118,7 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	cfg.Sim, cfg.Out, cfg.Steps, cfg.Store, cfg.Workers = false, opts.Out, len(sums), "", -1
 	cfg.Concurrency, cfg.Grace, cfg.Record = defaults.Concurrency, defaults.Grace, false
 
-	player := replay.NewPlayer(src.st)
+	player := replay.NewPlayer(src.Store)
 	mode, _ := rollout.ParseMode(cfg.Mode)
 	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Capture: true,
 		Getenv: placeholderKeys(getenv), Logger: logger, Player: player})
@@ -147,12 +147,12 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := copyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(opts.Out, "tasks.jsonl")); err != nil {
+	if err := farm.CopyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(opts.Out, "tasks.jsonl")); err != nil {
 		return ReplayResult{}, err
 	}
 	summaries, runErr := f.Run(ctx)
 	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses(), scheduledSteps(schedule))}
-	if err := writeJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
+	if err := farm.WriteJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
 		return res, err
 	}
 	if runErr != nil {
