@@ -97,26 +97,10 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil || len(sums) == 0 {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %s: no step written (%v)", opts.From, err))
 	}
-	cfg, err := ConfigFromRunRecord(spec.Config)
+	cfg, getenv, schedule, err := replayedRun(opts, spec, sums)
 	if err != nil {
-		return ReplayResult{}, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
+		return ReplayResult{}, err
 	}
-	// Which groups a step took and at which versions followed the run's
-	// timing (asynchronous and streamed training): the replay forms each
-	// step from what the recorded step took instead.
-	schedule, err := farm.ReadSchedule(opts.From, sums)
-	if err != nil {
-		return ReplayResult{}, invalid(fmt.Errorf("replay: %w", err))
-	}
-	overridePrompts(&cfg, opts.Prompts)
-	defaults := DefaultConfig()
-	// The recorded world is not started: its answers are in the recording.
-	getenv := Getenv(nil)
-	if cfg.Sim {
-		getenv = SimGetenv(true)
-	}
-	cfg.Sim, cfg.Out, cfg.Steps, cfg.Store, cfg.Workers = false, opts.Out, len(sums), "", -1
-	cfg.Concurrency, cfg.Grace, cfg.Record = defaults.Concurrency, defaults.Grace, false
 
 	player := replay.NewPlayer(src.Store)
 	mode, _ := rollout.ParseMode(cfg.Mode)
@@ -160,6 +144,33 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	}
 	logger.Info("replayed", "from", opts.From, "out", opts.Out, "steps", len(summaries), "calls", res.Calls, "misses", len(res.Misses))
 	return res, nil
+}
+
+// replayedRun returns the configuration a replay of the recorded run
+// (spec, its steps sums) runs with, the tools' keys and the schedule of
+// its steps.
+func replayedRun(opts ReplayOptions, spec farm.RunSpec, sums []rollout.StepSummary) (Config, func(string) string, []farm.ScheduledStep, error) {
+	cfg, err := ConfigFromRunRecord(spec.Config)
+	if err != nil {
+		return Config{}, nil, nil, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
+	}
+	// Which groups a step took and at which versions followed the run's
+	// timing (asynchronous and streamed training): the replay forms each
+	// step from what the recorded step took instead.
+	schedule, err := farm.ReadSchedule(opts.From, sums)
+	if err != nil {
+		return Config{}, nil, nil, invalid(fmt.Errorf("replay: %w", err))
+	}
+	overridePrompts(&cfg, opts.Prompts)
+	defaults := DefaultConfig()
+	// The recorded world is not started: its answers are in the recording.
+	getenv := Getenv(nil)
+	if cfg.Sim {
+		getenv = SimGetenv(true)
+	}
+	cfg.Sim, cfg.Out, cfg.Steps, cfg.Store, cfg.Workers = false, opts.Out, len(sums), "", -1
+	cfg.Concurrency, cfg.Grace, cfg.Record = defaults.Concurrency, defaults.Grace, false
+	return cfg, getenv, schedule, nil
 }
 
 // placeholderKeys reads the tools' keys, a placeholder standing in for
