@@ -129,71 +129,29 @@ func (s *Stack) Close() {
 // configuration error wraps ErrConfig; a failed preflight does not (the
 // configuration may be right and the server down).
 func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	bd := &builder{c: c, opts: opts, logger: opts.Logger, st: &Stack{}, probed: map[string]*llm.Client{}}
+	if bd.logger == nil {
+		bd.logger = slog.New(slog.DiscardHandler)
 	}
+	logger, st := bd.logger, bd.st
 	prompts, err := agents.DefaultPrompts().With(c.Prompts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: prompts: %w", ErrConfig, err)
 	}
-	st := &Stack{}
 	ok := false
 	defer func() {
 		if !ok {
 			st.Close()
 		}
 	}()
-	var (
-		llmMetrics  *llm.Metrics
-		toolMetrics *tools.Metrics
-	)
 	if opts.Registerer != nil {
-		llmMetrics = llm.NewMetrics()
-		if err := llmMetrics.Register(opts.Registerer); err != nil {
+		bd.llmMetrics = llm.NewMetrics()
+		if err := bd.llmMetrics.Register(opts.Registerer); err != nil {
 			return nil, fmt.Errorf("register the model client's metrics: %w", err)
 		}
-		toolMetrics = tools.NewMetrics(opts.Registerer)
+		bd.toolMetrics = tools.NewMetrics(opts.Registerer)
 	}
-	var preflight []*llm.Client
-	probed := map[string]*llm.Client{}
-	client := func(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
-		// The judge's calls are few and off the rollouts' path: its
-		// pool keeps a fixed limit under --concurrency auto.
-		var auto *llm.AutoConfig
-		if role != "judge" {
-			auto = c.Concurrency.poolAuto()
-		}
-		cl, err := newClient(role, e, capture, logger, llmMetrics, auto)
-		if err != nil {
-			return nil, err
-		}
-		if auto != nil {
-			st.limits = append(st.limits, roleLimit{role, cl.Pool()})
-		}
-		st.closers = append(st.closers, cl.Close)
-		// Hosted OpenAI-style APIs have no /health; their first call tells.
-		if check && e.Dialect != llm.DialectOpenAI {
-			preflight = append(preflight, cl)
-		}
-		probed[role] = cl
-		return cl, nil
-	}
-	// model is a role's model: its client, recorded or replayed.
-	model := func(role string, e EndpointConfig, capture, check bool) (agents.Model, error) {
-		if opts.Player != nil {
-			return opts.Player.Model(role), nil
-		}
-		cl, err := client(role, e, capture, check)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Recorder != nil {
-			return opts.Recorder.Model(role, cl), nil
-		}
-		return cl, nil
-	}
-	executorClient, err := model("executor", c.Executor, opts.Capture, true)
+	executorClient, err := bd.model("executor", c.Executor, opts.Capture, true)
 	if err != nil {
 		return nil, err
 	}
@@ -204,121 +162,27 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 		}
 		st.closers = append(st.closers, mcpSet.Close)
 	}
-	execRole := mcpRoleExecutor
-	if opts.Single {
-		execRole = mcpRoleSingle
+	toolbox, execTools, err := bd.executorTools(mcpSet)
+	if err != nil {
+		return nil, err
 	}
-	var toolbox *tools.Registry
-	if c.farmRunsTools() {
-		toolbox, err = tools.NewWebToolbox(tools.WebConfig{
-			Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
-			SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
-			AllowHosts: c.Search.AllowHosts, Metrics: toolMetrics,
-			SharedCache: opts.SharedCache, CacheScope: cacheScope(c), Logger: logger,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
-		}
+	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: execTools, Budget: bd.budgets().executor, Prompts: prompts}
+	roleClients, err := bd.agents(execCfg, mcpSet, prompts)
+	if err != nil {
+		return nil, err
 	}
-	// The built-in agents are built in every run (a gateway run does not
-	// call them); without the farm's tools theirs is empty.
-	webTools := toolbox
-	if webTools == nil {
-		if webTools, err = tools.NewRegistry(nil, tools.WithMetrics(toolMetrics)); err != nil {
-			return nil, err
-		}
+	if err := bd.judge(); err != nil {
+		return nil, err
 	}
-	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
-	b := c.Budgets
-	plannerBudget.MaxTurns, executorBudget.MaxTurns = b.PlannerTurns, b.ExecutorTurns
-	// A role's own max_tokens overrides the budget's: the agents send the
-	// budget's cap with every call, which would replace the client's.
-	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = c.maxTokens(c.Planner), c.maxTokens(c.Executor)
-	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
-	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
-	var execTools agents.Toolbox = webTools
-	if mcpSet != nil {
-		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
-		if execTools, err = newLiveToolbox(mcpSet, webTools, pick, logger); err != nil {
-			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
-		}
-	}
-	switch {
-	case opts.Player != nil:
-		execTools = opts.Player.Toolbox(execTools)
-	case opts.Recorder != nil:
-		execTools = opts.Recorder.Toolbox(execTools)
-	}
-	execCfg := agents.ExecutorConfig{Model: executorClient, Tools: execTools, Budget: executorBudget, Prompts: prompts}
-	roleClients := map[string]agents.Model{gateway.RoleAgent: executorClient}
-	if opts.Single {
-		if st.Single, err = agents.NewSingle(execCfg, rolloutBudget); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-	} else {
-		plannerClient, err := model("planner", c.Planner, opts.Capture, true)
-		if err != nil {
-			return nil, err
-		}
-		roleClients = map[string]agents.Model{gateway.RolePlanner: plannerClient, gateway.RoleExecutor: executorClient}
-		executor, err := agents.NewExecutor(execCfg)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: plannerBudget, Rollout: rolloutBudget, Prompts: prompts}
-		if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
-			empty, err := tools.NewRegistry(nil, tools.WithMetrics(toolMetrics))
-			if err != nil {
-				return nil, err
-			}
-			pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRolePlanner) }
-			if pc.Tools, err = newLiveToolbox(mcpSet, empty, pick, logger); err != nil {
-				return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
-			}
-		}
-		if len(c.Reasoner.URLs) > 0 {
-			if pc.Reasoner, err = model("reasoner", c.Reasoner, false, false); err != nil {
-				return nil, err
-			}
-		}
-		if st.Planner, err = agents.NewPlanner(pc); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-	}
-	switch {
-	case len(c.Judge.URLs) > 0 && opts.Player != nil:
-		st.Judge = playedJudge{p: opts.Player, model: c.Judge.Model}
-	case len(c.Judge.URLs) > 0:
-		judgeClient, err := client("judge", c.Judge, false, false)
-		if err != nil {
-			return nil, err
-		}
-		st.Judge = score.LLMChat{Client: judgeClient}
-		if opts.Recorder != nil {
-			st.Judge = recordedJudge{r: opts.Recorder, m: st.Judge, model: c.Judge.Model}
-		}
-	}
-	var problems []string
-	for _, cl := range preflight {
-		if err := cl.Pool().Preflight(ctx); err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		// A streaming role's servers must stream token ids; one that does
-		// not is said now and called unstreamed.
-		if err := cl.PreflightStream(ctx); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		return nil, fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
+	if err := bd.preflightAll(ctx); err != nil {
+		return nil, err
 	}
 	if opts.Probe {
 		if toolbox == nil {
 			logger.Info("preflight: skipped the search provider probe and needs no search settings: the gateway's agent runs its own tools",
 				"search_provider", "unused")
 		}
-		if err := probe(ctx, c, probed, toolbox); err != nil {
+		if err := probe(ctx, c, bd.probed, toolbox); err != nil {
 			return nil, err
 		}
 	}
@@ -330,6 +194,210 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	}
 	ok = true
 	return st, nil
+}
+
+// builder holds what Build's steps share: the configuration, the stack
+// being built, the metrics its clients report to and the clients to
+// preflight and probe.
+type builder struct {
+	c           Config
+	opts        Options
+	logger      *slog.Logger
+	st          *Stack
+	llmMetrics  *llm.Metrics
+	toolMetrics *tools.Metrics
+	preflight   []*llm.Client
+	probed      map[string]*llm.Client
+}
+
+// client builds a role's model client, to be closed with the stack; check
+// preflights its endpoints.
+func (bd *builder) client(role string, e EndpointConfig, capture, check bool) (*llm.Client, error) {
+	// The judge's calls are few and off the rollouts' path: its
+	// pool keeps a fixed limit under --concurrency auto.
+	var auto *llm.AutoConfig
+	if role != "judge" {
+		auto = bd.c.Concurrency.poolAuto()
+	}
+	cl, err := newClient(role, e, capture, bd.logger, bd.llmMetrics, auto)
+	if err != nil {
+		return nil, err
+	}
+	if auto != nil {
+		bd.st.limits = append(bd.st.limits, roleLimit{role, cl.Pool()})
+	}
+	bd.st.closers = append(bd.st.closers, cl.Close)
+	// Hosted OpenAI-style APIs have no /health; their first call tells.
+	if check && e.Dialect != llm.DialectOpenAI {
+		bd.preflight = append(bd.preflight, cl)
+	}
+	bd.probed[role] = cl
+	return cl, nil
+}
+
+// model is a role's model: its client, recorded or replayed.
+func (bd *builder) model(role string, e EndpointConfig, capture, check bool) (agents.Model, error) {
+	if bd.opts.Player != nil {
+		return bd.opts.Player.Model(role), nil
+	}
+	cl, err := bd.client(role, e, capture, check)
+	if err != nil {
+		return nil, err
+	}
+	if bd.opts.Recorder != nil {
+		return bd.opts.Recorder.Model(role, cl), nil
+	}
+	return cl, nil
+}
+
+// roleBudgets are the agents' budgets of a configuration.
+type roleBudgets struct {
+	planner, executor agents.Budget
+	rollout           agents.RolloutBudget
+}
+
+// budgets returns the agents' budgets: the defaults, with the
+// configuration's turns, tokens, delegations and rollout timeout.
+func (bd *builder) budgets() roleBudgets {
+	c := bd.c
+	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
+	b := c.Budgets
+	plannerBudget.MaxTurns, executorBudget.MaxTurns = b.PlannerTurns, b.ExecutorTurns
+	// A role's own max_tokens overrides the budget's: the agents send the
+	// budget's cap with every call, which would replace the client's.
+	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = c.maxTokens(c.Planner), c.maxTokens(c.Executor)
+	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
+	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
+	return roleBudgets{planner: plannerBudget, executor: executorBudget, rollout: rolloutBudget}
+}
+
+// executorTools builds the web toolbox and the executor's tools: the web
+// tools with the MCP tools of its role, recorded or replayed.
+func (bd *builder) executorTools(mcpSet *mcp.Set) (*tools.Registry, agents.Toolbox, error) {
+	c, opts := bd.c, bd.opts
+	execRole := mcpRoleExecutor
+	if opts.Single {
+		execRole = mcpRoleSingle
+	}
+	var toolbox *tools.Registry
+	var err error
+	if c.farmRunsTools() {
+		toolbox, err = tools.NewWebToolbox(tools.WebConfig{
+			Search:     search.Config{Name: c.Search.Provider, BaseURL: c.Search.URL, Index: c.Search.Index, Getenv: opts.Getenv},
+			SearchRate: c.Search.Rate, MaxQueries: c.Search.MaxQueries, Results: c.Search.Results,
+			AllowHosts: c.Search.AllowHosts, Metrics: bd.toolMetrics,
+			SharedCache: opts.SharedCache, CacheScope: cacheScope(c), Logger: bd.logger,
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
+		}
+	}
+	// The built-in agents are built in every run (a gateway run does not
+	// call them); without the farm's tools theirs is empty.
+	webTools := toolbox
+	if webTools == nil {
+		if webTools, err = tools.NewRegistry(nil, tools.WithMetrics(bd.toolMetrics)); err != nil {
+			return nil, nil, err
+		}
+	}
+	var execTools agents.Toolbox = webTools
+	if mcpSet != nil {
+		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
+		if execTools, err = newLiveToolbox(mcpSet, webTools, pick, bd.logger); err != nil {
+			return nil, nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
+		}
+	}
+	switch {
+	case opts.Player != nil:
+		execTools = opts.Player.Toolbox(execTools)
+	case opts.Recorder != nil:
+		execTools = opts.Recorder.Toolbox(execTools)
+	}
+	return toolbox, execTools, nil
+}
+
+// agents builds the single agent, or the executor and the planner (its
+// MCP tools and reasoner), returning the models the gateway serves by
+// role.
+func (bd *builder) agents(execCfg agents.ExecutorConfig, mcpSet *mcp.Set, prompts agents.Prompts) (map[string]agents.Model, error) {
+	c, st, budgets := bd.c, bd.st, bd.budgets()
+	var err error
+	if bd.opts.Single {
+		if st.Single, err = agents.NewSingle(execCfg, budgets.rollout); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return map[string]agents.Model{gateway.RoleAgent: execCfg.Model}, nil
+	}
+	plannerClient, err := bd.model("planner", c.Planner, bd.opts.Capture, true)
+	if err != nil {
+		return nil, err
+	}
+	roleClients := map[string]agents.Model{gateway.RolePlanner: plannerClient, gateway.RoleExecutor: execCfg.Model}
+	executor, err := agents.NewExecutor(execCfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: budgets.planner, Rollout: budgets.rollout, Prompts: prompts}
+	if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
+		empty, err := tools.NewRegistry(nil, tools.WithMetrics(bd.toolMetrics))
+		if err != nil {
+			return nil, err
+		}
+		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRolePlanner) }
+		if pc.Tools, err = newLiveToolbox(mcpSet, empty, pick, bd.logger); err != nil {
+			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
+		}
+	}
+	if len(c.Reasoner.URLs) > 0 {
+		if pc.Reasoner, err = bd.model("reasoner", c.Reasoner, false, false); err != nil {
+			return nil, err
+		}
+	}
+	if st.Planner, err = agents.NewPlanner(pc); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return roleClients, nil
+}
+
+// judge builds the stack's judge, recorded or replayed; none without
+// judge endpoints.
+func (bd *builder) judge() error {
+	c, opts, st := bd.c, bd.opts, bd.st
+	switch {
+	case len(c.Judge.URLs) > 0 && opts.Player != nil:
+		st.Judge = playedJudge{p: opts.Player, model: c.Judge.Model}
+	case len(c.Judge.URLs) > 0:
+		judgeClient, err := bd.client("judge", c.Judge, false, false)
+		if err != nil {
+			return err
+		}
+		st.Judge = score.LLMChat{Client: judgeClient}
+		if opts.Recorder != nil {
+			st.Judge = recordedJudge{r: opts.Recorder, m: st.Judge, model: c.Judge.Model}
+		}
+	}
+	return nil
+}
+
+// preflightAll checks every preflighted client's endpoints, and that a
+// streaming role's servers stream token ids, saying every problem at once.
+func (bd *builder) preflightAll(ctx context.Context) error {
+	var problems []string
+	for _, cl := range bd.preflight {
+		if err := cl.Pool().Preflight(ctx); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		// A streaming role's servers must stream token ids; one that does
+		// not is said now and called unstreamed.
+		if err := cl.PreflightStream(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
 }
 
 // recordedJudge records a judge's answers (--record).

@@ -73,17 +73,10 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	bopts := Options{Single: mode == rollout.ModeSingle, Probe: !cfg.Sim, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	var recording replay.KV
 	if cfg.Record {
-		// An eval has no store of its own: the recording gets one in its
-		// out directory.
-		if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
-			return evalrun.Outcome{}, fmt.Errorf("--record: %w", err)
-		}
-		st, err := backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(cfg.Out, StoreFile)))
+		wb, err := openEvalRecording(ctx, cfg)
 		if err != nil {
-			return evalrun.Outcome{}, fmt.Errorf("--record: %w", err)
+			return evalrun.Outcome{}, err
 		}
-		// Entries written several at a time, as the run's store's are.
-		wb := store.NewWriteBehind(st, store.DefaultWriteBehind)
 		defer wb.Close()
 		bopts.Recorder = replay.NewRecorder(wb, logger)
 		recording = wb
@@ -119,6 +112,21 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		opts.OnStart()
 	}
 	return evalrun.Run(ctx, ecfg)
+}
+
+// openEvalRecording opens the store an eval's recording is kept in: an
+// eval has no store of its own, so the recording gets one in its out
+// directory, its entries written several at a time, as the run's store's
+// are.
+func openEvalRecording(ctx context.Context, cfg Config) (store.Store, error) {
+	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("--record: %w", err)
+	}
+	st, err := backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(cfg.Out, StoreFile)))
+	if err != nil {
+		return nil, fmt.Errorf("--record: %w", err)
+	}
+	return store.NewWriteBehind(st, store.DefaultWriteBehind), nil
 }
 
 // checkEval reports every problem of an eval's configuration at once, with

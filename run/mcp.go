@@ -309,3 +309,22 @@ func (c Config) mcpTools(set *mcp.Set, role string) []tools.Tool {
 	}
 	return out
 }
+
+// liveToolbox adapts an MCP live toolbox to the agents' Snapshotter, so
+// each rollout takes the tools as they are at its start.
+type liveToolbox struct{ *mcp.LiveToolbox }
+
+var _ agents.Snapshotter = liveToolbox{}
+
+// Snapshot implements agents.Snapshotter.
+func (l liveToolbox) Snapshot(ctx context.Context) agents.Toolbox { return l.LiveToolbox.Snapshot(ctx) }
+
+// newLiveToolbox builds the live toolbox of base and the tools pick takes
+// from set (mcp.NewLiveToolbox).
+func newLiveToolbox(set *mcp.Set, base *tools.Registry, pick func(*mcp.Set) []tools.Tool, log *slog.Logger) (agents.Toolbox, error) {
+	l, err := mcp.NewLiveToolbox(set, base, pick, log)
+	if err != nil {
+		return nil, err
+	}
+	return liveToolbox{l}, nil
+}

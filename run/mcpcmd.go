@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/mcp"
 )
 
@@ -29,9 +27,8 @@ func (c Config) checkMCPOnly() error {
 }
 
 // MCPList starts the MCP servers of c's tools.mcp and prints every tool as
-// the model would see it: its offered name, its server and name there, its
-// roles and call policy, the description and the parameters' JSON schema.
-// Configuration errors and servers that do not start wrap ErrConfig.
+// the model would see it (mcp.List). Configuration errors and servers that
+// do not start wrap ErrConfig.
 func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) error {
 	if err := c.checkMCPOnly(); err != nil {
 		return err
@@ -45,33 +42,12 @@ func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) er
 	for _, s := range c.Tools.MCP {
 		roles[s.Name] = strings.Join(s.mcpRoles(), ",")
 	}
-	var b strings.Builder
-	for _, t := range set.MCPTools() {
-		spec := t.Spec()
-		timeout, conc, cache := t.Policy()
-		cacheText := "off"
-		if cache {
-			cacheText = "on"
-		}
-		fmt.Fprintf(&b, "%s\n  server %s, tool %s; roles %s; timeout %v, concurrency %d, cache %s\n", spec.Name, t.Server(), t.Remote(), roles[t.Server()], timeout, conc, cacheText)
-		for _, l := range strings.Split(strings.TrimSpace(spec.Description), "\n") {
-			fmt.Fprintf(&b, "  %s\n", l)
-		}
-		fmt.Fprintf(&b, "  parameters: %s\n", compactJSON(spec.Parameters))
-	}
-	if changed := set.Changed(); len(changed) > 0 {
-		fmt.Fprintf(&b, "(servers that announced a tool-list change while listed: %s)\n", strings.Join(changed, ", "))
-	}
-	_, err = io.WriteString(w, b.String())
-	return err
+	return mcp.List(set, roles, w)
 }
 
 // MCPCall starts the MCP server named server of c's tools.mcp and calls its
-// tool (by the server's name for it, or the offered name) with args, a
-// JSON object, through a registry as an agent would (the arguments
-// validated against the listed schema first), printing the observation. An
-// error observation returns tools.ErrToolFailed; an unknown server or tool
-// wraps ErrConfig.
+// tool with args (mcp.Call). An error observation returns
+// tools.ErrToolFailed; an unknown server or tool wraps ErrConfig.
 func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writer, logger *slog.Logger) error {
 	if err := c.checkMCPOnly(); err != nil {
 		return err
@@ -91,48 +67,10 @@ func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writ
 		return err
 	}
 	defer set.Close()
-	var found *mcp.Tool
-	for _, t := range set.MCPTools() {
-		if t.Remote() == tool || t.Spec().Name == tool {
-			found = t
-		}
+	err = mcp.Call(ctx, set, server, tool, args, w)
+	var ce *mcp.CallError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%w: %w", ErrConfig, ce.Err)
 	}
-	if found == nil {
-		var have []string
-		for _, t := range set.MCPTools() {
-			have = append(have, t.Remote())
-		}
-		return fmt.Errorf("%w: tool %q: server %s offers %s", ErrConfig, tool, server, strings.Join(have, ", "))
-	}
-	if args == "" {
-		args = "{}"
-	}
-	if !json.Valid([]byte(args)) {
-		return fmt.Errorf("%w: --args %q: not JSON (want one object, e.g. {\"a\": 1})", ErrConfig, args)
-	}
-	reg, err := tools.NewRegistry([]tools.Tool{found})
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
-	}
-	obs := reg.Call(ctx, found.Spec().Name, json.RawMessage(args))
-	text := obs.Text
-	if !strings.HasSuffix(text, "\n") {
-		text += "\n"
-	}
-	if _, err := io.WriteString(w, text); err != nil {
-		return fmt.Errorf("write observation: %w", err)
-	}
-	if obs.Meta.Class != "" {
-		return fmt.Errorf("%w (%s)", tools.ErrToolFailed, obs.Meta.Class)
-	}
-	return nil
-}
-
-func compactJSON(b []byte) string {
-	var v any
-	if json.Unmarshal(b, &v) != nil {
-		return string(b)
-	}
-	out, _ := json.Marshal(v)
-	return string(out)
+	return err
 }

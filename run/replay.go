@@ -1,15 +1,11 @@
 package run
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
 	"github.com/mgrpo/mgrpo/farm"
@@ -33,17 +29,7 @@ type ReplayOptions struct {
 }
 
 // ReplayMiss is a request the recording did not hold, located in the run.
-type ReplayMiss struct {
-	replay.Miss
-	// Step, Query and Rollout locate the rollout (from Trajectory, and
-	// the step that took it).
-	Step    int    `json:"step"`
-	Query   string `json:"query"`
-	Rollout int    `json:"rollout"`
-	// Draw is a streamed run's draw the rollout is of (its trajectory
-	// names it where a fixed step's names the step); 0 for fixed steps.
-	Draw int `json:"draw,omitempty"`
-}
+type ReplayMiss = farm.ReplayMiss
 
 // ReplayResult is what a replay did.
 type ReplayResult struct {
@@ -82,43 +68,27 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if opts.From != "" && filepath.Clean(opts.From) != filepath.Clean(opts.Out) && isEvalDir(opts.From) {
 		return replayEval(ctx, opts)
 	}
-	if err := checkRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
+	if err := farm.CheckRunDirs("replay", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return ReplayResult{}, invalid(err)
 	}
 	src, _, spec, err := openRecordedRun(ctx, opts.From, opts.Store)
 	if err != nil {
 		return ReplayResult{}, err
 	}
-	defer src.close()
-	if ok, err := replay.HasRecording(ctx, src.st); err != nil || !ok {
+	defer src.Close()
+	if ok, err := replay.HasRecording(ctx, src.Store); err != nil || !ok {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %s holds no recording (run it with --record to replay it)", opts.From))
 	}
 	sums, err := rollout.ReadSummaries(filepath.Join(opts.From, rollout.SummaryFile))
 	if err != nil || len(sums) == 0 {
 		return ReplayResult{}, invalid(fmt.Errorf("replay: %s: no step written (%v)", opts.From, err))
 	}
-	cfg, err := ConfigFromRunRecord(spec.Config)
+	cfg, getenv, schedule, err := replayedRun(opts, spec, sums)
 	if err != nil {
-		return ReplayResult{}, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
+		return ReplayResult{}, err
 	}
-	// Which groups a step took and at which versions followed the run's
-	// timing (asynchronous and streamed training): the replay forms each
-	// step from what the recorded step took instead.
-	schedule, err := farm.ReadSchedule(opts.From, sums)
-	if err != nil {
-		return ReplayResult{}, invalid(fmt.Errorf("replay: %w", err))
-	}
-	overridePrompts(&cfg, opts.Prompts)
-	defaults := DefaultConfig()
-	// The recorded world is not started: its answers are in the recording.
-	getenv := Getenv(nil)
-	if cfg.Sim {
-		getenv = SimGetenv(true)
-	}
-	cfg.Sim, cfg.Out, cfg.Steps, cfg.Store, cfg.Workers = false, opts.Out, len(sums), "", -1
-	cfg.Concurrency, cfg.Grace, cfg.Record = defaults.Concurrency, defaults.Grace, false
 
-	player := replay.NewPlayer(src.st)
+	player := replay.NewPlayer(src.Store)
 	mode, _ := rollout.ParseMode(cfg.Mode)
 	stack, err := Build(ctx, cfg, Options{Single: mode == rollout.ModeSingle, Capture: true,
 		Getenv: placeholderKeys(getenv), Logger: logger, Player: player})
@@ -147,12 +117,12 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := copyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(opts.Out, "tasks.jsonl")); err != nil {
+	if err := farm.CopyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(opts.Out, "tasks.jsonl")); err != nil {
 		return ReplayResult{}, err
 	}
 	summaries, runErr := f.Run(ctx)
-	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: locateMisses(player.Misses(), scheduledSteps(schedule))}
-	if err := writeJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
+	res := ReplayResult{Summaries: summaries, Calls: player.Calls(), Misses: farm.LocateReplayMisses(player.Misses(), schedule)}
+	if err := farm.WriteJSONLines(filepath.Join(opts.Out, ReplayMissesFile), res.Misses); err != nil {
 		return res, err
 	}
 	if runErr != nil {
@@ -160,6 +130,33 @@ func Replay(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 	}
 	logger.Info("replayed", "from", opts.From, "out", opts.Out, "steps", len(summaries), "calls", res.Calls, "misses", len(res.Misses))
 	return res, nil
+}
+
+// replayedRun returns the configuration a replay of the recorded run
+// (spec, its steps sums) runs with, the tools' keys and the schedule of
+// its steps.
+func replayedRun(opts ReplayOptions, spec farm.RunSpec, sums []rollout.StepSummary) (Config, func(string) string, []farm.ScheduledStep, error) {
+	cfg, err := ConfigFromRunRecord(spec.Config)
+	if err != nil {
+		return Config{}, nil, nil, invalid(fmt.Errorf("replay %s: %w", opts.From, err))
+	}
+	// Which groups a step took and at which versions followed the run's
+	// timing (asynchronous and streamed training): the replay forms each
+	// step from what the recorded step took instead.
+	schedule, err := farm.ReadSchedule(opts.From, sums)
+	if err != nil {
+		return Config{}, nil, nil, invalid(fmt.Errorf("replay: %w", err))
+	}
+	overridePrompts(&cfg, opts.Prompts)
+	defaults := DefaultConfig()
+	// The recorded world is not started: its answers are in the recording.
+	getenv := Getenv(nil)
+	if cfg.Sim {
+		getenv = SimGetenv(true)
+	}
+	cfg.Sim, cfg.Out, cfg.Steps, cfg.Store, cfg.Workers = false, opts.Out, len(sums), "", -1
+	cfg.Concurrency, cfg.Grace, cfg.Record = defaults.Concurrency, defaults.Grace, false
+	return cfg, getenv, schedule, nil
 }
 
 // placeholderKeys reads the tools' keys, a placeholder standing in for
@@ -171,50 +168,6 @@ func placeholderKeys(getenv func(string) string) func(string) string {
 		}
 		return "replay"
 	}
-}
-
-// scheduledSteps returns the step of each rollout of schedule, by the
-// rollout's id.
-func scheduledSteps(schedule []farm.ScheduledStep) map[string]int {
-	out := map[string]int{}
-	for i, s := range schedule {
-		for _, u := range s.Units {
-			out[u.ID()] = i + 1
-		}
-	}
-	return out
-}
-
-// locateMisses keeps the first miss of each rollout, located by step,
-// query and rollout (a trajectory key is run/step/query/k/…), in that
-// order (rollouts run concurrently: the order they missed in is not the
-// run's).
-func locateMisses(ms []replay.Miss, steps map[string]int) []ReplayMiss {
-	var out []ReplayMiss
-	seen := map[string]bool{}
-	for _, m := range ms {
-		r := ReplayMiss{Miss: m, Rollout: -1}
-		parts := strings.Split(m.Trajectory, "/")
-		id := strings.Join(parts[:min(4, len(parts))], "/")
-		if len(parts) >= 4 {
-			r.Step, _ = strconv.Atoi(parts[1])
-			r.Query = parts[2]
-			r.Rollout, _ = strconv.Atoi(parts[3])
-			if s, ok := steps[id]; ok && s != r.Step {
-				r.Draw, r.Step = r.Step, s
-			}
-		}
-		if m.Trajectory != "" && seen[id] {
-			continue
-		}
-		seen[id] = true
-		out = append(out, r)
-	}
-	slices.SortStableFunc(out, func(a, b ReplayMiss) int {
-		return cmp.Or(cmp.Compare(a.Step, b.Step), cmp.Compare(a.Query, b.Query), cmp.Compare(a.Rollout, b.Rollout),
-			cmp.Compare(a.Trajectory, b.Trajectory), cmp.Compare(a.Turn, b.Turn))
-	})
-	return out
 }
 
 // overridePrompts replaces cfg's prompt templates by name with prompts

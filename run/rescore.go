@@ -1,25 +1,17 @@
 package run
 
 import (
-	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/mgrpo/mgrpo/bench/score"
 	"github.com/mgrpo/mgrpo/farm"
-	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/store"
@@ -87,44 +79,19 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	if opts.Out == "" {
 		return RescoreResult{}, invalid(errors.New("rescore: --out NEW_DIR is required"))
 	}
-	if err := checkRunDirs("rescore", opts.From, opts.Out, opts.Store == ""); err != nil {
+	if err := farm.CheckRunDirs("rescore", opts.From, opts.Out, opts.Store == ""); err != nil {
 		return RescoreResult{}, invalid(err)
 	}
 	src, runID, spec, err := openRecordedRun(ctx, opts.From, opts.Store)
 	if err != nil {
 		return RescoreResult{}, err
 	}
-	defer src.close()
-	recorded, err := ConfigFromRunRecord(spec.Config)
+	defer src.Close()
+	recorded, next, fc, err := rescoreSettings(opts, runID, spec)
 	if err != nil {
-		return RescoreResult{}, invalid(fmt.Errorf("rescore %s: %w", opts.From, err))
+		return RescoreResult{}, err
 	}
-	next := recorded
-	next.Judge = EndpointConfig{Dialect: "openai"}
-	if opts.Settings != nil {
-		if next, err = opts.Settings(next); err != nil {
-			return RescoreResult{}, err
-		}
-	}
-	fc := farm.RescoreConfig{From: opts.From, Run: runID, Seed: recorded.Seed, GroupSize: recorded.GroupSize,
-		WasDropZeroVariance: recorded.DropZeroVariance, DropZeroVariance: next.DropZeroVariance,
-		Weights: next.weights(), KeepExpert: len(recorded.Judge.URLs) > 0, Prices: next.Prices, Tasks: spec.Tasks, Logger: logger, OnStep: opts.OnStep}
-	if fc.Mode, err = rollout.ParseMode(recorded.Mode); err != nil {
-		return RescoreResult{}, invalid(fmt.Errorf("rescore %s: the recorded mode: %w", opts.From, err))
-	}
-	if fc.DBar, err = rollout.ParseDBar(next.DBar); err != nil {
-		return RescoreResult{}, invalid(fmt.Errorf("--dbar: %w", err))
-	}
-	if fc.ExpertFallback, err = rollout.ParseExpertFallback(next.Rewards.ExpertFallback); err != nil {
-		return RescoreResult{}, invalid(fmt.Errorf("--expert-fallback: %w", err))
-	}
-	if err := fc.Weights.Validate(); err != nil {
-		return RescoreResult{}, invalid(fmt.Errorf("rewards: %w", err))
-	}
-	if recorded.GroupSize < 1 {
-		return RescoreResult{}, invalid(fmt.Errorf("rescore %s: the recorded group size is %d", opts.From, recorded.GroupSize))
-	}
-
+	fc.Logger = logger
 	// The new run is written beside its final place and renamed there.
 	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opts.Out)), "."+filepath.Base(filepath.Clean(opts.Out))+".rescore-")
 	if err != nil {
@@ -141,27 +108,85 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 		return RescoreResult{}, fmt.Errorf("rescore: the new run's store: %w", err)
 	}
 	defer dst.Close()
-	judge, closeJudge, err := rescoreJudge(ctx, next, logger, dst, src.st)
+	judge, closeJudge, err := rescoreJudge(ctx, next, logger, dst, src.Store)
 	if err != nil {
 		return RescoreResult{}, err
 	}
 	defer closeJudge()
+	if err := rescoreParts(&fc, recorded, next, judge); err != nil {
+		return RescoreResult{}, err
+	}
+	fc.Sink = rollout.DirSink{Dir: tmp, Parquet: recorded.Format == "parquet"}
+	fc.Store, fc.FilesDir = dst, opts.Out
+	res, err := rescoreInto(ctx, fc, judge, opts, tmp, dst)
+	if err != nil {
+		return res, err
+	}
+	done = true
+	res.Seconds = time.Since(start).Seconds()
+	logger.Info("rescored", "from", opts.From, "out", opts.Out, "steps", len(res.Steps), "rollouts", res.Rollouts,
+		"judge_calls", res.JudgeCalls, "judge_cached", res.JudgeCached, "seconds", res.Seconds)
+	return res, nil
+}
+
+// rescoreSettings reads the recorded run's configuration, the new one
+// (opts.Settings over it, its judge cleared) and the farm's rescore
+// configuration of both; a setting the run cannot take is a configuration
+// error.
+func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (recorded, next Config, fc farm.RescoreConfig, err error) {
+	recorded, err = ConfigFromRunRecord(spec.Config)
+	if err != nil {
+		return recorded, next, fc, invalid(fmt.Errorf("rescore %s: %w", opts.From, err))
+	}
+	next = recorded
+	next.Judge = EndpointConfig{Dialect: "openai"}
+	if opts.Settings != nil {
+		if next, err = opts.Settings(next); err != nil {
+			return recorded, next, fc, err
+		}
+	}
+	fc = farm.RescoreConfig{From: opts.From, Run: runID, Seed: recorded.Seed, GroupSize: recorded.GroupSize,
+		WasDropZeroVariance: recorded.DropZeroVariance, DropZeroVariance: next.DropZeroVariance,
+		Weights: next.weights(), KeepExpert: len(recorded.Judge.URLs) > 0, Prices: next.Prices, Tasks: spec.Tasks, OnStep: opts.OnStep}
+	if fc.Mode, err = rollout.ParseMode(recorded.Mode); err != nil {
+		return recorded, next, fc, invalid(fmt.Errorf("rescore %s: the recorded mode: %w", opts.From, err))
+	}
+	if fc.DBar, err = rollout.ParseDBar(next.DBar); err != nil {
+		return recorded, next, fc, invalid(fmt.Errorf("--dbar: %w", err))
+	}
+	if fc.ExpertFallback, err = rollout.ParseExpertFallback(next.Rewards.ExpertFallback); err != nil {
+		return recorded, next, fc, invalid(fmt.Errorf("--expert-fallback: %w", err))
+	}
+	if err := fc.Weights.Validate(); err != nil {
+		return recorded, next, fc, invalid(fmt.Errorf("rewards: %w", err))
+	}
+	if recorded.GroupSize < 1 {
+		return recorded, next, fc, invalid(fmt.Errorf("rescore %s: the recorded group size is %d", opts.From, recorded.GroupSize))
+	}
+	return recorded, next, fc, nil
+}
+
+// rescoreParts gives fc the judge's scorers (when there is a judge) and
+// the new run's record: its settings, with the judge the rescore used
+// (none: the recorded verdicts were kept).
+func rescoreParts(fc *farm.RescoreConfig, recorded, next Config, judge *farm.CachedJudge) error {
 	if judge != nil {
 		fc.Scorer = rolloutScorer{score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge))}
 		fc.Expert = score.ExpertJudge{Model: judge}
 		fc.KeepExpert = false
 	}
-	// The new run's record holds its settings; its judge is the one the
-	// rescore used (none: the recorded verdicts were kept).
 	record := next
 	if judge == nil {
 		record.Judge = recorded.Judge
 	}
-	if fc.RunConfig, err = record.RunRecordConfig(); err != nil {
-		return RescoreResult{}, err
-	}
-	fc.Sink = rollout.DirSink{Dir: tmp, Parquet: recorded.Format == "parquet"}
-	fc.Store, fc.FilesDir = dst, opts.Out
+	var err error
+	fc.RunConfig, err = record.RunRecordConfig()
+	return err
+}
+
+// rescoreInto runs the farm's rescore into tmp, writes rescore.jsonl and
+// the recorded tasks beside it, and renames tmp to opts.Out.
+func rescoreInto(ctx context.Context, fc farm.RescoreConfig, judge *farm.CachedJudge, opts RescoreOptions, tmp string, dst store.Store) (RescoreResult, error) {
 	steps, err := farm.Rescore(ctx, fc)
 	if errors.Is(err, farm.ErrNotRescorable) {
 		return RescoreResult{}, invalid(err)
@@ -174,12 +199,12 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 		res.Rollouts += s.Rollouts
 	}
 	if judge != nil {
-		res.JudgeCalls, res.JudgeCached = judge.calls.Load(), judge.cached.Load()
+		res.JudgeCalls, res.JudgeCached = judge.Calls(), judge.Cached()
 	}
-	if err := writeJSONLines(filepath.Join(tmp, RescoreChangesFile), steps); err != nil {
+	if err := farm.WriteJSONLines(filepath.Join(tmp, RescoreChangesFile), steps); err != nil {
 		return res, err
 	}
-	if err := copyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(tmp, "tasks.jsonl")); err != nil {
+	if err := farm.CopyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(tmp, "tasks.jsonl")); err != nil {
 		return res, err
 	}
 	if err := dst.Close(); err != nil {
@@ -189,216 +214,33 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 	if err := os.Rename(tmp, opts.Out); err != nil {
 		return res, fmt.Errorf("rescore: %w", err)
 	}
-	done = true
-	res.Seconds = time.Since(start).Seconds()
-	logger.Info("rescored", "from", opts.From, "out", opts.Out, "steps", len(steps), "rollouts", res.Rollouts,
-		"judge_calls", res.JudgeCalls, "judge_cached", res.JudgeCached, "seconds", res.Seconds)
 	return res, nil
 }
 
-// checkRunDirs checks, for command, that from is a run directory (with
-// its store.db when withStore) and out a free place for the new run.
-func checkRunDirs(command, from, out string, withStore bool) error {
-	if from == "" {
-		return fmt.Errorf("%s: RUN_DIR is required", command)
+// openRecordedRun opens a recorded run with this root's store backends
+// (farm.OpenRecordedRun): a copy of its SQLite file, or its Redis read in
+// place; a run that cannot be read is a configuration error.
+func openRecordedRun(ctx context.Context, from, storeURL string) (*farm.RecordedStore, string, farm.RunSpec, error) {
+	shared := func(ctx context.Context, url string) (store.Store, error) {
+		return OpenStore(ctx, Config{Store: url}, os.Getenv)
 	}
-	if filepath.Clean(from) == filepath.Clean(out) {
-		return fmt.Errorf("%s: --out %s is RUN_DIR itself: the new run goes into a new directory", command, out)
-	}
-	info, err := os.Stat(from)
-	if err != nil || !info.IsDir() {
-		return fmt.Errorf("%s: %s is not a directory", command, from)
-	}
-	names := []string{rollout.SummaryFile}
-	if withStore {
-		names = append(names, StoreFile)
-	}
-	for _, name := range names {
-		if _, err := os.Stat(filepath.Join(from, name)); err != nil {
-			if name == StoreFile && (command == "rescore" || command == "replay") {
-				return fmt.Errorf("%s: %s has no %s: a run kept in Redis is read with --store URL, the URL the run used (mgrpo rollout or train --out DIR writes %s otherwise)", command, from, name, name)
-			}
-			return fmt.Errorf("%s: %s is not a run directory of this mgrpo (no %s; mgrpo rollout or train --out DIR writes one)", command, from, name)
-		}
-	}
-	return checkNewDir(command, out)
+	src, id, spec, err := farm.OpenRecordedRun(ctx, from, storeURL, backends.Open, shared)
+	return src, id, spec, unreadableInvalid(err)
 }
 
-// checkNewDir checks that out, a command's new directory, does not exist
-// or is empty.
-func checkNewDir(command, out string) error {
-	entries, err := os.ReadDir(out)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("--out %s: %w", out, err)
-	case len(entries) > 0:
-		return fmt.Errorf("--out %s exists and is not empty: %s writes a new run directory", out, command)
+// unreadableInvalid makes a recorded run the farm cannot read a
+// configuration error (exit 2), its message unchanged.
+func unreadableInvalid(err error) error {
+	if errors.Is(err, farm.ErrUnreadableRun) {
+		return invalid(err)
 	}
-	return nil
-}
-
-// recordedStore is a read-only view of a recorded run's store: a copy of
-// its file, so that opening it (migrations included) never changes the
-// recorded run.
-type recordedStore struct {
-	st  store.Store
-	dir string
-}
-
-func (r *recordedStore) close() {
-	if r.st != nil {
-		r.st.Close()
-	}
-	if r.dir != "" {
-		os.RemoveAll(r.dir)
-	}
-}
-
-// openCopy opens a copy of the SQLite store in file (where names it in
-// errors) into r.
-func (r *recordedStore) openCopy(ctx context.Context, file, where string) error {
-	if _, err := os.Stat(file); err != nil {
-		return invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err))
-	}
-	var err error
-	if r.dir, err = os.MkdirTemp("", "mgrpo-rescore-"); err != nil {
-		return fmt.Errorf("%w", err)
-	}
-	for _, suffix := range []string{"", "-wal", "-shm"} {
-		if err := copyIfPresent(file+suffix, filepath.Join(r.dir, StoreFile+suffix)); err != nil {
-			return err
-		}
-	}
-	if r.st, err = backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(r.dir, StoreFile))); err != nil {
-		return invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err))
-	}
-	return nil
-}
-
-// openRecordedRun opens the recorded run's store — a copy of from's
-// store.db (storeURL ""), of a sqlite:// file, or the Redis a redis://
-// URL names, read in place (nothing here writes to it) — and reads the
-// record of the run whose step files are in from: the store's one run,
-// or among several the one named in from's rollouts.jsonl (else from's
-// directory name, the default run name).
-func openRecordedRun(ctx context.Context, from, storeURL string) (*recordedStore, string, farm.RunSpec, error) {
-	var spec farm.RunSpec
-	r := &recordedStore{}
-	fail := func(err error) (*recordedStore, string, farm.RunSpec, error) {
-		r.close()
-		return nil, "", spec, err
-	}
-	where := filepath.Join(from, StoreFile)
-	file := where
-	lower := strings.ToLower(storeURL)
-	switch {
-	case storeURL == "":
-	case strings.HasPrefix(lower, "sqlite://"):
-		file, where = filepath.FromSlash(storeURL[len("sqlite://"):]), redact.URL(storeURL)
-	case strings.HasPrefix(lower, "redis://"), strings.HasPrefix(lower, "rediss://"):
-		where = redact.URL(storeURL)
-		file = ""
-	default:
-		return fail(invalid(fmt.Errorf("--store %q: want the run's sqlite://, redis:// or rediss:// store", redact.URL(storeURL))))
-	}
-	var err error
-	if file != "" {
-		if err := r.openCopy(ctx, file, where); err != nil {
-			return fail(err)
-		}
-	} else if r.st, err = OpenStore(ctx, Config{Store: storeURL}, os.Getenv); err != nil {
-		return fail(invalid(fmt.Errorf("the run's store cannot be read: %w", err)))
-	}
-	ids, err := r.st.RunIDs(ctx)
-	if err != nil {
-		return fail(invalid(fmt.Errorf("%s: the run's store cannot be read: %w", where, err)))
-	}
-	id, err := recordedRunID(from, where, ids)
-	if err != nil {
-		return fail(invalid(err))
-	}
-	rec, err := r.st.Run(ctx, id)
-	if err != nil {
-		return fail(invalid(fmt.Errorf("%s: %w", where, err)))
-	}
-	if rec.Version != store.RunRecordVersion {
-		return fail(invalid(fmt.Errorf("%s was written by another mgrpo version (run record version %d, this one reads %d): use the mgrpo that wrote it", from, rec.Version, store.RunRecordVersion)))
-	}
-	if spec, err = farm.ReadRunSpec(rec); err != nil {
-		return fail(invalid(fmt.Errorf("%s: %w", from, err)))
-	}
-	return r, rec.ID, spec, nil
-}
-
-// recordedRunID picks, among the runs of the store at where, the run of
-// the directory from: the only one, or the one named by the first rollout
-// of from's first step (its task's run), else by from's directory name.
-func recordedRunID(from, where string, ids []string) (string, error) {
-	if len(ids) == 1 {
-		return ids[0], nil
-	}
-	name := filepath.Base(filepath.Clean(from))
-	if sums, err := rollout.ReadSummaries(filepath.Join(from, rollout.SummaryFile)); err == nil && len(sums) > 0 {
-		if n := firstRolloutRun(filepath.Join(rollout.StepDir(from, sums[0].Step), rollout.RolloutsFile)); n != "" {
-			name = n
-		}
-	}
-	if slices.Contains(ids, name) {
-		return name, nil
-	}
-	return "", fmt.Errorf("%s holds %d runs and none is %q, the run of %s", where, len(ids), name, from)
-}
-
-// firstRolloutRun returns the run named by the first line of a
-// rollouts.jsonl file, "" when it cannot be read.
-func firstRolloutRun(path string) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	line, err := bufio.NewReaderSize(f, 1<<16).ReadBytes('\n')
-	if err != nil && len(line) == 0 {
-		return ""
-	}
-	var rec struct {
-		Task struct {
-			Run string `json:"run"`
-		} `json:"task"`
-	}
-	if json.Unmarshal(line, &rec) != nil {
-		return ""
-	}
-	return rec.Task.Run
-}
-
-// copyIfPresent copies the file src to dst; a missing src is no error.
-func copyIfPresent(src, dst string) error {
-	in, err := os.Open(src)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("rescore: %w", err)
-	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return fmt.Errorf("rescore: %w", err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return fmt.Errorf("rescore: copy %s: %w", src, err)
-	}
-	return out.Close()
+	return err
 }
 
 // rescoreJudge returns the judge of c, its answers cached in the new
 // run's store (dst) and looked up in the recorded run's (src) too; nil
 // without a judge. A sim judge starts the simulated model alone.
-func rescoreJudge(ctx context.Context, c Config, h *slog.Logger, dst, src store.Cache) (*cachedJudge, func(), error) {
+func rescoreJudge(ctx context.Context, c Config, h *slog.Logger, dst, src store.Cache) (*farm.CachedJudge, func(), error) {
 	if len(c.Judge.URLs) == 0 {
 		if c.Judge.Model != "" {
 			return nil, nil, invalid(errors.New("--judge-model without --judge-url: name the judge's endpoint (or sim)"))
@@ -433,76 +275,5 @@ func rescoreJudge(ctx context.Context, c Config, h *slog.Logger, dst, src store.
 		return nil, nil, invalid(err)
 	}
 	closers = append(closers, cl.Close)
-	return &cachedJudge{model: score.LLMChat{Client: cl}, name: c.Judge.Model, dst: dst, src: src}, closeAll, nil
-}
-
-// cachedJudge is a judge model whose answers are kept in the new run's
-// store, keyed by the model and the exact prompt: a rescore asks the model
-// only what neither the new nor the recorded run's store answers.
-type cachedJudge struct {
-	model         score.ChatModel
-	name          string
-	dst, src      store.Cache
-	calls, cached atomic.Int64
-}
-
-var _ score.ChatModel = (*cachedJudge)(nil)
-
-// judgeCacheTTL keeps a judge's answers as long as the run directory.
-const judgeCacheTTL = 100 * 365 * 24 * time.Hour
-
-// judgeCacheKey is a judge answer's cache key.
-func judgeCacheKey(model, system, user string) string {
-	h := sha256.New()
-	for _, s := range []string{model, system, user} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return "judge/" + hex.EncodeToString(h.Sum(nil))
-}
-
-func (j *cachedJudge) Complete(ctx context.Context, system, user string) (string, error) {
-	key := judgeCacheKey(j.name, system, user)
-	for i, c := range []store.Cache{j.dst, j.src} {
-		if c == nil {
-			continue
-		}
-		if v, ok, err := c.Get(ctx, key); err == nil && ok {
-			j.cached.Add(1)
-			if i == 1 && j.dst != nil {
-				if err := j.dst.Set(ctx, key, v, judgeCacheTTL); err != nil {
-					return "", fmt.Errorf("cache the judge's answer: %w", err)
-				}
-			}
-			return string(v), nil
-		}
-	}
-	j.calls.Add(1)
-	out, err := j.model.Complete(ctx, system, user)
-	if err != nil {
-		return "", err
-	}
-	if j.dst != nil {
-		if err := j.dst.Set(ctx, key, []byte(out), judgeCacheTTL); err != nil {
-			return "", fmt.Errorf("cache the judge's answer: %w", err)
-		}
-	}
-	return out, nil
-}
-
-// writeJSONLines writes rows as JSON Lines to path.
-func writeJSONLines[T any](path string, rows []T) error {
-	var b strings.Builder
-	for _, r := range rows {
-		line, err := json.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		b.Write(line)
-		b.WriteByte('\n')
-	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return farm.NewCachedJudge(score.LLMChat{Client: cl}, c.Judge.Model, dst, src), closeAll, nil
 }

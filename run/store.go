@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/store"
 	"github.com/mgrpo/mgrpo/store/backends"
@@ -22,7 +23,7 @@ const EnvStorePassword = "MGRPO_STORE_PASSWORD"
 const StoreNone = "none"
 
 // StoreFile is the embedded store's file name inside the run directory.
-const StoreFile = "store.db"
+const StoreFile = farm.StoreFile
 
 // CheckStoreURL checks a store key's value: empty (the default), none, or a
 // URL of a known scheme.

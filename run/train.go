@@ -146,79 +146,96 @@ func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte
 			t.Close()
 		}
 	}()
-	type side struct {
-		role      rollout.Role
-		url, base string
-		endpoints []string
-		// temperature is the sampling temperature of the role's samples
-		// (nil: the server's, sent as 1).
-		temperature *float64
-	}
-	planner := side{rollout.RolePlanner, c.Train.PlannerTrainer, c.Train.BaseModelPlanner, c.Planner.URLs, c.Planner.Temperature}
-	if mode == rollout.ModeSingle {
-		planner.endpoints, planner.temperature = c.Executor.URLs, c.Executor.Temperature
-	}
-	executor := side{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs, c.Executor.Temperature}
-	var sides []side
-	switch c.Train.Role {
-	case string(rollout.RolePlanner):
-		sides = []side{planner}
-		t.Peers = []rollout.Role{rollout.RoleExecutor}
-	case string(rollout.RoleExecutor):
-		sides = []side{executor}
-	default:
-		sides = []side{planner}
-		if mode == rollout.ModeMGRPO {
-			sides = append(sides, executor)
-		}
-	}
+	sides, peers := trainingSides(c, mode)
+	t.Peers = peers
 	for _, s := range sides {
-		temperature := 0.0
-		if s.temperature != nil {
-			temperature = *s.temperature
+		if err := t.openSide(ctx, c, s, resume[s.role], logger); err != nil {
+			return nil, err
 		}
-		tr, err := trainerbridge.Open(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
-			LoRARank: c.Train.LoRARank, Seed: int64(c.Seed), Loss: trainerbridge.Loss(c.Train.Loss),
-			ClipLow: c.Train.ClipLow, ClipHigh: c.Train.ClipHigh, Adam: trainerbridge.AdamParams{LearningRate: c.Train.LearningRate},
-			APIKeyEnv: c.Train.APIKeyEnv, Temperature: temperature})
-		if err != nil {
-			return nil, fmt.Errorf("%s trainer: %w", s.role, err)
-		}
-		t.trainers = append(t.trainers, tr)
-		if state := resume[s.role]; state != nil {
-			r, ok := tr.(trainerbridge.Resumer)
-			if !ok {
-				return nil, fmt.Errorf("%s trainer %s: the run saved a trainer state this backend cannot resume from (was the trainer URL changed?)", s.role, redact.URL(s.url))
-			}
-			if err := r.Resume(state); err != nil {
-				return nil, fmt.Errorf("%s trainer %s: resume: %w", s.role, redact.URL(s.url), err)
-			}
-		}
-		if err := reachable(ctx, s.url); err != nil {
-			return nil, fmt.Errorf("%s trainer %s: before any rollout: unreachable: %w", s.role, redact.URL(s.url), err)
-		}
-		if err := startShowingProgress(ctx, tr, fmt.Sprintf("%s trainer %s", s.role, redact.URL(s.url)), logger); err != nil {
-			return nil, fmt.Errorf("%s trainer %s: before any rollout: %w", s.role, redact.URL(s.url), err)
-		}
-		t.Trainers[s.role] = tr
-		if c.Train.WeightSync == weightsync.KindNone {
-			continue
-		}
-		o := weightsync.Options{PathTemplate: c.Train.WeightsPath,
-			VersionPath: c.Train.VersionPath, Update: weightsync.UpdateAction{Path: c.Train.VLLMUpdatePath,
-				Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}}
-		o.Pause, o.PauseMode = syncPause(c.Train.WeightSync, c.Train.MaxStaleness)
-		sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, o)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
-		}
-		if err := sy.Check(ctx); err != nil {
-			return nil, fmt.Errorf("%s weight sync, before any rollout: %w", s.role, err)
-		}
-		t.Syncers[s.role] = sy
 	}
 	ok = true
 	return t, nil
+}
+
+// trainingSide is one trained role: its trainer, base model, servers
+// and sampling temperature.
+type trainingSide struct {
+	role      rollout.Role
+	url, base string
+	endpoints []string
+	// temperature is the sampling temperature of the role's samples
+	// (nil: the server's, sent as 1).
+	temperature *float64
+}
+
+// trainingSides returns the roles c trains and the peers (roles trained
+// elsewhere) of a one-sided training.
+func trainingSides(c Config, mode rollout.Mode) ([]trainingSide, []rollout.Role) {
+	planner := trainingSide{rollout.RolePlanner, c.Train.PlannerTrainer, c.Train.BaseModelPlanner, c.Planner.URLs, c.Planner.Temperature}
+	if mode == rollout.ModeSingle {
+		planner.endpoints, planner.temperature = c.Executor.URLs, c.Executor.Temperature
+	}
+	executor := trainingSide{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs, c.Executor.Temperature}
+	switch c.Train.Role {
+	case string(rollout.RolePlanner):
+		return []trainingSide{planner}, []rollout.Role{rollout.RoleExecutor}
+	case string(rollout.RoleExecutor):
+		return []trainingSide{executor}, nil
+	}
+	sides := []trainingSide{planner}
+	if mode == rollout.ModeMGRPO {
+		sides = append(sides, executor)
+	}
+	return sides, nil
+}
+
+// openSide opens the trainer of s (resumed from state when the run saved
+// one), checks it before any rollout, and adds its weight syncer.
+func (t *Training) openSide(ctx context.Context, c Config, s trainingSide, state []byte, logger *slog.Logger) error {
+	temperature := 0.0
+	if s.temperature != nil {
+		temperature = *s.temperature
+	}
+	tr, err := trainerbridge.Open(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
+		LoRARank: c.Train.LoRARank, Seed: int64(c.Seed), Loss: trainerbridge.Loss(c.Train.Loss),
+		ClipLow: c.Train.ClipLow, ClipHigh: c.Train.ClipHigh, Adam: trainerbridge.AdamParams{LearningRate: c.Train.LearningRate},
+		APIKeyEnv: c.Train.APIKeyEnv, Temperature: temperature})
+	if err != nil {
+		return fmt.Errorf("%s trainer: %w", s.role, err)
+	}
+	t.trainers = append(t.trainers, tr)
+	if state != nil {
+		r, ok := tr.(trainerbridge.Resumer)
+		if !ok {
+			return fmt.Errorf("%s trainer %s: the run saved a trainer state this backend cannot resume from (was the trainer URL changed?)", s.role, redact.URL(s.url))
+		}
+		if err := r.Resume(state); err != nil {
+			return fmt.Errorf("%s trainer %s: resume: %w", s.role, redact.URL(s.url), err)
+		}
+	}
+	if err := reachable(ctx, s.url); err != nil {
+		return fmt.Errorf("%s trainer %s: before any rollout: unreachable: %w", s.role, redact.URL(s.url), err)
+	}
+	if err := startShowingProgress(ctx, tr, fmt.Sprintf("%s trainer %s", s.role, redact.URL(s.url)), logger); err != nil {
+		return fmt.Errorf("%s trainer %s: before any rollout: %w", s.role, redact.URL(s.url), err)
+	}
+	t.Trainers[s.role] = tr
+	if c.Train.WeightSync == weightsync.KindNone {
+		return nil
+	}
+	o := weightsync.Options{PathTemplate: c.Train.WeightsPath,
+		VersionPath: c.Train.VersionPath, Update: weightsync.UpdateAction{Path: c.Train.VLLMUpdatePath,
+			Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}}
+	o.Pause, o.PauseMode = syncPause(c.Train.WeightSync, c.Train.MaxStaleness)
+	sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, o)
+	if err != nil {
+		return fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
+	}
+	if err := sy.Check(ctx); err != nil {
+		return fmt.Errorf("%s weight sync, before any rollout: %w", s.role, err)
+	}
+	t.Syncers[s.role] = sy
+	return nil
 }
 
 // syncPause returns how a sync of kind pauses the servers around an update.

@@ -35,6 +35,19 @@ func (p *problems) add(key, flag, format string, args ...any) {
 // error wrapping ErrConfig; nil when the configuration is usable.
 func (c Config) Validate() error {
 	var p problems
+	c.checkRun(&p)
+	mode := c.checkRewards(&p)
+	c.checkEndpoints(&p, mode)
+	if err := errors.Join(p...); err != nil {
+		return fmt.Errorf("%w:\n%w", ErrConfig, err)
+	}
+	return nil
+}
+
+// checkRun checks the run's shape: its out directory, steps, batch and
+// group sizes, concurrency, failure policies, the sim's faults, the
+// workers and store, the grace and the timeouts.
+func (c Config) checkRun(p *problems) {
 	if c.Out == "" {
 		p.add("out", "out", "required: the directory the run writes its steps to")
 	}
@@ -91,8 +104,12 @@ func (c Config) Validate() error {
 		p.add("grace", "", "%v: must not be negative", c.Grace.Duration)
 	}
 	if err := c.CheckTimeouts(); err != nil {
-		p = append(p, err)
+		*p = append(*p, err)
 	}
+}
+
+// checkRewards checks the mode, d̄ and the rewards, returning the mode.
+func (c Config) checkRewards(p *problems) rollout.Mode {
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
 		p.add("mode", "mode", "%q: want mgrpo, frozen-sub or single", c.Mode)
@@ -106,6 +123,13 @@ func (c Config) Validate() error {
 	if err := c.weights().Validate(); err != nil {
 		p.add("rewards", "", "%v", err)
 	}
+	return mode
+}
+
+// checkEndpoints checks the models' dialects and endpoints, the search
+// provider, the MCP servers, the prices, the sample format, the tasks,
+// the judge, the reasoner and the gateway.
+func (c Config) checkEndpoints(p *problems, mode rollout.Mode) {
 	for _, r := range []struct {
 		key  string
 		flag string
@@ -124,9 +148,9 @@ func (c Config) Validate() error {
 	if !c.Sim && c.farmRunsTools() && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}
-	c.checkMCP(&p)
+	c.checkMCP(p)
 	if err := c.Prices.Validate(); err != nil {
-		p = append(p, err)
+		*p = append(*p, err)
 	}
 	switch c.Format {
 	case "jsonl", "parquet":
@@ -163,12 +187,8 @@ func (c Config) Validate() error {
 		p.add("reasoner", "", "give both urls and model, or neither")
 	}
 	if err := c.CheckGateway(); err != nil {
-		p = append(p, err)
+		*p = append(*p, err)
 	}
-	if err := errors.Join(p...); err != nil {
-		return fmt.Errorf("%w:\n%w", ErrConfig, err)
-	}
-	return nil
 }
 
 // CheckTimeouts reports every timeout of c that cannot work, each naming

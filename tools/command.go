@@ -8,7 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools/search"
 	"github.com/mgrpo/mgrpo/tools/ssrf"
 	"github.com/mgrpo/mgrpo/tools/visit"
@@ -76,10 +75,9 @@ type VisitCommand struct {
 	MaxRedirects int
 	// Timeout bounds the call; 0 means DefaultCommandTimeout.
 	Timeout time.Duration
-	// SummarizerURL, SummarizerModel and SummarizerDialect ("openai",
-	// "vllm" or "sglang"; default "openai") enable goal-directed extraction
-	// through llm when URL and model are set.
-	SummarizerURL, SummarizerModel, SummarizerDialect string
+	// Summarizer, when set, enables goal-directed extraction; the caller
+	// builds it (its model client is the composition root's to make).
+	Summarizer visit.Summarizer
 	// Getenv reads JINA_API_KEY; nil means os.Getenv.
 	Getenv func(string) string
 }
@@ -99,18 +97,7 @@ func RunVisitCommand(ctx context.Context, opts VisitCommand, stdout io.Writer) e
 		return err
 	}
 	cfg := VisitConfig{Fetcher: f, Budget: opts.Budget, MaxURLs: max(len(opts.URLs), 1), Timeout: opts.Timeout}
-	if opts.SummarizerURL != "" && opts.SummarizerModel != "" {
-		dialect := opts.SummarizerDialect
-		if dialect == "" {
-			dialect = "openai"
-		}
-		c, err := llm.New(llm.Config{Role: "summarizer", Dialect: dialect, Model: opts.SummarizerModel, Endpoints: []string{opts.SummarizerURL}})
-		if err != nil {
-			return fmt.Errorf("summarizer: %w", err)
-		}
-		defer c.Close()
-		cfg.Summarizer = &visit.LLMSummarizer{Client: c}
-	}
+	cfg.Summarizer = opts.Summarizer
 	vt, err := NewVisit(cfg)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/tools/visit"
 )
 
 func TestRunCommandsAgainstSimWeb(t *testing.T) {
@@ -56,5 +57,35 @@ func TestRunCommandsAgainstSimWeb(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), q.Chain.Entity) {
 		t.Errorf("visit output lacks %q:\n%s", q.Chain.Entity, out.String())
+	}
+}
+
+// goalSummarizer answers every goal with a fixed summary, counting calls.
+type goalSummarizer struct{ calls int }
+
+func (g *goalSummarizer) Summarize(_ context.Context, goal, content string) (visit.Extraction, error) {
+	g.calls++
+	return visit.Extraction{Rational: "whole page", Evidence: content[:min(len(content), 20)], Summary: "summary for " + goal}, nil
+}
+
+// TestVisitCommandUsesTheCallersSummarizer: the visit command builds no
+// model client; the summarizer it is given reads the page for the goal.
+func TestVisitCommandUsesTheCallersSummarizer(t *testing.T) {
+	w, err := web.Generate(web.Config{Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(w.Handler())
+	defer srv.Close()
+	s := &goalSummarizer{}
+	var out bytes.Buffer
+	page := srv.URL + w.Questions[0].EvidencePaths[0]
+	err = RunVisitCommand(context.Background(), VisitCommand{URLs: []string{page}, Goal: "the founder",
+		AllowHosts: []string{srv.Listener.Addr().String()}, Summarizer: s}, &out)
+	if err != nil {
+		t.Fatalf("visit: %v\n%s", err, out.String())
+	}
+	if s.calls == 0 || !strings.Contains(out.String(), "summary for the founder") {
+		t.Errorf("summarizer calls %d, output:\n%s", s.calls, out.String())
 	}
 }

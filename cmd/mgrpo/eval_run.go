@@ -9,7 +9,6 @@ import (
 	"github.com/mgrpo/mgrpo/bench"
 	"github.com/mgrpo/mgrpo/bench/evalrun"
 	"github.com/mgrpo/mgrpo/bench/score"
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/run"
 )
 
@@ -48,7 +47,7 @@ func runEval(c *cli.Context) error {
 		Benchmark: c.String("benchmark"), Data: c.Path("data"), Scorer: c.String("scorer"), Runs: c.Int("runs"),
 		Filter: bench.Filter{Levels: c.StringSlice("level"), TextOnly: c.Bool("text-only"), IDs: c.StringSlice("ids"), Limit: c.Int("limit")},
 		OnProgress: func(p evalrun.Progress) {
-			progress.report(farm.Progress{Step: 1, Done: p.Done, Total: p.Total, Errors: p.Errors,
+			progress.report(run.Progress{Step: 1, Done: p.Done, Total: p.Total, Errors: p.Errors,
 				MeanReward: float64(p.Correct) / float64(max(p.Done, 1)), Rate: p.Rate})
 		},
 		Hooks: run.Hooks{Logger: logger, Registerer: reg, OnStart: func() { started = true }},

@@ -1,13 +1,9 @@
 package main
 
 import (
-	"fmt"
-	"os"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/mgrpo/mgrpo/bench/score"
-	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/run"
 )
 
@@ -16,7 +12,7 @@ func judgeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "judge-url", Usage: "OpenAI-compatible base URL of the judge model (key from " + run.EnvJudgeKey + ")"},
 		&cli.StringFlag{Name: "judge-model", Usage: "judge model name"},
-		&cli.StringFlag{Name: "judge-dialect", Value: llm.DialectOpenAI, Usage: "openai, vllm or sglang"},
+		&cli.StringFlag{Name: "judge-dialect", Value: run.DialectOpenAI, Usage: "openai, vllm or sglang"},
 	}
 }
 
@@ -30,10 +26,9 @@ func judgeModel(c *cli.Context) (score.ChatModel, func(), error) {
 	if url == "" || model == "" {
 		return nil, nil, usagef("--judge-url and --judge-model go together (got url %q, model %q)", url, model)
 	}
-	client, err := llm.New(llm.Config{Role: "judge", Dialect: c.String("judge-dialect"), Model: model, Endpoints: []string{url},
-		APIKey: os.Getenv(run.EnvJudgeKey), Logger: loggerOf(c)})
+	judge, closeJudge, err := run.NewJudge(url, model, c.String("judge-dialect"), loggerOf(c))
 	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("judge: %w", err)}
+		return nil, nil, usageError{err}
 	}
-	return score.LLMChat{Client: client}, client.Close, nil
+	return judge, closeJudge, nil
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/run"
 )
 
 // progressReporter shows a run's progress: on a terminal, a progress bar
@@ -41,7 +41,7 @@ func newProgressReporter(con *console, logger *slog.Logger) *progressReporter {
 }
 
 // report is the farm's OnProgress hook.
-func (p *progressReporter) report(pr farm.Progress) {
+func (p *progressReporter) report(pr run.Progress) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.con.terminal {
@@ -86,7 +86,7 @@ func (p *progressReporter) report(pr farm.Progress) {
 
 // barDescription is the text before the bar: the step, and once rollouts
 // are done the mean reward so far, the errors and the time left.
-func barDescription(pr farm.Progress) string {
+func barDescription(pr run.Progress) string {
 	d := fmt.Sprintf("step %d", pr.Step)
 	if pr.Done == 0 {
 		return d
@@ -129,12 +129,12 @@ func limitsText(limits map[string]int64) string {
 // terminal (a line wider than the terminal wraps, and every redraw would
 // add a line): what is left of the terminal's width after the description
 // at its longest and the counters.
-func (p *progressReporter) barWidth(pr farm.Progress) int {
+func (p *progressReporter) barWidth(pr run.Progress) int {
 	cols := p.con.width()
 	if cols <= 0 {
 		return 24
 	}
-	longest := farm.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 0.00123, Limits: pr.Limits}
+	longest := run.Progress{Step: pr.Step, Done: 1, Total: pr.Total, Errors: pr.Total, MeanReward: -0.123, Rate: 0.00123, Limits: pr.Limits}
 	digits := len(fmt.Sprint(pr.Total))
 	// " 100% |" + bar + "| (" + done/total + ")" and a column free, so the
 	// cursor never wraps.

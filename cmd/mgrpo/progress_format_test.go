@@ -5,15 +5,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
+	"github.com/mgrpo/mgrpo/run"
 )
 
 func TestBarDescriptionShowsOnlyWhatIsKnown(t *testing.T) {
-	if got := barDescription(farm.Progress{Step: 1, Total: 64, MeanReward: 0.1}); got != "step 1" {
+	if got := barDescription(run.Progress{Step: 1, Total: 64, MeanReward: 0.1}); got != "step 1" {
 		t.Errorf("before any rollout: %q, want only the step (no reward, rate or time left yet)", got)
 	}
-	got := barDescription(farm.Progress{Step: 2, Done: 16, Total: 64, MeanReward: 0.7843750000000002, Errors: 1, Rate: 4})
+	got := barDescription(run.Progress{Step: 2, Done: 16, Total: 64, MeanReward: 0.7843750000000002, Errors: 1, Rate: 4})
 	if want := "step 2 · reward 0.784 · 1 err · 4 rollouts/s · 12s left"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}

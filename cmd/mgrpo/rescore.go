@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/run"
 )
@@ -96,6 +95,6 @@ func writeRescoreTable(w io.Writer, res run.RescoreResult) {
 	fmt.Fprintf(w, "%d rollouts rescored in %.2fs; judge: %d answers asked, %d from the cache\n", res.Rollouts, res.Seconds, res.JudgeCalls, res.JudgeCached)
 }
 
-func rescoreCell(ch farm.RoleChanges) string {
+func rescoreCell(ch run.RoleChanges) string {
 	return strings.TrimSpace(fmt.Sprintf("%14d %9d %11.4f", ch.SignChanged, ch.BecameZeroVariance, ch.MeanAbsDelta))
 }

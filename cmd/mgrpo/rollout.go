@@ -6,7 +6,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/run"
 )
@@ -43,7 +42,7 @@ func farmFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "resume", Category: run.Category("store"), Usage: "continue the run in --out (or --store): written steps are kept, stored rollouts are not redone"},
 		&cli.BoolFlag{Name: "force", Category: run.Category("store"), Usage: "write the run into an --out directory that holds files that are not a run's"},
 		&cli.BoolFlag{Name: "rebuild-store", Category: run.Category("store"), Usage: "with --resume, rebuild the store's view of a run the store lost (emptied, a Redis back without its data) from the step files in --out: written steps are kept, not rerun"},
-		&cli.DurationFlag{Name: "lease", Category: run.Category("store"), Value: farm.DefaultLease, Usage: "the coordinator's lease: its lock on the run, renewed every third of it, is taken over that long after it died; rollouts it runs itself from the queue are leased as long"})
+		&cli.DurationFlag{Name: "lease", Category: run.Category("store"), Value: run.DefaultLease, Usage: "the coordinator's lease: its lock on the run, renewed every third of it, is taken over that long after it died; rollouts it runs itself from the queue are leased as long"})
 }
 
 // loadConfig reads --config and overlays the flags set on the command line.

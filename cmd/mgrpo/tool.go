@@ -57,12 +57,16 @@ func toolCommand() *cli.Command {
 					&cli.StringFlag{Name: "summarizer-dialect", Value: "openai", Usage: "openai, vllm or sglang"},
 				},
 				Action: func(c *cli.Context) error {
+					summarizer, closeSummarizer, err := run.NewSummarizer(c.String("summarizer-url"), c.String("summarizer-model"), c.String("summarizer-dialect"))
+					if err != nil {
+						return toolResult(err)
+					}
+					defer closeSummarizer()
 					return toolResult(tools.RunVisitCommand(c.Context, tools.VisitCommand{
 						URLs: c.StringSlice("url"), Goal: c.String("goal"), AllowHosts: c.StringSlice("allow-host"),
 						Backend: c.String("backend"), JinaURL: c.String("jina-url"), Budget: c.Int("budget"),
 						MaxBytes: c.Int64("max-bytes"), MaxRedirects: c.Int("max-redirects"), Timeout: c.Duration("timeout"),
-						SummarizerURL: c.String("summarizer-url"), SummarizerModel: c.String("summarizer-model"),
-						SummarizerDialect: c.String("summarizer-dialect"),
+						Summarizer: summarizer,
 					}, c.App.Writer))
 				},
 			},

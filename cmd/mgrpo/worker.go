@@ -3,7 +3,6 @@ package main
 import (
 	"github.com/urfave/cli/v2"
 
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/run"
 )
 
@@ -21,8 +20,8 @@ func workerCommand() *cli.Command {
 			&cli.StringFlag{Name: "run", Usage: "run `NAME` to serve (default: the store's only run)"},
 			&cli.IntFlag{Name: "concurrency", Value: 64, Usage: "rollouts this worker runs at once"},
 			&cli.StringFlag{Name: "name", Usage: "worker `NAME` in leases and logs (default: host-pid)"},
-			&cli.DurationFlag{Name: "lease", Value: farm.DefaultLease, Usage: "lease of each claimed rollout, extended while it runs; a dead worker's rollouts are redone after it"},
-			&cli.DurationFlag{Name: "grace", Value: farm.DefaultGrace, Usage: "time in-flight rollouts get to finish when the worker is stopped"},
+			&cli.DurationFlag{Name: "lease", Value: run.DefaultLease, Usage: "lease of each claimed rollout, extended while it runs; a dead worker's rollouts are redone after it"},
+			&cli.DurationFlag{Name: "grace", Value: run.DefaultGrace, Usage: "time in-flight rollouts get to finish when the worker is stopped"},
 			metricsFlag(),
 		},
 		Action: runWorker,

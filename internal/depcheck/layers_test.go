@@ -45,6 +45,8 @@ var layers = []Rule{
 	{Packages: "internal/...", Why: "internal packages are leaves every layer may import",
 		Forbidden: append([]string{"agents/...", "tools/...", "rollout/...", "store/...", "trainer_bridge/...", "bench/...", "sim/..."}, root...)},
 	{Packages: "run/...", Why: "nothing imports the CLI", Forbidden: cli},
+	{Packages: "cmd/...", Direct: true, Why: "the CLI parses flags into run's configuration and calls run, the one place that wires the runtime and its clients; what it shows of them (progress, defaults, the judge) comes through run",
+		Forbidden: []string{"farm/...", "llm/...", "agents/...", "store/...", "trainer_bridge/..."}},
 }
 
 // order is the house's layering of the top-level folders, top to bottom:

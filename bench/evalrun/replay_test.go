@@ -1,4 +1,4 @@
-package run
+package evalrun
 
 import (
 	"os"
@@ -35,7 +35,7 @@ func TestPairOfTrajectory(t *testing.T) {
 
 func TestLocateEvalMissesKeepsThePairsFirstInItemOrder(t *testing.T) {
 	items := []bench.Item{{ID: "b"}, {ID: "a"}}
-	got := locateEvalMisses([]replay.Miss{
+	got := LocateMisses([]replay.Miss{
 		{Role: "planner", Trajectory: "eval/a/0/planner", Turn: 2},
 		{Role: "executor", Trajectory: "eval/a/0/executor/0", Turn: 0},
 		{Role: "planner", Trajectory: "eval/b/1/planner", Turn: 1},
@@ -64,7 +64,7 @@ func TestInRecordedOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	recorded := `{"id":"a","run":0,"x":9}` + "\n" + `{"id":"b","run":0}` + "\n" + `{"id":"a","run":1}` + "\n"
-	if err := inRecordedOrder(path, []byte(recorded)); err != nil {
+	if err := InRecordedOrder(path, []byte(recorded)); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(path)

@@ -1,4 +1,4 @@
-package run
+package mcp
 
 import (
 	"context"
@@ -12,9 +12,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/tools"
-	"github.com/mgrpo/mgrpo/tools/mcp"
 )
 
 type noArgs struct{}
@@ -41,11 +39,9 @@ func TestMCPToolListChange(t *testing.T) {
 	go func() { _ = hs.Serve(l) }()
 	defer hs.Close()
 
-	c := DefaultConfig()
-	c.Tools.MCP = []MCPServerConfig{{Name: "chg", URL: "http://" + l.Addr().String() + "/mcp"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	set, err := openMCP(ctx, c, nil, nil)
+	set, err := Open(ctx, Config{Servers: []ServerConfig{{Name: "chg", URL: "http://" + l.Addr().String() + "/mcp"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,11 +50,18 @@ func TestMCPToolListChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := newLiveToolbox(set, base, func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRoleExecutor) }, slog.New(slog.DiscardHandler))
+	all := func(s *Set) []tools.Tool {
+		var out []tools.Tool
+		for _, t := range s.MCPTools() {
+			out = append(out, t)
+		}
+		return out
+	}
+	live, err := NewLiveToolbox(set, base, all, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := func(tb agents.Toolbox) []string {
+	names := func(tb *tools.Registry) []string {
 		var out []string
 		for _, s := range tb.Specs() {
 			out = append(out, s.Name)

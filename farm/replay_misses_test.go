@@ -1,10 +1,9 @@
-package run
+package farm
 
 import (
 	"testing"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
@@ -13,7 +12,7 @@ import (
 // draw; a fixed step's at its own step; the first miss of a rollout is
 // kept, in step order.
 func TestLocateMissesOfAStreamedStep(t *testing.T) {
-	schedule := []farm.ScheduledStep{
+	schedule := []ScheduledStep{
 		{Units: []rollout.RolloutTask{{Run: "r", Step: 1, QueryID: "q1", K: 0}}},
 		{Units: []rollout.RolloutTask{{Run: "r", Step: 7, QueryID: "q2", K: 1}}, Streamed: true, Draws: []int{7}},
 	}
@@ -21,7 +20,7 @@ func TestLocateMissesOfAStreamedStep(t *testing.T) {
 		{Role: "executor", Trajectory: "r/7/q2/1/executor/0", Turn: 0},
 		{Role: "planner", Trajectory: "r/7/q2/1/planner", Turn: 2},
 		{Role: "planner", Trajectory: "r/1/q1/0/planner", Turn: 1},
-	}, scheduledSteps(schedule))
+	}, stepOfRollouts(schedule))
 	if len(got) != 2 {
 		t.Fatalf("%d misses kept, want 2 (one a rollout): %+v", len(got), got)
 	}
