@@ -7,11 +7,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -64,7 +66,9 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signa
 		}
 		return nil
 	}
-	if err := app.RunContext(ctx, moveDirFirst(hoistGlobalFlags(args))); err != nil {
+	args = moveDirFirst(hoistGlobalFlags(args))
+	app.Metadata["args"] = args
+	if err := app.RunContext(ctx, args); err != nil {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
 		if isConfigError(err) {
 			return 2
@@ -99,14 +103,41 @@ func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.S
 
 // asUsageError marks every error urfave/cli reports about the command line
 // itself (an unknown flag, a value that does not parse, a missing required
-// flag) as a usage error, so it exits 2 like a bad configuration.
-func asUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+// flag) as a usage error, so it exits 2 like a bad configuration. An
+// unknown flag is reported with every other unknown flag of the command
+// line, each with the closest flag the command has.
+func asUsageError(c *cli.Context, err error, _ bool) error {
+	if strings.HasPrefix(err.Error(), "flag provided but not defined") && c != nil && c.App != nil {
+		if args, ok := c.App.Metadata["args"].([]string); ok {
+			if bad := unknownFlags(c.App, args); len(bad) > 0 {
+				return usageError{errors.New(strings.Join(bad, "\n  "))}
+			}
+		}
+	}
+	return usageError{err}
+}
 
-// markUsageErrors sets asUsageError on every command and subcommand.
-func markUsageErrors(cmds []*cli.Command) {
+// markUsageErrors sets asUsageError on every command and subcommand, and
+// makes an unknown subcommand of a group a usage error.
+func markUsageErrors(cmds []*cli.Command, path string) {
 	for _, c := range cmds {
 		c.OnUsageError = asUsageError
-		markUsageErrors(c.Subcommands)
+		if len(c.Subcommands) > 0 {
+			sub, p := c, path+" "+c.Name
+			if c.Action == nil {
+				c.Action = unknownCommand(p, func() []*cli.Command { return sub.Subcommands }, func(ctx *cli.Context) error { return cli.ShowSubcommandHelp(ctx) })
+			} else {
+				own := c.Action
+				check := unknownCommand(p, func() []*cli.Command { return sub.Subcommands }, own)
+				c.Action = func(ctx *cli.Context) error {
+					if a := ctx.Args().First(); a != "" && !strings.HasPrefix(a, "-") {
+						return check(ctx)
+					}
+					return own(ctx)
+				}
+			}
+		}
+		markUsageErrors(c.Subcommands, path+" "+c.Name)
 	}
 }
 
@@ -138,6 +169,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), rescoreCommand(), replayCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
 		OnUsageError: asUsageError,
 	}
-	markUsageErrors(app.Commands)
+	app.Action = unknownCommand("mgrpo", func() []*cli.Command { return app.Commands }, cli.ShowAppHelp)
+	markUsageErrors(app.Commands, "mgrpo")
 	return app
 }
