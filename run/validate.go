@@ -133,6 +133,7 @@ func (c Config) Validate() error {
 	default:
 		p.add("format", "format", "%q: want jsonl or parquet", c.Format)
 	}
+	p = append(p, c.simEndpointConflicts()...)
 	if !c.Sim {
 		if c.Tasks == "" {
 			p.add("tasks", "tasks", "required without --sim: a JSON Lines file of {id, question, answer}")
