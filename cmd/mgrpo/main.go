@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -53,6 +54,7 @@ func main() {
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, exit func(int)) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var interrupted atomic.Bool
 	done := make(chan struct{})
 	defer close(done)
 	app := newApp(stdout, stderr)
@@ -62,27 +64,24 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signa
 			return err
 		}
 		if signals != nil {
-			go watchSignals(ctx, done, signals, cancel, loggerOf(c), exit)
+			go watchSignals(ctx, done, signals, func(cause error) { interrupted.Store(true); cancel(cause) }, loggerOf(c), exit, stopHint(commandOf(c.App, args)))
 		}
 		return nil
 	}
 	args = moveDirFirst(hoistGlobalFlags(args))
 	app.Metadata["args"] = args
-	if err := app.RunContext(ctx, args); err != nil {
+	err := app.RunContext(ctx, args)
+	if err != nil && !(interrupted.Load() && errors.Is(err, context.Canceled)) {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
-		if isConfigError(err) {
-			return 2
-		}
-		return 1
 	}
-	return 0
+	return exitCode(err, interrupted.Load(), commandOf(app, args))
 }
 
 // watchSignals turns the first signal into a graceful stop and the second
 // into an immediate exit. Step files are written to a temporary name and
 // renamed, so an exit at any moment leaves only complete steps on disk. It
 // returns when the command is done (done is closed).
-func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.Signal, cancel context.CancelCauseFunc, logger *slog.Logger, exit func(int)) {
+func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.Signal, cancel context.CancelCauseFunc, logger *slog.Logger, exit func(int), hint string) {
 	select {
 	case <-done:
 		return
@@ -90,7 +89,7 @@ func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.S
 		// Cancelled from outside (a test, a caller's deadline): a signal
 		// now can only mean "at once".
 	case s := <-signals:
-		logger.Warn("stopping: in-flight work gets its grace period to finish; send the signal again to stop at once; continue the run later with the same command and --resume", "signal", s.String())
+		logger.Warn("stopping: "+hint, "signal", s.String())
 		cancel(fmt.Errorf("%s signal received", s))
 	}
 	select {
@@ -148,7 +147,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:    "mgrpo",
 		Usage:   "rollout farm for multi-agent deep-research RL with M-GRPO",
-		Version: version,
+		Version: versionString(),
 		Writer:  stdout,
 		// Errors are printed once, by run.
 		ErrWriter:      io.Discard,
