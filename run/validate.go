@@ -134,6 +134,7 @@ func (c Config) Validate() error {
 		p.add("format", "format", "%q: want jsonl or parquet", c.Format)
 	}
 	p = append(p, c.simEndpointConflicts()...)
+	p = append(p, c.routeURLProblems()...)
 	if !c.Sim {
 		if c.Tasks == "" {
 			p.add("tasks", "tasks", "required without --sim: a JSON Lines file of {id, question, answer}")
