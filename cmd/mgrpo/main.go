@@ -38,7 +38,13 @@ func usagef(format string, args ...any) error {
 // reports a process ended by SIGINT (128 + 2).
 const exitInterrupted = 130
 
+// ownProcess is set by main: the command line owns the process, so its
+// logger becomes the default one (tests run many command lines in one
+// process and leave the default alone).
+var ownProcess bool
+
 func main() {
+	ownProcess = true
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	stop := startProfile(os.Getenv, os.Stderr)
@@ -163,6 +169,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return usageError{err}
 			}
 			c.App.Metadata["logger"] = logger
+			if ownProcess {
+				// Libraries that log through slog's default logger or the
+				// standard log package (the Tinker bridge when no logger
+				// reaches it) honour --log-level and --log-format too.
+				slog.SetDefault(logger)
+			}
 			return nil
 		},
 		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), rescoreCommand(), replayCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
