@@ -43,3 +43,18 @@ func TestSimWithAnEndpointIsAConfigurationError(t *testing.T) {
 		t.Errorf("--sim --planner-model sim-qwen3: exit %d: %s", code, stderr)
 	}
 }
+
+// TestRefusedExecutorSideLeavesNothing: `train --role executor` with an
+// --out that holds no planner side's store is refused (exit 2) without
+// creating the directory or a store.db in it.
+func TestRefusedExecutorSideLeavesNothing(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "out")
+	code, _, stderr := runCLI(t, "train", "--sim", "--role", "executor", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "--role planner") {
+		t.Errorf("exit %d, stderr %q; want 2 saying to start the planner side first", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the refused executor side left %s behind", out)
+	}
+}
