@@ -33,6 +33,11 @@ func (c Config) checkMCPOnly() error {
 // roles and call policy, the description and the parameters' JSON schema.
 // Configuration errors and servers that do not start wrap ErrConfig.
 func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) error {
+	stop, err := simMCP(&c, logger)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if err := c.checkMCPOnly(); err != nil {
 		return err
 	}
@@ -73,6 +78,11 @@ func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) er
 // error observation returns tools.ErrToolFailed; an unknown server or tool
 // wraps ErrConfig.
 func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writer, logger *slog.Logger) error {
+	stop, err := simMCP(&c, logger)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if err := c.checkMCPOnly(); err != nil {
 		return err
 	}
@@ -135,4 +145,22 @@ func compactJSON(b []byte) string {
 	}
 	out, _ := json.Marshal(v)
 	return string(out)
+}
+
+// simMCP starts the simulated world for a configuration whose tools.mcp
+// names `url: sim`, as a --sim run does, so `mgrpo tool mcp` lists and
+// calls the documented sim server; it returns the function that stops it.
+func simMCP(c *Config, logger *slog.Logger) (func(), error) {
+	if !slices.ContainsFunc(c.Tools.MCP, func(s MCPServerConfig) bool { return s.URL == SimMCPURL }) {
+		return func() {}, nil
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c.Sim = true
+	world, err := StartSim(c, logger)
+	if err != nil {
+		return nil, fmt.Errorf("url: sim: start the simulated world: %w", err)
+	}
+	return world.Close, nil
 }
