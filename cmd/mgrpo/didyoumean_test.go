@@ -6,7 +6,6 @@ import (
 )
 
 func TestBadCommandLinesAreReportedWholeWithTheFix(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string

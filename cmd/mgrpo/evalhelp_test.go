@@ -6,7 +6,6 @@ import (
 )
 
 func TestEvalHelpSaysWhatEvalWrites(t *testing.T) {
-	t.Parallel()
 	_, stdout, _ := runCLI(t, "eval", "--help")
 	for _, want := range []string{"results.jsonl", "summary.json", "report.md"} {
 		if !strings.Contains(stdout, want) {

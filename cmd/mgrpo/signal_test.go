@@ -153,7 +153,6 @@ func TestInterruptDuringTrainingFinishesIt(t *testing.T) {
 // TestInterruptStopsAServer: Ctrl-C is how `mgrpo sim` ends: exit 0, and
 // its log line speaks of servers, not of resuming a run.
 func TestInterruptStopsAServer(t *testing.T) {
-	t.Parallel()
 	signals := make(chan os.Signal, 2)
 	done := make(chan int, 1)
 	var stderr lockedBuffer

@@ -12,7 +12,6 @@ import (
 // refused (exit 2, both flags named, nothing written) rather than
 // replaced.
 func TestSimWithAnEndpointIsAConfigurationError(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want []string
@@ -48,7 +47,6 @@ func TestSimWithAnEndpointIsAConfigurationError(t *testing.T) {
 // --out that holds no planner side's store is refused (exit 2) without
 // creating the directory or a store.db in it.
 func TestRefusedExecutorSideLeavesNothing(t *testing.T) {
-	t.Parallel()
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := runCLI(t, "train", "--sim", "--role", "executor", "--out", out)
 	if code != 2 || !strings.Contains(stderr, "--role planner") {

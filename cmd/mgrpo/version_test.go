@@ -7,7 +7,6 @@ import (
 )
 
 func TestVersionFromBuildInfo(t *testing.T) {
-	t.Parallel()
 	info := func(version string, settings ...debug.BuildSetting) func() (*debug.BuildInfo, bool) {
 		return func() (*debug.BuildInfo, bool) {
 			return &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/mgrpo/mgrpo", Version: version}, Settings: settings}, true
