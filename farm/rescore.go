@@ -143,11 +143,11 @@ func Rescore(ctx context.Context, cfg RescoreConfig) ([]RescoreStep, error) {
 			return out, err
 		}
 		if err := cfg.checkKept(st, prevD); err != nil {
-			return out, err
+			return out, cfg.explainRefusal(err)
 		}
 		change, d, err := cfg.rescoreStep(ctx, st, was, prevD)
 		if err != nil {
-			return out, err
+			return out, cfg.explainRefusal(err)
 		}
 		prevD = d
 		log.Info("step rescored", "step", st.step, "dbar", change.DBar, "seconds", change.Seconds)
@@ -207,6 +207,9 @@ func (cfg RescoreConfig) checkGroup(st recordedStep, g recordedGroup, mainDroppe
 		if len(tr.Sequences) == want {
 			return nil
 		}
+		if len(tr.Sequences) == 0 && i >= 0 {
+			return subNotKept{fmt.Errorf("%w: step %d query %q rollout %d %s: the run did not keep its tokens (%s), and the new settings need them", ErrNotRescorable, st.step, g.queryID, k, what, cfg.whyMissing(st, g, true))}
+		}
 		if len(tr.Sequences) == 0 {
 			return fmt.Errorf("%w: step %d query %q rollout %d %s: the run did not keep its tokens (%s), and the new settings need them", ErrNotRescorable, st.step, g.queryID, k, what, cfg.whyMissing(st, g, i >= 0))
 		}
@@ -244,7 +247,7 @@ func (cfg RescoreConfig) whyMissing(st recordedStep, g recordedGroup, executor b
 	if executor {
 		for _, s := range st.stats {
 			if s.QueryID == g.queryID {
-				return fmt.Sprintf("the run aligned to d̄ = %d and left this trajectory out: rescore with a d̄ the run's alignment kept", s.DBar)
+				return fmt.Sprintf("the run aligned this group to d̄ = %d and left this trajectory out", s.DBar)
 			}
 		}
 	}

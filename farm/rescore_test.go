@@ -182,6 +182,9 @@ func TestRescoreRefusesAGroupTheRunDropped(t *testing.T) {
 	if !errors.Is(err, ErrNotRescorable) || !strings.Contains(err.Error(), `query "q1"`) {
 		t.Fatalf("err %v, want ErrNotRescorable naming q1", err)
 	}
+	if strings.Contains(err.Error(), "--dbar values") {
+		t.Errorf("a planner the run dropped is not a matter of d̄, but the refusal %q lists d̄ values", err)
+	}
 }
 
 func TestRescoreRefusesATrajectoryTheRunDropped(t *testing.T) {
@@ -197,7 +200,11 @@ func TestRescoreRefusesATrajectoryTheRunDropped(t *testing.T) {
 	if _, serr := os.Stat(to); !os.IsNotExist(serr) {
 		t.Errorf("%s written despite the error %v", to, err)
 	}
-	t.Log(err)
+	// The refusal lists the values that work: d̄ = 1 (the run's); 2,
+	// every trajectory, needs the dropped ones.
+	if !strings.Contains(err.Error(), "--dbar values this run allows: 1 (") {
+		t.Errorf("refusal %q does not list the d̄ values the run allows (1)", err)
+	}
 	// A d̄ the run's alignment kept is fine.
 	rc.DBar = rollout.DBarSpec{Fixed: 1}
 	if _, err := Rescore(context.Background(), rc); err != nil {

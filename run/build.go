@@ -46,8 +46,8 @@ type Options struct {
 	// Probe checks, before any rollout, what only a call can tell: that
 	// each model endpoint serves the configured model and answers a
 	// one-token call in its dialect with token ids, and that the search
-	// provider answers a query (see preflight). The simulated world is
-	// ours and needs no probe.
+	// provider answers a query (see preflight). Runs on the embedded
+	// simulated world are probed too, as against a standalone sim.
 	Probe bool
 	// Recorder, when set, records every answer of the agents' models,
 	// their tools and the judge (--record); Player, when set, answers them

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -273,6 +274,9 @@ func LoadConfig(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, fmt.Errorf("%w: --config: %w", ErrConfig, err)
+	}
+	if unknown := unknownYAMLKeys(data, &cfg); len(unknown) > 0 {
+		return cfg, fmt.Errorf("%w: --config %s: %d unknown key(s); `mgrpo rollout --help` lists the keys:\n  %s", ErrConfig, path, len(unknown), strings.Join(unknown, "\n  "))
 	}
 	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
 		return cfg, fmt.Errorf("%w: --config %s: %s", ErrConfig, path, describeYAMLError(err))

@@ -90,3 +90,21 @@ func TestLoadConfigErrorsSpeakYAML(t *testing.T) {
 		})
 	}
 }
+
+func TestLoadConfigReportsEveryUnknownKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	yamlText := "seed: 3\nbatchsize: 2\ngroup_size: 4\nplanner:\n  modle: m\n  urls: [http://127.0.0.1:1/v1]\nprompts:\n  anything: x\nbudgets:\n  rollout_timeout: 5m\n"
+	if err := os.WriteFile(path, []byte(yamlText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := LoadConfig(path)
+	if !errors.Is(err, ErrConfig) {
+		t.Fatalf("err %v, want ErrConfig", err)
+	}
+	for _, want := range []string{"2 unknown key(s)", "line 2, column 1: unknown key batchsize (did you mean batch_size?)",
+		"line 5, column 3: unknown key planner.modle (did you mean planner.model?)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}

@@ -42,6 +42,9 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	if err := checkEval(cfg, opts.Benchmark, opts.Data, opts.Scorer); err != nil {
 		return evalrun.Outcome{}, err
 	}
+	if err := cfg.checkSimEndpoints(); err != nil {
+		return evalrun.Outcome{}, err
+	}
 	logger := opts.logger()
 	world, err := StartSim(&cfg, logger)
 	if err != nil {
@@ -70,7 +73,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		return evalrun.Outcome{}, invalid(err)
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
-	bopts := Options{Single: mode == rollout.ModeSingle, Probe: !cfg.Sim, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
+	bopts := Options{Single: mode == rollout.ModeSingle, Probe: true, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	var recording replay.KV
 	if cfg.Record {
 		wb, err := openEvalRecording(ctx, cfg)

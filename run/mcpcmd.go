@@ -30,6 +30,11 @@ func (c Config) checkMCPOnly() error {
 // the model would see it (mcp.List). Configuration errors and servers that
 // do not start wrap ErrConfig.
 func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) error {
+	stop, err := simMCP(&c, logger)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if err := c.checkMCPOnly(); err != nil {
 		return err
 	}
@@ -49,6 +54,11 @@ func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) er
 // tool with args (mcp.Call). An error observation returns
 // tools.ErrToolFailed; an unknown server or tool wraps ErrConfig.
 func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writer, logger *slog.Logger) error {
+	stop, err := simMCP(&c, logger)
+	if err != nil {
+		return err
+	}
+	defer stop()
 	if err := c.checkMCPOnly(); err != nil {
 		return err
 	}
@@ -73,4 +83,22 @@ func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writ
 		return fmt.Errorf("%w: %w", ErrConfig, ce.Err)
 	}
 	return err
+}
+
+// simMCP starts the simulated world for a configuration whose tools.mcp
+// names `url: sim`, as a --sim run does, so `mgrpo tool mcp` lists and
+// calls the documented sim server; it returns the function that stops it.
+func simMCP(c *Config, logger *slog.Logger) (func(), error) {
+	if !slices.ContainsFunc(c.Tools.MCP, func(s MCPServerConfig) bool { return s.URL == SimMCPURL }) {
+		return func() {}, nil
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c.Sim = true
+	world, err := StartSim(c, logger)
+	if err != nil {
+		return nil, fmt.Errorf("url: sim: start the simulated world: %w", err)
+	}
+	return world.Close, nil
 }

@@ -94,7 +94,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if err := cfg.CheckTasks(tasks, source); err != nil {
 		return nil, err
 	}
-	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: !cfg.Sim,
+	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: true,
 		Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	if runStore != nil {
 		queued, local := cfg.Queue()

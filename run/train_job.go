@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -52,6 +53,13 @@ func executorSide(ctx context.Context, flags Config, opts TrainOptions) error {
 	}
 	if err := CheckStoreURL(flags.Store); err != nil {
 		return invalid(fmt.Errorf("--store %w", err))
+	}
+	if flags.Store == "" {
+		// The planner side's sqlite store: opening a missing one would
+		// create it (and --out) for a run that is not there.
+		if _, err := os.Stat(filepath.Join(flags.Out, StoreFile)); err != nil {
+			return invalid(fmt.Errorf("--role executor: %s has no run's store (%s): start the planner side (`mgrpo train --role planner --out %s …`) first, or name its store with --store", flags.Out, StoreFile, flags.Out))
+		}
 	}
 	st, err := OpenStore(ctx, flags, os.Getenv)
 	if err != nil {

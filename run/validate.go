@@ -157,6 +157,8 @@ func (c Config) checkEndpoints(p *problems, mode rollout.Mode) {
 	default:
 		p.add("format", "format", "%q: want jsonl or parquet", c.Format)
 	}
+	*p = append(*p, c.simEndpointConflicts()...)
+	*p = append(*p, c.routeURLProblems()...)
 	if !c.Sim {
 		if c.Tasks == "" {
 			p.add("tasks", "tasks", "required without --sim: a JSON Lines file of {id, question, answer}")

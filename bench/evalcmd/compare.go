@@ -2,6 +2,7 @@ package evalcmd
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 
@@ -22,7 +23,18 @@ type CompareOptions struct {
 	// Limit caps the changed questions listed as text (--limit, default
 	// 20 in cmd); 0 lists all.
 	Limit int
+	// Warn, when set, receives a warning when the evals share few
+	// questions, or not all of them.
+	Warn func(string)
 }
+
+// ErrNothingInCommon is the error of a comparison of two evals with no
+// question in common: there is nothing to compare (a bad command line).
+var ErrNothingInCommon = errors.New("no question in common")
+
+// minCommon is the number of common questions below which a comparison's
+// interval is said to be of little use.
+const minCommon = 10
 
 // Compare runs `mgrpo eval compare`: it pairs the questions of dirA/results.jsonl and
 // dirB/results.jsonl and prints the accuracy difference (B − A) with its paired bootstrap interval and
@@ -31,6 +43,16 @@ func Compare(dirA, dirB string, opts CompareOptions, stdout io.Writer) error {
 	c, err := report.CompareDirs(dirA, dirB, report.CompareOptions{Resamples: opts.Resamples, Level: opts.Level, Seed: opts.Seed})
 	if err != nil {
 		return fmt.Errorf("eval compare: %w", err)
+	}
+	if c.Common == 0 {
+		return fmt.Errorf("eval compare: %w: %s has %d question(s), %s has %d, none in common: compare evals of the same benchmark and questions (same --data, --limit and filters)",
+			ErrNothingInCommon, dirA, c.OnlyA, dirB, c.OnlyB)
+	}
+	if few := c.Common < minCommon; few || c.OnlyA+c.OnlyB > 0 {
+		if log := opts.Warn; log != nil {
+			log(fmt.Sprintf("eval compare: %d question(s) in common (%d only in %s, %d only in %s): only they are compared%s",
+				c.Common, c.OnlyA, dirA, c.OnlyB, dirB, map[bool]string{true: "; too few for a meaningful interval", false: ""}[few]))
+		}
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(stdout)

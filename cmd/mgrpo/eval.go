@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -67,9 +68,14 @@ func evalCommand() *cli.Command {
 					if c.NArg() != 2 {
 						return usagef("eval compare takes two result directories, got %d arguments", c.NArg())
 					}
-					return evalcmd.Compare(c.Args().Get(0), c.Args().Get(1), evalcmd.CompareOptions{
+					err := evalcmd.Compare(c.Args().Get(0), c.Args().Get(1), evalcmd.CompareOptions{
 						Resamples: c.Int("resamples"), Level: c.Float64("confidence"), Seed: c.Uint64("seed"), JSON: c.Bool("json"), Limit: c.Int("limit"),
+						Warn: func(msg string) { loggerOf(c).Warn(msg) },
 					}, c.App.Writer)
+					if errors.Is(err, evalcmd.ErrNothingInCommon) {
+						return usageError{err}
+					}
+					return err
 				},
 			},
 			{

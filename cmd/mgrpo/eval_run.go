@@ -24,7 +24,25 @@ func evalRunFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "text-only", Usage: "drop questions with an attachment (GAIA's 103-question text-only subset)"},
 		&cli.StringSliceFlag{Name: "ids", Usage: "question ids to keep"},
 		&cli.IntFlag{Name: "limit", Usage: "at most this many questions (0: all)"},
-	}, agentFlags()...)
+	}, evalOutFlag(agentFlags())...)
+}
+
+// evalOutFlag replaces the run's --out, whose help describes a run's step
+// folders, by one that says what eval writes.
+func evalOutFlag(flags []cli.Flag) []cli.Flag {
+	for i, f := range flags {
+		if pf, ok := f.(*cli.PathFlag); ok && pf.Name == "out" {
+			c := *pf
+			c.Usage = "the eval's `DIR`: results.jsonl (one line per question and run), summary.json, report.md and accuracy.svg; rerun into it to continue"
+			flags[i] = &c
+		}
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == "out" {
+			c := *sf
+			c.Usage = "the eval's `DIR`: results.jsonl (one line per question and run), summary.json, report.md and accuracy.svg; rerun into it to continue"
+			flags[i] = &c
+		}
+	}
+	return flags
 }
 
 // runEval is the action of `mgrpo eval`: it runs the agents on a benchmark

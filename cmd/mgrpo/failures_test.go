@@ -13,20 +13,17 @@ import (
 )
 
 // TestUselessRunStops plays a new user's mistake against the sim: a wrong
-// --planner-model makes every rollout fail (the server answers 404). The
-// run does not write the step and train on zeros: it exits 1 naming the
-// commonest cause, the endpoint, and how to resume.
+// --planner-model with --sim. It used to make every rollout fail (the sim
+// answers 404) and stop after a useless step; it is now caught before any
+// rollout (issue 50): exit 2 naming both flags, no step written.
 func TestUselessRunStops(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts the sim")
-	}
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := runCLI(t, "--log-level", "error", "rollout", "--sim", "--planner-model", "no-such-model", "--steps", "2",
 		"--batch-size", "2", "--group-size", "2", "--rollout-retries", "1", "--out", out)
-	if code != 1 {
-		t.Fatalf("exit %d, want 1 (stderr %q)", code, stderr)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (stderr %q)", code, stderr)
 	}
-	for _, w := range []string{"step not written", "all 4 rollouts failed", "commonest cause engine_4xx at http://127.0.0.1:18000", "--resume"} {
+	for _, w := range []string{"--sim and --planner-model", `"no-such-model"`} {
 		if !strings.Contains(stderr, w) {
 			t.Errorf("stderr %q lacks %q", stderr, w)
 		}

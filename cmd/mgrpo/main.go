@@ -7,11 +7,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -35,7 +38,13 @@ func usagef(format string, args ...any) error {
 // reports a process ended by SIGINT (128 + 2).
 const exitInterrupted = 130
 
+// ownProcess is set by main: the command line owns the process, so its
+// logger becomes the default one (tests run many command lines in one
+// process and leave the default alone).
+var ownProcess bool
+
 func main() {
+	ownProcess = true
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
 	stop := startProfile(os.Getenv, os.Stderr)
@@ -51,6 +60,7 @@ func main() {
 func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, exit func(int)) int {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	var interrupted atomic.Bool
 	done := make(chan struct{})
 	defer close(done)
 	app := newApp(stdout, stderr)
@@ -60,25 +70,24 @@ func runMain(ctx context.Context, args []string, stdout, stderr io.Writer, signa
 			return err
 		}
 		if signals != nil {
-			go watchSignals(ctx, done, signals, cancel, loggerOf(c), exit)
+			go watchSignals(ctx, done, signals, func(cause error) { interrupted.Store(true); cancel(cause) }, loggerOf(c), exit, stopHint(commandOf(c.App, args)))
 		}
 		return nil
 	}
-	if err := app.RunContext(ctx, moveDirFirst(hoistGlobalFlags(args))); err != nil {
+	args = moveDirFirst(hoistGlobalFlags(args))
+	app.Metadata["args"] = args
+	err := app.RunContext(ctx, args)
+	if err != nil && !(interrupted.Load() && errors.Is(err, context.Canceled)) {
 		fmt.Fprintf(stderr, "mgrpo: %v\n", err)
-		if isConfigError(err) {
-			return 2
-		}
-		return 1
 	}
-	return 0
+	return exitCode(err, interrupted.Load(), commandOf(app, args))
 }
 
 // watchSignals turns the first signal into a graceful stop and the second
 // into an immediate exit. Step files are written to a temporary name and
 // renamed, so an exit at any moment leaves only complete steps on disk. It
 // returns when the command is done (done is closed).
-func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.Signal, cancel context.CancelCauseFunc, logger *slog.Logger, exit func(int)) {
+func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.Signal, cancel context.CancelCauseFunc, logger *slog.Logger, exit func(int), hint string) {
 	select {
 	case <-done:
 		return
@@ -86,7 +95,7 @@ func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.S
 		// Cancelled from outside (a test, a caller's deadline): a signal
 		// now can only mean "at once".
 	case s := <-signals:
-		logger.Warn("stopping: in-flight work gets its grace period to finish; send the signal again to stop at once; continue the run later with the same command and --resume", "signal", s.String())
+		logger.Warn("stopping: "+hint, "signal", s.String())
 		cancel(fmt.Errorf("%s signal received", s))
 	}
 	select {
@@ -99,14 +108,41 @@ func watchSignals(ctx context.Context, done <-chan struct{}, signals <-chan os.S
 
 // asUsageError marks every error urfave/cli reports about the command line
 // itself (an unknown flag, a value that does not parse, a missing required
-// flag) as a usage error, so it exits 2 like a bad configuration.
-func asUsageError(_ *cli.Context, err error, _ bool) error { return usageError{err} }
+// flag) as a usage error, so it exits 2 like a bad configuration. An
+// unknown flag is reported with every other unknown flag of the command
+// line, each with the closest flag the command has.
+func asUsageError(c *cli.Context, err error, _ bool) error {
+	if strings.HasPrefix(err.Error(), "flag provided but not defined") && c != nil && c.App != nil {
+		if args, ok := c.App.Metadata["args"].([]string); ok {
+			if bad := unknownFlags(c.App, args); len(bad) > 0 {
+				return usageError{errors.New(strings.Join(bad, "\n  "))}
+			}
+		}
+	}
+	return usageError{err}
+}
 
-// markUsageErrors sets asUsageError on every command and subcommand.
-func markUsageErrors(cmds []*cli.Command) {
+// markUsageErrors sets asUsageError on every command and subcommand, and
+// makes an unknown subcommand of a group a usage error.
+func markUsageErrors(cmds []*cli.Command, path string) {
 	for _, c := range cmds {
 		c.OnUsageError = asUsageError
-		markUsageErrors(c.Subcommands)
+		if len(c.Subcommands) > 0 {
+			sub, p := c, path+" "+c.Name
+			if c.Action == nil {
+				c.Action = unknownCommand(p, func() []*cli.Command { return sub.Subcommands }, func(ctx *cli.Context) error { return cli.ShowSubcommandHelp(ctx) })
+			} else {
+				own := c.Action
+				check := unknownCommand(p, func() []*cli.Command { return sub.Subcommands }, own)
+				c.Action = func(ctx *cli.Context) error {
+					if a := ctx.Args().First(); a != "" && !strings.HasPrefix(a, "-") {
+						return check(ctx)
+					}
+					return own(ctx)
+				}
+			}
+		}
+		markUsageErrors(c.Subcommands, path+" "+c.Name)
 	}
 }
 
@@ -117,7 +153,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:    "mgrpo",
 		Usage:   "rollout farm for multi-agent deep-research RL with M-GRPO",
-		Version: version,
+		Version: versionString(),
 		Writer:  stdout,
 		// Errors are printed once, by run.
 		ErrWriter:      io.Discard,
@@ -133,11 +169,18 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				return usageError{err}
 			}
 			c.App.Metadata["logger"] = logger
+			if ownProcess {
+				// Libraries that log through slog's default logger or the
+				// standard log package (the Tinker bridge when no logger
+				// reaches it) honour --log-level and --log-format too.
+				slog.SetDefault(logger)
+			}
 			return nil
 		},
 		Commands:     []*cli.Command{rolloutCommand(), trainCommand(), workerCommand(), evalCommand(), reportCommand(), rescoreCommand(), replayCommand(), viewCommand(), simCommand(), toolCommand(), corpusCommand()},
 		OnUsageError: asUsageError,
 	}
-	markUsageErrors(app.Commands)
+	app.Action = unknownCommand("mgrpo", func() []*cli.Command { return app.Commands }, cli.ShowAppHelp)
+	markUsageErrors(app.Commands, "mgrpo")
 	return app
 }

@@ -128,3 +128,16 @@ func TestToolMCPCommands(t *testing.T) {
 		})
 	}
 }
+
+// TestToolMCPListSimServer: `url: sim`, as docs/tools.md documents it, is
+// the simulated world's MCP server for `mgrpo tool mcp` too.
+func TestToolMCPListSimServer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "mcp.yaml")
+	if err := os.WriteFile(cfg, []byte("tools:\n  mcp:\n    - name: sim\n      url: sim\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runCLI(t, "--log-level", "error", "tool", "mcp", "list", "--config", cfg)
+	if code != 0 || !strings.Contains(stdout, "server sim, tool calculator") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want the sim server's tools", code, stdout, stderr)
+	}
+}

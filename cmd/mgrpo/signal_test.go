@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -128,6 +130,9 @@ func TestInterruptDuringTrainingFinishesIt(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("no exit within the grace period:\n%s", stderr.String())
 	}
+	if code != exitInterrupted {
+		t.Errorf("exit %d after a clean stop on an interrupt, want %d", code, exitInterrupted)
+	}
 	log := stderr.String()
 	stop, trained := strings.Index(log, "stopping: in-flight work"), strings.Index(log, `msg="step trained" step=1`)
 	if stop < 0 || trained < stop {
@@ -142,5 +147,35 @@ func TestInterruptDuringTrainingFinishesIt(t *testing.T) {
 	}
 	if strings.Contains(log, `msg="step start" step=2`) {
 		t.Error("step 2 started after the interrupt")
+	}
+}
+
+// TestInterruptStopsAServer: Ctrl-C is how `mgrpo sim` ends: exit 0, and
+// its log line speaks of servers, not of resuming a run.
+func TestInterruptStopsAServer(t *testing.T) {
+	signals := make(chan os.Signal, 2)
+	done := make(chan int, 1)
+	var stderr lockedBuffer
+	pr, pw := io.Pipe()
+	go func() {
+		done <- runMain(context.Background(), []string{"mgrpo", "sim", "--llm", "127.0.0.1:0", "--web", "127.0.0.1:0", "--trainer", "127.0.0.1:0",
+			"--checkpoint-dir", t.TempDir()}, pw, &stderr, signals, func(int) {})
+		pw.Close()
+	}()
+	if _, err := bufio.NewReader(pr).ReadString('\n'); err != nil {
+		t.Fatalf("sim printed no address: %v\n%s", err, stderr.String())
+	}
+	go io.Copy(io.Discard, pr)
+	signals <- syscall.SIGINT
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d after Ctrl-C, want 0:\n%s", code, stderr.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("sim still serving a minute after Ctrl-C:\n%s", stderr.String())
+	}
+	if log := stderr.String(); strings.Contains(log, "--resume") || !strings.Contains(log, "closing the servers") {
+		t.Errorf("the stop message does not fit a server:\n%s", log)
 	}
 }

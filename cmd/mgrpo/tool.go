@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -62,7 +65,7 @@ func toolCommand() *cli.Command {
 						return toolResult(err)
 					}
 					defer closeSummarizer()
-					return toolResult(tools.RunVisitCommand(c.Context, tools.VisitCommand{
+					return visitHint(c.StringSlice("url"), c.StringSlice("allow-host"), tools.RunVisitCommand(c.Context, tools.VisitCommand{
 						URLs: c.StringSlice("url"), Goal: c.String("goal"), AllowHosts: c.StringSlice("allow-host"),
 						Backend: c.String("backend"), JinaURL: c.String("jina-url"), Budget: c.Int("budget"),
 						MaxBytes: c.Int64("max-bytes"), MaxRedirects: c.Int("max-redirects"), Timeout: c.Duration("timeout"),
@@ -147,6 +150,25 @@ func mcpToolCommand() *cli.Command {
 // toolResult maps a tool command's error to the exit status: an error
 // observation (already printed) exits 1, anything else is a configuration
 // error and exits 2.
+// visitHint adds to a visit the SSRF guard refused how to let it through:
+// the observation is what a model would see, so the flag is said here.
+func visitHint(urls, allowed []string, err error) error {
+	err = toolResult(err)
+	if err == nil || !strings.Contains(err.Error(), "(refused)") {
+		return err
+	}
+	var hosts []string
+	for _, u := range urls {
+		if p, perr := url.Parse(u); perr == nil && p.Host != "" && !slices.Contains(allowed, p.Host) && !slices.Contains(hosts, p.Host) {
+			hosts = append(hosts, p.Host)
+		}
+	}
+	if len(hosts) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w: the SSRF guard refuses loopback, private and link-local addresses; to open a host you trust (a local sim web, an intranet page) add --allow-host %s", err, strings.Join(hosts, " --allow-host "))
+}
+
 func toolResult(err error) error {
 	if err == nil || errors.Is(err, tools.ErrToolFailed) {
 		return err

@@ -33,12 +33,13 @@ func TestToolCommands(t *testing.T) {
 		args     []string
 		wantCode int
 		wantOut  string
+		wantErr  string
 	}{
-		{"searxng", []string{"tool", "search", "--provider", "searxng", "--search-url", srv.URL, "--query", world.Questions[0].Chain.Entity}, 0, "1. ["},
-		{"serper", []string{"tool", "search", "--provider", "serper", "--search-url", srv.URL, "--query", "a", "--query", "b"}, 0, `"b"`},
-		{"unknown provider", []string{"tool", "search", "--provider", "altavista", "--query", "x"}, 2, ""},
-		{"visit allowed", []string{"tool", "visit", "--url", page, "--allow-host", u.Host}, 0, "The "},
-		{"visit refused by the SSRF guard", []string{"tool", "visit", "--url", page}, 1, ""},
+		{"searxng", []string{"tool", "search", "--provider", "searxng", "--search-url", srv.URL, "--query", world.Questions[0].Chain.Entity}, 0, "1. [", ""},
+		{"serper", []string{"tool", "search", "--provider", "serper", "--search-url", srv.URL, "--query", "a", "--query", "b"}, 0, `"b"`, ""},
+		{"unknown provider", []string{"tool", "search", "--provider", "altavista", "--query", "x"}, 2, "", ""},
+		{"visit allowed", []string{"tool", "visit", "--url", page, "--allow-host", u.Host}, 0, "The ", ""},
+		{"visit refused by the SSRF guard", []string{"tool", "visit", "--url", page}, 1, "", "add --allow-host " + u.Host},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +49,9 @@ func TestToolCommands(t *testing.T) {
 			}
 			if !strings.Contains(stdout, tt.wantOut) {
 				t.Errorf("stdout does not contain %q:\n%s", tt.wantOut, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantErr) {
+				t.Errorf("stderr does not contain %q:\n%s", tt.wantErr, stderr)
 			}
 			if strings.Contains(stdout+stderr, "secret-test-key") {
 				t.Errorf("the API key appears in the output")

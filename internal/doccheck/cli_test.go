@@ -70,16 +70,7 @@ func parseHelp(text string) (flags map[string]bool, subs []string) {
 // command's and subcommand's `--help`.
 func cliSpec(t *testing.T, root string) *command {
 	t.Helper()
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("the go tool is not on PATH: cannot build mgrpo to read its help")
-	}
-	bin := filepath.Join(t.TempDir(), "mgrpo")
-	build := exec.Command(gobin, "build", "-o", bin, "./cmd/mgrpo")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/mgrpo: %v\n%s", err, out)
-	}
+	bin := mgrpoBinary(t, root)
 	var walk func(path []string) *command
 	walk = func(path []string) *command {
 		out, err := exec.Command(bin, append(append([]string{}, path...), "--help")...).CombinedOutput()
