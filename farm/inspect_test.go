@@ -22,7 +22,7 @@ var strippedFields = map[string]bool{
 	"Rollout.Started": true, "Rollout.Duration": true,
 	"Trajectory.Started": true, "Trajectory.Duration": true, "Trajectory.FailureEndpoint": true,
 	"Turn.PromptIDs": true, "Turn.CompletionIDs": true, "Turn.Logprobs": true,
-	"Turn.Endpoint": true, "Turn.Latency": true, "Turn.Attempts": true,
+	"Turn.Endpoint": true, "Turn.Latency": true, "Turn.Attempts": true, "Turn.ReusedPromptTokens": true,
 	// A turn's own sampling never holds its seed (llm.Sampling.overridden).
 	"Sampling.Seed": true,
 	"Meta.Latency":  true, "Meta.CacheHit": true, "Meta.CacheHits": true, "Meta.SharedHits": true, "Meta.Upstream": true,

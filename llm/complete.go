@@ -36,8 +36,9 @@ type CompletionRequest struct {
 // generates), the openai dialect's /v1/completions without tokens. The
 // Turn's message holds the completion text as the engine decoded it; no
 // reasoning or tool calls are parsed from it, the text is the caller's to
-// read. The engine's answer is read whole: Config.Stream concerns chat
-// calls only. It is safe for concurrent use.
+// read. With Config.Stream the vLLM and openai dialects stream the
+// completion (so the idle timeout ends a stalled one) and SGLang streams
+// /generate. It is safe for concurrent use.
 func (c *Client) Complete(ctx context.Context, req CompletionRequest) (*Turn, error) {
 	if len(req.PromptIDs) == 0 && req.Prompt == "" {
 		return nil, fmt.Errorf("llm role %s: complete: empty prompt", c.role)
@@ -68,6 +69,10 @@ type CompletionBody struct {
 	// ReturnTokenIDs is vLLM ≥ 0.10.2's switch for
 	// choices[].prompt_token_ids and choices[].token_ids.
 	ReturnTokenIDs bool `json:"return_token_ids,omitempty"`
+	// Stream asks for the completion as server-sent events, with the
+	// usage event StreamOptions asks for.
+	Stream        bool                  `json:"stream,omitempty"`
+	StreamOptions *openai.StreamOptions `json:"stream_options,omitempty"`
 }
 
 // CompletionResponse is a /v1/completions answer with vLLM's token fields.
@@ -80,6 +85,7 @@ type CompletionResponse struct {
 
 // CompletionChoice is one completion choice.
 type CompletionChoice struct {
+	Index        int             `json:"index"`
 	Text         string          `json:"text"`
 	FinishReason string          `json:"finish_reason"`
 	StopReason   json.RawMessage `json:"stop_reason"`
@@ -97,11 +103,14 @@ type CompletionChoice struct {
 // completionBody is the /v1/completions body of req with sampling s;
 // capture asks for the token ids and the sampled logprobs.
 func (c *Client) completionBody(req CompletionRequest, s Sampling, capture bool) ([]byte, error) {
-	b := CompletionBody{Model: c.model, Prompt: req.Prompt, MaxTokens: s.MaxTokens,
+	b := CompletionBody{Model: c.model, Prompt: req.Prompt, MaxTokens: s.MaxTokens, Stream: c.stream.Load(),
 		Temperature: s.Temperature, TopP: s.TopP, TopK: s.TopK, MinP: s.MinP, RepetitionPenalty: s.RepetitionPenalty,
 		PresencePenalty: s.PresencePenalty, FrequencyPenalty: s.FrequencyPenalty, Seed: s.Seed, Stop: s.Stop}
 	if len(req.PromptIDs) > 0 {
 		b.Prompt = req.PromptIDs
+	}
+	if b.Stream {
+		b.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	}
 	if capture {
 		zero := 0
@@ -124,6 +133,12 @@ func decodeCompletion(body []byte, h http.Header) (*Turn, error) {
 	if err := json.Unmarshal(body, &resp); err != nil {
 		return nil, &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(body)}
 	}
+	return completionTurn(&resp, body, h)
+}
+
+// completionTurn is decodeCompletion's turn of a decoded answer (body is
+// quoted in errors).
+func completionTurn(resp *CompletionResponse, body []byte, h http.Header) (*Turn, error) {
 	if len(resp.Choices) == 0 {
 		return nil, &DecodeError{Err: fmt.Errorf("%w: no choices", ErrMalformedResponse), Snippet: snippet(body)}
 	}
@@ -172,15 +187,46 @@ func (c *Client) completeRoute(ctx context.Context, req CompletionRequest, s Sam
 		return nil, nil, 0, err
 	}
 	var turn, aborted *Turn
-	decode := func(b []byte, h http.Header) error {
-		t, err := decodeCompletion(b, h)
+	judge := func(t *Turn, err error) error {
 		if errors.Is(err, ErrAborted) && t != nil {
 			aborted = t
 		}
 		turn = t
 		return err
 	}
-	e, n, err := c.post(ctx, req.TrajectoryKey, nil, "/v1/completions", body, decode)
+	var (
+		e *endpoint
+		n int
+	)
+	if c.stream.Load() {
+		decode := func(b []byte, h http.Header) error {
+			resp, err := decodeCompletionStream(b)
+			if err != nil {
+				if isStreamEnded(err) && resp != nil {
+					if t, _ := completionTurn(resp, b, h); t != nil {
+						aborted = cutTurn(t, ErrStreamEnded.Error())
+					}
+				}
+				return err
+			}
+			return judge(completionTurn(resp, b, h))
+		}
+		cut := func(b []byte, h http.Header, reason string) {
+			resp, _ := decodeCompletionStream(b)
+			if resp == nil {
+				return
+			}
+			if t, _ := completionTurn(resp, b, h); t != nil {
+				if p := cutTurn(t, reason); p != nil {
+					aborted = p
+				}
+			}
+		}
+		e, n, err = c.postStream(ctx, req.TrajectoryKey, nil, "/v1/completions", body, decode, cut)
+	} else {
+		decode := func(b []byte, h http.Header) error { return judge(decodeCompletion(b, h)) }
+		e, n, err = c.post(ctx, req.TrajectoryKey, nil, "/v1/completions", body, decode)
+	}
 	if err != nil {
 		return aborted, e, n, err
 	}
@@ -230,29 +276,8 @@ func (d *sglangDialect) complete(ctx context.Context, c *Client, req CompletionR
 			return nil, te, tn, err
 		}
 	}
-	body, err := json.Marshal(GenerateRequest{InputIDs: ids, SamplingParams: generateParams(s), ReturnLogprob: true})
-	if err != nil {
-		return nil, te, tn, fmt.Errorf("llm role %s: encode generate request: %w", c.role, err)
+	raw := func(text string) *Turn {
+		return &Turn{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: text}}
 	}
-	var turn, aborted *Turn
-	decode := func(b []byte, h http.Header) error {
-		g, err := decodeGenerate(b, c.met)
-		if err != nil {
-			return &DecodeError{Err: fmt.Errorf("%w: %v", ErrMalformedResponse, err), Snippet: snippet(b)}
-		}
-		raw := &Turn{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: g.Text}}
-		t, p, err := judgeGenerate(g, b, h, ids, raw)
-		if p != nil {
-			aborted = p
-		}
-		turn = t
-		return err
-	}
-	e, n, err := c.post(ctx, req.TrajectoryKey, te, "/generate", body, decode)
-	n += tn
-	if err != nil {
-		setAttempts(err, n)
-		return aborted, e, n, err
-	}
-	return turn, e, n, nil
+	return c.generateIDs(ctx, req.TrajectoryKey, te, tn, ids, s, c.stream.Load(), raw)
 }

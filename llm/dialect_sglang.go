@@ -129,6 +129,14 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	if err != nil {
 		return nil, te, tn, err
 	}
+	return c.generateIDs(ctx, req.TrajectoryKey, te, tn, ids, s, stream, nativeTurn)
+}
+
+// generateIDs generates on /generate from ids (pinned to te, the endpoint
+// that tokenized them, after its tn attempts), streamed when stream is
+// set; base makes the turn of the generated text, before its ids,
+// logprobs and finish are filled in.
+func (c *Client) generateIDs(ctx context.Context, key string, te *endpoint, tn int, ids []int32, s Sampling, stream bool, base func(text string) *Turn) (*Turn, *endpoint, int, error) {
 	sp := generateParams(s)
 	body, err := json.Marshal(GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true, Stream: stream})
 	if err != nil {
@@ -140,7 +148,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 		if g == nil {
 			return
 		}
-		t := nativeTurn(g.Text)
+		t := base(g.Text)
 		t.PromptIDs, t.CompletionIDs = ids, g.OutputIDs
 		t.Logprobs = make([]float64, len(g.MetaInfo.OutputTokenLogprobs))
 		for i, lp := range g.MetaInfo.OutputTokenLogprobs {
@@ -153,7 +161,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 		}
 	}
 	judge := func(g *GenerateResponse, b []byte, h http.Header) error {
-		t, p, err := judgeGenerate(g, b, h, ids, nativeTurn(g.Text))
+		t, p, err := judgeGenerate(g, b, h, ids, base(g.Text))
 		if p != nil {
 			aborted = p
 		}
@@ -179,7 +187,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 			g, _ := decodeGenerateStream(b, c.met)
 			keepCut(g, h, reason)
 		}
-		e, n, err = c.postStream(ctx, req.TrajectoryKey, te, "/generate", body, decode, cut)
+		e, n, err = c.postStream(ctx, key, te, "/generate", body, decode, cut)
 	} else {
 		decode := func(b []byte, h http.Header) error {
 			g, err := decodeGenerate(b, c.met)
@@ -188,7 +196,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 			}
 			return judge(g, b, h)
 		}
-		e, n, err = c.post(ctx, req.TrajectoryKey, te, "/generate", body, decode)
+		e, n, err = c.post(ctx, key, te, "/generate", body, decode)
 	}
 	n += tn
 	if err != nil {

@@ -63,69 +63,75 @@ var templateBehaviours = []struct {
 func TestTokenPathHoldsTheInvariant(t *testing.T) {
 	for _, dialect := range []string{DialectVLLM, DialectSGLang} {
 		for _, b := range templateBehaviours {
-			t.Run(dialect+"/"+b.name, func(t *testing.T) {
-				cfg := simConfig(dialect, 3)
-				b.set(&cfg)
-				s := mustSim(t, cfg, nil)
-				c := mustClient(t, Config{Role: "executor", Dialect: dialect, Endpoints: []string{s.ts.URL}, CaptureTokens: true})
-				w := mustWorld(t)
-				multi := 0
-				for qi, q := range w.Questions[:6] {
-					turns, st, err := runTokenTrajectory(context.Background(), c, w, q.Question, fmt.Sprint("q", qi), 6, int64(20+qi))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(turns) > 1 {
-						multi++
-					}
-					for i, tr := range turns {
-						if len(tr.Logprobs) != len(tr.CompletionIDs) || len(tr.CompletionIDs) == 0 {
-							t.Fatalf("q%d turn %d: %d logprobs for %d completion ids", qi, i, len(tr.Logprobs), len(tr.CompletionIDs))
+			for _, stream := range []bool{false, true} {
+				name := dialect + "/" + b.name
+				if stream {
+					name += "/streamed"
+				}
+				t.Run(name, func(t *testing.T) {
+					cfg := simConfig(dialect, 3)
+					b.set(&cfg)
+					s := mustSim(t, cfg, nil)
+					c := mustClient(t, Config{Role: "executor", Dialect: dialect, Endpoints: []string{s.ts.URL}, CaptureTokens: true, Stream: stream})
+					w := mustWorld(t)
+					multi := 0
+					for qi, q := range w.Questions[:6] {
+						turns, st, err := runTokenTrajectory(context.Background(), c, w, q.Question, fmt.Sprint("q", qi), 6, int64(20+qi))
+						if err != nil {
+							t.Fatal(err)
 						}
-						if i == 0 {
-							continue
+						if len(turns) > 1 {
+							multi++
 						}
-						prev := append(slices.Clone(turns[i-1].PromptIDs), turns[i-1].CompletionIDs...)
-						if !slices.Equal(tr.PromptIDs[:min(len(prev), len(tr.PromptIDs))], prev) || len(tr.PromptIDs) <= len(prev) {
-							t.Fatalf("q%d turn %d: the prompt does not extend the previous prompt and completion", qi, i)
-						}
-						if tr.ReusedPromptTokens != len(prev) {
-							t.Errorf("q%d turn %d: reused %d prompt tokens, want %d", qi, i, tr.ReusedPromptTokens, len(prev))
-						}
-					}
-					seqs, drifts, err := Sequences(turns)
-					if err != nil || len(seqs) != 1 || len(drifts) != 0 {
-						t.Fatalf("q%d: %d sequences, %d drifts (%v), want 1 and 0", qi, len(seqs), len(drifts), err)
-					}
-					last := turns[len(turns)-1]
-					if want := append(slices.Clone(last.PromptIDs), last.CompletionIDs...); !slices.Equal(seqs[0].InputIDs, want) {
-						t.Errorf("q%d: the sequence's %d ids are not the last prompt and completion (%d)", qi, len(seqs[0].InputIDs), len(want))
-					}
-					// Mask 1 exactly on the sampled ids, with their logprobs.
-					pos := 0
-					for _, tr := range turns {
-						start := len(tr.PromptIDs)
-						for j, id := range tr.CompletionIDs {
-							k := start + j
-							if seqs[0].InputIDs[k] != id || seqs[0].LossMask[k] != 1 || seqs[0].Logprobs[k] != tr.Logprobs[j] {
-								t.Fatalf("q%d: position %d is not the engine's sampled id and logprob", qi, k)
+						for i, tr := range turns {
+							if len(tr.Logprobs) != len(tr.CompletionIDs) || len(tr.CompletionIDs) == 0 {
+								t.Fatalf("q%d turn %d: %d logprobs for %d completion ids", qi, i, len(tr.Logprobs), len(tr.CompletionIDs))
+							}
+							if i == 0 {
+								continue
+							}
+							prev := append(slices.Clone(turns[i-1].PromptIDs), turns[i-1].CompletionIDs...)
+							if !slices.Equal(tr.PromptIDs[:min(len(prev), len(tr.PromptIDs))], prev) || len(tr.PromptIDs) <= len(prev) {
+								t.Fatalf("q%d turn %d: the prompt does not extend the previous prompt and completion", qi, i)
+							}
+							if tr.ReusedPromptTokens != len(prev) {
+								t.Errorf("q%d turn %d: reused %d prompt tokens, want %d", qi, i, tr.ReusedPromptTokens, len(prev))
 							}
 						}
-						for k := pos; k < start; k++ {
-							if seqs[0].LossMask[k] != 0 {
-								t.Fatalf("q%d: prompt position %d has mask 1", qi, k)
-							}
+						seqs, drifts, err := Sequences(turns)
+						if err != nil || len(seqs) != 1 || len(drifts) != 0 {
+							t.Fatalf("q%d: %d sequences, %d drifts (%v), want 1 and 0", qi, len(seqs), len(drifts), err)
 						}
-						pos = start + len(tr.CompletionIDs)
+						last := turns[len(turns)-1]
+						if want := append(slices.Clone(last.PromptIDs), last.CompletionIDs...); !slices.Equal(seqs[0].InputIDs, want) {
+							t.Errorf("q%d: the sequence's %d ids are not the last prompt and completion (%d)", qi, len(seqs[0].InputIDs), len(want))
+						}
+						// Mask 1 exactly on the sampled ids, with their logprobs.
+						pos := 0
+						for _, tr := range turns {
+							start := len(tr.PromptIDs)
+							for j, id := range tr.CompletionIDs {
+								k := start + j
+								if seqs[0].InputIDs[k] != id || seqs[0].LossMask[k] != 1 || seqs[0].Logprobs[k] != tr.Logprobs[j] {
+									t.Fatalf("q%d: position %d is not the engine's sampled id and logprob", qi, k)
+								}
+							}
+							for k := pos; k < start; k++ {
+								if seqs[0].LossMask[k] != 0 {
+									t.Fatalf("q%d: prompt position %d has mask 1", qi, k)
+								}
+							}
+							pos = start + len(tr.CompletionIDs)
+						}
+						if st.Restarts() != 0 {
+							t.Errorf("q%d: %d restarts", qi, st.Restarts())
+						}
 					}
-					if st.Restarts() != 0 {
-						t.Errorf("q%d: %d restarts", qi, st.Restarts())
+					if multi == 0 {
+						t.Fatal("no question took more than one turn: the test shows nothing")
 					}
-				}
-				if multi == 0 {
-					t.Fatal("no question took more than one turn: the test shows nothing")
-				}
-			})
+				})
+			}
 		}
 	}
 }

@@ -42,7 +42,12 @@ func TestTrainSimAgrees(t *testing.T) {
 	}{
 		{"vllm", nil, false},
 		{"sglang", []string{"--dialect", "sglang"}, false},
-		{"sglang drift", []string{"--dialect", "sglang", "--sim-strip-reasoning"}, true},
+		// The token path never re-renders the past: no drift even where the
+		// template drops earlier reasoning.
+		{"sglang strip reasoning", []string{"--dialect", "sglang", "--sim-strip-reasoning"}, false},
+		// Without token routes the client re-sends whole conversations, and
+		// such a template splits them: drift counted, training still exact.
+		{"sglang drift", []string{"--dialect", "sglang", "--sim-strip-reasoning", "--sim-disable-routes", "all"}, true},
 		{"single agent", []string{"--mode", "single"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +63,10 @@ func TestTrainSimAgrees(t *testing.T) {
 			sums, _ := rollout.ReadSummaries(filepath.Join(out, rollout.SummaryFile))
 			for _, sum := range sums {
 				if tt.drift && sum.DriftEvents == 0 {
-					t.Errorf("step %d: no drift event with --sim-strip-reasoning", sum.Step)
+					t.Errorf("step %d: no drift event with --sim-strip-reasoning on the message path", sum.Step)
+				}
+				if !tt.drift && sum.DriftEvents != 0 {
+					t.Errorf("step %d: %d drift events on the token path, want 0", sum.Step, sum.DriftEvents)
 				}
 				for role, rec := range sum.Training {
 					m := rec.Metrics

@@ -37,7 +37,8 @@ func mustSimRun(t *testing.T) string {
 }
 
 // driftRun writes a one-step run against a sim server whose chat template
-// strips earlier reasoning, so trajectories are split by drift.
+// strips earlier reasoning and which lacks every token route, so the client
+// re-sends whole conversations and trajectories are split by drift.
 func driftRun(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -46,6 +47,7 @@ func driftRun(t *testing.T) string {
 	dir := t.TempDir()
 	cfg := simllm.DefaultConfig()
 	cfg.StripReasoning = true
+	cfg.Disabled = simllm.RouteFamilies{Render: true, Generate: true, Derender: true, Tokenize: true, TokenPrompt: true}
 	s := startSimServers(t, dir, cfg, 2)
 	out := filepath.Join(dir, "drift")
 	code, stdout, stderr := runCLI(t, "rollout", "--tasks", s.tasks, "--out", out,
