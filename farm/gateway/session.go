@@ -96,8 +96,12 @@ type trajectory struct {
 	// edit is the history edit the call in flight makes (set by pick,
 	// taken by release): the call's turn starts a new sequence.
 	edit *historyEdit
+	// cut is set by the call in flight whose continuation in tokens did
+	// not fit the context (taken by release): its turn starts a new
+	// sequence, rendered from the conversation.
+	cut bool
 	// splits are the turns that started a new sequence because the agent
-	// rewrote its history.
+	// rewrote its history or the context forced it.
 	splits []agents.Split
 }
 
@@ -240,10 +244,14 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 		s.uniqueCallIDs(answer)
 	}
 	if turn != nil {
-		if t.edit != nil && len(t.turns) > 0 {
+		switch {
+		case t.edit != nil && len(t.turns) > 0:
 			t.splits = append(t.splits, agents.Split{Turn: len(t.turns), Reason: rollout.SplitHistoryEdit, Message: t.edit.at, Detail: t.edit.why})
+		case t.cut:
+			t.splits = append(t.splits, agents.Split{Turn: len(t.turns), Reason: rollout.SplitContextCut, Message: len(msgs),
+				Detail: "the sequence in tokens outgrew the context: the conversation was rendered again by the chat template"})
 		}
-		t.edit = nil
+		t.edit, t.cut = nil, false
 		t.turns = append(t.turns, turn)
 		var calls []openai.ToolCall
 		if answer != nil {
