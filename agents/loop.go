@@ -73,7 +73,14 @@ func (l *loop) run(ctx context.Context, system, user string, traj *Trajectory) [
 		seed := deriveSeed(l.seed, "turn", turn)
 		req := llm.Request{Messages: msgs, Tools: l.tools, TrajectoryKey: l.key, Prefix: &prefix, Tokens: &tokens,
 			Sampling: &llm.Sampling{Seed: &seed, MaxTokens: l.budget.MaxTokensPerTurn}}
+		cuts := tokens.ContextCuts()
 		t, err := l.model.Chat(ctx, req)
+		if err == nil && tokens.ContextCuts() > cuts && len(traj.Turns) > 0 {
+			// The sequence in tokens had no room for this turn: the
+			// client rendered the conversation again, a new sequence.
+			traj.Splits = append(traj.Splits, Split{Turn: len(traj.Turns), Reason: splitContextCut, Message: len(msgs),
+				Detail: "the sequence in tokens outgrew the context: the conversation was rendered again by the chat template"})
+		}
 		if err == nil && t.Partial() {
 			err = fmt.Errorf("the generation ended before the model finished it (%s)", t.FinishReason)
 		}

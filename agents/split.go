@@ -17,3 +17,8 @@ type Split struct {
 	// Detail says what changed, for people ("message 3 (tool) removed").
 	Detail string `json:"detail,omitempty"`
 }
+
+// splitContextCut is rollout.SplitContextCut (agents do not import the
+// rollout layer): the built-in loop records it where the client had to
+// render a conversation again because its sequence outgrew the context.
+const splitContextCut = "context_cut"

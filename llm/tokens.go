@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -45,8 +46,8 @@ type TokenState struct {
 	// unknown).
 	maxModelLen int
 	// restarts counts the calls that had to render the conversation
-	// again after the first.
-	restarts int
+	// again after the first; cuts those of them the context forced.
+	restarts, cuts int
 }
 
 // Covered is the number of leading request messages the state holds: a
@@ -75,6 +76,18 @@ func (s *TokenState) Restarts() int {
 		return 0
 	}
 	return s.restarts
+}
+
+// ContextCuts counts the calls whose continuation in tokens would not fit
+// the model's context, so the conversation was rendered again as the
+// template renders it (which drops what Qwen3-style templates drop, the
+// reasoning of earlier turns) and its turn starts a new sequence: a caller
+// that sees the count grow records a context cut at that turn.
+func (s *TokenState) ContextCuts() int {
+	if s == nil {
+		return 0
+	}
+	return s.cuts
 }
 
 // Reset forgets the trajectory's tokens: the next call starts anew.
@@ -151,16 +164,7 @@ func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 		})
 	}
 	if !st.continues(req.Messages) {
-		if st.covered > 0 {
-			st.restarts++
-		}
-		t, err := c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
-			return c.dialect.chat(ctx, c, req, s)
-		})
-		if err == nil {
-			st.record(t, len(req.Messages))
-		}
-		return t, err
+		return c.chatRestart(ctx, req)
 	}
 	added := req.Messages[st.covered:]
 	t, err := c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
@@ -188,6 +192,34 @@ func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 			"role", c.role, "error", err.Error())
 		return c.chatTokens(ctx, req)
 	}
+	var cut *contextCut
+	if errors.As(err, &cut) {
+		// The sequence sampled so far (every earlier reasoning block
+		// kept) has no room for the turn; the template's own rendering
+		// of the conversation may: start a new sequence from it, counted
+		// so the caller records the cut. Where that does not fit either,
+		// the engine refuses it as over the context.
+		st.cuts++
+		c.log.Info("llm trajectory outgrew the context in tokens: rendering the conversation again (a context cut)",
+			"role", c.role, "error", cut.err.Error())
+		return c.chatRestart(ctx, req)
+	}
+	if err == nil {
+		st.record(t, len(req.Messages))
+	}
+	return t, err
+}
+
+// chatRestart renders the whole conversation on the chat route, the
+// state's next sequence (its first, or one after a restart).
+func (c *Client) chatRestart(ctx context.Context, req Request) (*Turn, error) {
+	st := req.Tokens
+	if st.covered > 0 {
+		st.restarts++
+	}
+	t, err := c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
+		return c.dialect.chat(ctx, c, req, s)
+	})
 	if err == nil {
 		st.record(t, len(req.Messages))
 	}
@@ -226,8 +258,15 @@ func (s *TokenState) fits(n, maxTokens int) error {
 	if s.maxModelLen <= 0 || n+maxTokens <= s.maxModelLen {
 		return nil
 	}
-	return httpretry.NewStatusError(http.StatusBadRequest, nil, fmt.Sprintf(errContextLength, s.maxModelLen, n+maxTokens, n, maxTokens))
+	return &contextCut{err: httpretry.NewStatusError(http.StatusBadRequest, nil, fmt.Sprintf(errContextLength, s.maxModelLen, n+maxTokens, n, maxTokens))}
 }
+
+// contextCut is fits' refusal: chatTokens cuts the sequence there rather
+// than fail the call.
+type contextCut struct{ err error }
+
+func (e *contextCut) Error() string { return e.err.Error() }
+func (e *contextCut) Unwrap() error { return e.err }
 
 // renderAdded returns the ids the template renders for msgs after an
 // assistant turn that ended on end, the generation prompt included: the

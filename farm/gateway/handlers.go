@@ -211,10 +211,14 @@ func (g *Gateway) forward(w http.ResponseWriter, r *http.Request, s *session, ro
 	// against the conversation the token state holds (pick, prefixOf):
 	// the client continues from the sampled ids and renders only the
 	// messages after them.
+	cuts := t.tokens.ContextCuts()
 	turn, err := callModel(r, s, func(ctx context.Context) (*llm.Turn, error) {
 		return g.cfg.Models[role].Chat(ctx, llm.Request{Messages: c.msgs, Tools: c.tools, TrajectoryKey: key,
 			Sampling: &c.sampling, Prefix: &t.prefix, Tokens: &t.tokens})
 	})
+	// The client cut the sequence where the context could not hold it:
+	// the turn starts a new one, recorded as a context cut.
+	t.cut = t.tokens.ContextCuts() > cuts && len(t.turns) > 0
 	if err != nil {
 		s.release(t, c.msgs, turn, nil, err)
 		callFailed(w, s, role, err)

@@ -279,9 +279,20 @@ func TestEchoAgentSim(t *testing.T) {
 	for _, c := range []struct {
 		dialect string
 		strip   bool
-	}{{"vllm", false}, {"sglang", false}, {"vllm", true}, {"sglang", true}} {
-		t.Run(fmt.Sprintf("%s strip-reasoning=%v", c.dialect, c.strip), func(t *testing.T) {
-			g, _, log := simGateway(t, c.dialect, 400, func(cfg *simllm.Config) { cfg.StripReasoning = c.strip })
+		// all turns every other template behaviour of the sim on too:
+		// reasoning dropped before the last query, tool results merged,
+		// arguments re-serialized, content trimmed, reasoning read only
+		// from the field the server version writes.
+		all bool
+	}{{"vllm", false, false}, {"sglang", false, false}, {"vllm", true, false}, {"sglang", true, false}, {"vllm", false, true}, {"sglang", false, true}} {
+		t.Run(fmt.Sprintf("%s strip-reasoning=%v all-template-flags=%v", c.dialect, c.strip, c.all), func(t *testing.T) {
+			g, _, log := simGateway(t, c.dialect, 400, func(cfg *simllm.Config) {
+				cfg.StripReasoning = c.strip
+				if c.all {
+					cfg.StripReasoningBeforeLastQuery, cfg.MergeToolResults, cfg.CanonicalToolArgs = true, true, true
+					cfg.TrimContent, cfg.StrictReasoningInput = true, true
+				}
+			})
 			world, err := web.Generate(web.Config{Seed: 3, Questions: 4})
 			if err != nil {
 				t.Fatal(err)

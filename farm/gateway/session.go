@@ -40,6 +40,9 @@ type session struct {
 	named map[string]*trajectory
 	// overrides counts calls whose sampling settings the run's replaced.
 	overrides int
+	// callIDs are the tool call ids returned to the agent so far: each
+	// answer's ids are made unique within the rollout (see uniqueCallIDs).
+	callIDs map[string]bool
 	// lease is when a pulled rollout's lease runs out (zero: pushed or not
 	// yet taken); every call under the rollout's URLs renews it.
 	lease time.Time
@@ -93,14 +96,18 @@ type trajectory struct {
 	// edit is the history edit the call in flight makes (set by pick,
 	// taken by release): the call's turn starts a new sequence.
 	edit *historyEdit
+	// cut is set by the call in flight whose continuation in tokens did
+	// not fit the context (taken by release): its turn starts a new
+	// sequence, rendered from the conversation.
+	cut bool
 	// splits are the turns that started a new sequence because the agent
-	// rewrote its history.
+	// rewrote its history or the context forced it.
 	splits []agents.Split
 }
 
 func newSession(id, question string, seed int64) *session {
 	return &session{id: id, question: question, seed: seed, started: time.Now(),
-		roles: map[string][]*trajectory{}, named: map[string]*trajectory{}, result: make(chan outcome, 1)}
+		roles: map[string][]*trajectory{}, named: map[string]*trajectory{}, callIDs: map[string]bool{}, result: make(chan outcome, 1)}
 }
 
 // finish delivers the agent's outcome; only the first counts.
@@ -233,11 +240,18 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 			t.obs[m.ToolCallID] = m.Content
 		}
 	}
+	if answer != nil {
+		s.uniqueCallIDs(answer)
+	}
 	if turn != nil {
-		if t.edit != nil && len(t.turns) > 0 {
+		switch {
+		case t.edit != nil && len(t.turns) > 0:
 			t.splits = append(t.splits, agents.Split{Turn: len(t.turns), Reason: rollout.SplitHistoryEdit, Message: t.edit.at, Detail: t.edit.why})
+		case t.cut:
+			t.splits = append(t.splits, agents.Split{Turn: len(t.turns), Reason: rollout.SplitContextCut, Message: len(msgs),
+				Detail: "the sequence in tokens outgrew the context: the conversation was rendered again by the chat template"})
 		}
-		t.edit = nil
+		t.edit, t.cut = nil, false
 		t.turns = append(t.turns, turn)
 		var calls []openai.ToolCall
 		if answer != nil {
@@ -252,6 +266,25 @@ func (s *session) release(t *trajectory, msgs []openai.ChatCompletionMessage, tu
 		t.msgs = append(append(t.msgs[:0:0], msgs...), *answer)
 	} else if len(t.msgs) == 0 {
 		t.msgs = append(t.msgs[:0:0], msgs...)
+	}
+}
+
+// uniqueCallIDs gives each tool call of answer an id no earlier answer of
+// the rollout returned (s.mu held). The client derives a call's id from the
+// generated text, so a model that repeats a call word for word (a retried
+// delegation) gets the id of the earlier one; agent frameworks key tool
+// results by call id, and the OpenAI Agents SDK skips a call whose id it
+// has already run as a replay and asks the model again without it, which
+// broke the trajectory into two conversations. The ids never reach the
+// model (Hermes tool calls carry none), so renaming them changes no token.
+func (s *session) uniqueCallIDs(answer *openai.ChatCompletionMessage) {
+	for i := range answer.ToolCalls {
+		id := answer.ToolCalls[i].ID
+		for n := 2; s.callIDs[id]; n++ {
+			id = fmt.Sprintf("%s_r%d", answer.ToolCalls[i].ID, n)
+		}
+		answer.ToolCalls[i].ID = id
+		s.callIDs[id] = true
 	}
 }
 
