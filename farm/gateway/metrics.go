@@ -14,9 +14,6 @@ type Metrics struct {
 	// foreign counts foreign planner trajectories, unmatched executor
 	// trajectories matching no delegation (foreign.go).
 	foreign, unmatched prometheus.Counter
-	// contextRefused counts calls refused as over the role's context
-	// window before reaching the engine, by API (contextcheck.go).
-	contextRefused *prometheus.CounterVec
 }
 
 // NewMetrics returns unregistered collectors.
@@ -43,13 +40,8 @@ func NewMetrics() *Metrics {
 			Name: "mgrpo_gateway_unmatched_executors_total",
 			Help: "Executor trajectories whose task matches no delegation of their rollout's planner.",
 		}),
-		contextRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mgrpo_gateway_context_refused_total",
-			Help: "Agents' model calls refused as over the role's context window before reaching the engine, by API.",
-		}, []string{"api"}),
 	}
 	for _, a := range apis {
-		m.contextRefused.WithLabelValues(a)
 		m.calls.WithLabelValues(a)
 		m.refused.WithLabelValues(a)
 	}
@@ -62,7 +54,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every collector with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.decodeFallbacks, m.calls, m.refused, m.foreign, m.unmatched, m.contextRefused} {
+	for _, c := range []prometheus.Collector{m.decodeFallbacks, m.calls, m.refused, m.foreign, m.unmatched} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
