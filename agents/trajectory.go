@@ -117,4 +117,11 @@ type Rollout struct {
 	Answer    string        `json:"answer"`
 	Started   time.Time     `json:"started"`
 	Duration  time.Duration `json:"duration"`
+	// Foreign holds the calls under the rollout's planner URL that were not
+	// its planner's (a second planner conversation, a first call without
+	// the rollout's task): kept to be seen, never sampled.
+	Foreign []*Trajectory `json:"foreign,omitempty"`
+	// Unmatched lists the executors (indices into Executors) whose task
+	// matches no delegation of the planner.
+	Unmatched []int `json:"unmatched,omitempty"`
 }

@@ -91,7 +91,7 @@ func TestTurnBudgetsBindGatewayAgents(t *testing.T) {
 	g.cfg.AgentURL = pushAgent(t, func(w http.ResponseWriter, o offer) {
 		msgs := []map[string]any{{"role": "user", "content": o.Task.Question}}
 		post(t, o.BaseURLs[RolePlanner]+"/chat/completions", map[string]any{"messages": msgs})
-		second, secondBody = post(t, o.BaseURLs[RolePlanner]+"/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "again"}}})
+		second, secondBody = post(t, o.BaseURLs[RolePlanner]+"/chat/completions", map[string]any{"messages": append(msgs, map[string]any{"role": "user", "content": "again"})})
 		w.Write([]byte(`{"answer":"42"}`))
 	})
 	task, ft := testTask()

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -134,6 +135,9 @@ type Gateway struct {
 	// memory keeps open rollouts' Responses and Messages state
 	// (api_memory.go).
 	memory apiMemory
+	// misuseWarned is set once foreign or unmatched calls were warned
+	// about (foreign.go): once per run.
+	misuseWarned atomic.Bool
 
 	srv *http.Server
 	ln  net.Listener

@@ -11,6 +11,9 @@ type Metrics struct {
 	// calls counts the agents' model calls by API; refused those refused
 	// before anything was forwarded.
 	calls, refused *prometheus.CounterVec
+	// foreign counts foreign planner trajectories, unmatched executor
+	// trajectories matching no delegation (foreign.go).
+	foreign, unmatched prometheus.Counter
 }
 
 // NewMetrics returns unregistered collectors.
@@ -29,6 +32,14 @@ func NewMetrics() *Metrics {
 			Name: "mgrpo_gateway_calls_refused_total",
 			Help: "Agents' model calls refused before anything was forwarded (unreadable, or asking what the engine cannot do), by API.",
 		}, []string{"api"}),
+		foreign: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mgrpo_gateway_foreign_trajectories_total",
+			Help: "Conversations under a rollout's planner URL that were not its planner's (a second planner conversation, a first call without the task): answered, never trained.",
+		}),
+		unmatched: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mgrpo_gateway_unmatched_executors_total",
+			Help: "Executor trajectories whose task matches no delegation of their rollout's planner.",
+		}),
 	}
 	for _, a := range apis {
 		m.calls.WithLabelValues(a)
@@ -43,7 +54,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every collector with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.decodeFallbacks, m.calls, m.refused} {
+	for _, c := range []prometheus.Collector{m.decodeFallbacks, m.calls, m.refused, m.foreign, m.unmatched} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -83,5 +94,14 @@ func (m *Metrics) called(api string) {
 func (m *Metrics) refusedCall(api string) {
 	if m != nil {
 		m.refused.WithLabelValues(api).Inc()
+	}
+}
+
+// misuse counts a rollout's foreign and unmatched trajectories; m may be
+// nil.
+func (m *Metrics) misuse(foreign, unmatched int) {
+	if m != nil {
+		m.foreign.Add(float64(foreign))
+		m.unmatched.Add(float64(unmatched))
 	}
 }

@@ -103,6 +103,9 @@ type trajectory struct {
 	// splits are the turns that started a new sequence because the agent
 	// rewrote its history or the context forced it.
 	splits []agents.Split
+	// foreign says why a trajectory of the main role is not the rollout's
+	// (foreign.go); empty for the rollout's own.
+	foreign string
 }
 
 func newSession(id, question string, seed int64) *session {
@@ -141,6 +144,11 @@ func (s *session) acquire(role, name, delegation string, msgs []openai.ChatCompl
 			}
 			t.edit = &historyEdit{at: at, why: describeEdit(t.msgs, msgs, at)}
 		}
+		s.mu.Unlock()
+	}
+	if err == nil {
+		s.mu.Lock()
+		s.classifyForeign(t, msgs)
 		s.mu.Unlock()
 	}
 	return t, err

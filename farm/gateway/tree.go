@@ -21,8 +21,10 @@ func (g *Gateway) tree(s *session, o outcome) *agents.Rollout {
 	if len(g.roles) == 1 {
 		main, role = RoleAgent, agents.RoleSingle
 	}
-	p := merged(roles[main], role, s.question, s.started)
-	tree := &agents.Rollout{Question: s.question, Planner: p, Started: s.started, Duration: time.Since(s.started)}
+	own, foreign := splitForeign(roles[main])
+	p := merged(own, role, s.question, s.started)
+	tree := &agents.Rollout{Question: s.question, Planner: p, Started: s.started, Duration: time.Since(s.started),
+		Foreign: foreignRecords(foreign, role)}
 	for i, t := range roles[RoleExecutor] {
 		e := convert(t, agents.RoleExecutor, i, t.task())
 		if r, ok := o.res.Reports[t.name]; ok && t.name != "" {
@@ -32,6 +34,8 @@ func (g *Gateway) tree(s *session, o outcome) *agents.Rollout {
 		tree.Executors = append(tree.Executors, e)
 	}
 	linkDelegations(p, roles[RoleExecutor])
+	tree.Unmatched = unmatchedExecutors(p, roles[RoleExecutor])
+	g.noteMisuse(s, len(foreign), len(tree.Unmatched))
 	if engine := engineFailure(p, tree.Executors); engine != nil {
 		// A model call failed at the engine: the rollout says nothing
 		// about the policy, whatever the agent did afterwards (answered
