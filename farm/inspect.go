@@ -68,6 +68,14 @@ func treeRecord(t *agents.Rollout) (*rollout.TreeRecord, error) {
 			return nil, fmt.Errorf("executor %d: %w", i, err)
 		}
 	}
+	for i, f := range t.Foreign {
+		fr, err := trajectoryRecord(f)
+		if err != nil {
+			return nil, fmt.Errorf("foreign call %d: %w", i, err)
+		}
+		c.Foreign = append(c.Foreign, fr)
+	}
+	c.Unmatched = t.Unmatched
 	return c, nil
 }
 

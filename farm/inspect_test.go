@@ -65,7 +65,9 @@ func fullTree() *agents.Rollout {
 		},
 	}
 	exec := &agents.Trajectory{Role: agents.RoleExecutor, Index: 1, Task: "sub", Turns: []*llm.Turn{}, Steps: []agents.Step{}}
-	return &agents.Rollout{Question: "q?", Answer: "x", Planner: planner, Executors: []*agents.Trajectory{nil, exec}}
+	foreign := &agents.Trajectory{Role: agents.RolePlanner, Task: "another question", Turns: []*llm.Turn{}, Steps: []agents.Step{}, FormatErrors: []string{"foreign: a second planner conversation"}}
+	return &agents.Rollout{Question: "q?", Answer: "x", Planner: planner, Executors: []*agents.Trajectory{nil, exec},
+		Foreign: []*agents.Trajectory{foreign}, Unmatched: []int{1}}
 }
 
 // TestTreeRecordEncodesAsTheRuntimeTree checks that the record of a tree

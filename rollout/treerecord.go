@@ -20,6 +20,14 @@ type TreeRecord struct {
 	Answer    string              `json:"answer"`
 	Started   time.Time           `json:"started"`
 	Duration  time.Duration       `json:"duration"`
+	// Foreign holds the calls under the rollout's planner URL that neither
+	// started nor continued its one planner trajectory (a second
+	// conversation: an agent sharing one client across rollouts or roles);
+	// they are kept here and never sampled.
+	Foreign []*TrajectoryRecord `json:"foreign,omitempty"`
+	// Unmatched lists the executors (indices into Executors) that belong
+	// to no delegation of the planner.
+	Unmatched []int `json:"unmatched,omitempty"`
 }
 
 // TrajectoryRecord is one agent's run in a TreeRecord: its model calls, its
