@@ -434,7 +434,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 		key = os.Getenv(env)
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Pool: llm.PoolConfig{Auto: auto},
+		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
 		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
