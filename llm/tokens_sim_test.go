@@ -247,3 +247,41 @@ func histogramOf(t *testing.T, m *Metrics, role string) *dto.Histogram {
 	}
 	return out.GetHistogram()
 }
+
+// TestPreflightTokensNamesTheRoute: the preflight probe finds the token
+// path on an engine that has it, and on one without it (no tokenize
+// route, or token-id prompts refused) says so loudly and takes the
+// messages path from the first call on.
+func TestPreflightTokensNamesTheRoute(t *testing.T) {
+	for _, tc := range []struct {
+		dialect  string
+		disabled simllm.RouteFamilies
+		want     string
+	}{
+		{DialectVLLM, simllm.RouteFamilies{}, "tokens: render /tokenize, generate /v1/completions (token-id prompt), parse qwen3 (client)"},
+		{DialectSGLang, simllm.RouteFamilies{}, "tokens: render /v1/tokenize, generate /generate (input_ids), parse qwen3 (client)"},
+		{DialectVLLM, simllm.RouteFamilies{Tokenize: true}, RouteMessages},
+		{DialectVLLM, simllm.RouteFamilies{TokenPrompt: true}, RouteMessages},
+		{DialectSGLang, simllm.RouteFamilies{TokenPrompt: true}, RouteMessages},
+	} {
+		t.Run(fmt.Sprintf("%s/%+v", tc.dialect, tc.disabled), func(t *testing.T) {
+			cfg := simConfig(tc.dialect, 3)
+			cfg.Disabled = tc.disabled
+			s := mustSim(t, cfg, nil)
+			logs := &syncBuffer{}
+			c := mustClient(t, Config{Role: "executor", Dialect: tc.dialect, Endpoints: []string{s.ts.URL}, CaptureTokens: true, Logger: bufferLogger(logs)})
+			if err := c.PreflightTokens(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.TokenRoute(); got != tc.want {
+				t.Fatalf("route %q, want %q", got, tc.want)
+			}
+			if tc.want == RouteMessages && !strings.Contains(logs.String(), "messages path") {
+				t.Errorf("the fallback was not said; log:\n%s", logs.String())
+			}
+			if !strings.Contains(logs.String(), "executor") {
+				t.Errorf("the log does not name the role:\n%s", logs.String())
+			}
+		})
+	}
+}

@@ -393,6 +393,10 @@ func (bd *builder) preflightAll(ctx context.Context) error {
 		if err := cl.PreflightStream(ctx); err != nil {
 			problems = append(problems, err.Error())
 		}
+		// The token path's routes, or the messages path, said now.
+		if err := cl.PreflightTokens(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
