@@ -50,6 +50,7 @@ func (c *Client) PreflightTokens(ctx context.Context) error {
 		c.noTokens.Store(true)
 		c.log.Warn("llm engine has no token route: every call re-sends the whole conversation (the messages path); expect drift where the chat template is not append-only",
 			"role", c.role, "error", err.Error())
+		return nil
 	case errors.Is(err, context.Canceled):
 		return err
 	default:
