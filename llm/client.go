@@ -60,6 +60,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics, when set, receives the role's counters and histograms.
 	Metrics *Metrics
+	// Parser reads completions the engine does not parse (token-id
+	// prompts, SGLang's native route); "" is ParserFor(Model).
+	Parser Parser
 }
 
 // Client calls one role's endpoints. It is safe for concurrent use; Close
@@ -68,6 +71,7 @@ type Client struct {
 	role     string
 	model    string
 	capture  bool
+	parser   Parser
 	sampling Sampling
 	retry    RetryPolicy
 	dialect  dialect
@@ -118,8 +122,14 @@ func New(cfg Config) (*Client, error) {
 	if err := cfg.Retry.validate(); err != nil {
 		return nil, fmt.Errorf("llm role %s: %w", cfg.Role, err)
 	}
+	parser := cfg.Parser
+	if parser == "" {
+		parser = ParserFor(cfg.Model)
+	} else if _, err := ParseParser(string(parser)); err != nil {
+		return nil, fmt.Errorf("llm role %s: %w", cfg.Role, err)
+	}
 	c := &Client{
-		role: cfg.Role, model: cfg.Model, capture: cfg.CaptureTokens,
+		role: cfg.Role, model: cfg.Model, capture: cfg.CaptureTokens, parser: parser,
 		sampling: cfg.Sampling, retry: cfg.Retry.withDefaults(), log: log, met: cfg.Metrics,
 	}
 	switch strings.ToLower(cfg.Dialect) {

@@ -91,8 +91,8 @@ type CompletionChoice struct {
 	StopReason   json.RawMessage `json:"stop_reason"`
 	MatchedStop  json.RawMessage `json:"matched_stop"`
 	// TokenIDs and PromptTokenIDs are vLLM's (return_token_ids).
-	TokenIDs       []int32 `json:"token_ids"`
-	PromptTokenIDs []int32 `json:"prompt_token_ids"`
+	TokenIDs       IDList `json:"token_ids"`
+	PromptTokenIDs IDList `json:"prompt_token_ids"`
 	Logprobs       *struct {
 		// TokenLogprobs holds the sampled tokens' logprobs; a null entry
 		// (a prompt position under echo) is refused.

@@ -129,7 +129,7 @@ func (d *sglangDialect) native(ctx context.Context, c *Client, req Request, s Sa
 	if err != nil {
 		return nil, te, tn, err
 	}
-	return c.generateIDs(ctx, req.TrajectoryKey, te, tn, ids, s, stream, nativeTurn)
+	return c.generateIDs(ctx, req.TrajectoryKey, te, tn, ids, s, stream, c.parser.parse)
 }
 
 // generateIDs generates on /generate from ids (pinned to te, the endpoint
@@ -279,26 +279,6 @@ func judgeGenerate(g *GenerateResponse, b []byte, h http.Header, ids []int32, t 
 		return nil, nil, err
 	}
 	return t, nil, nil
-}
-
-// nativeTurn builds the assistant message from raw generated text the way
-// a server with the qwen3 reasoning parser and the hermes tool parser
-// would, so that replaying the message re-renders the same text. When the
-// tool calls are not in the layout the template re-renders exactly, they
-// stay in the content (and are still parsed into Turn.ToolCalls).
-func nativeTurn(text string) *Turn {
-	reasoning, content := splitReasoning(text)
-	t := &Turn{Message: openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, ReasoningContent: reasoning, Content: content}}
-	res, err := ParseHermes(content)
-	t.ToolCalls = res.Calls
-	if err != nil {
-		t.ToolCallError = asFormatError(err)
-	}
-	if err == nil && res.Canonical && len(res.Calls) > 0 {
-		t.Message.Content = res.Head
-		t.Message.ToolCalls = res.Calls
-	}
-	return t
 }
 
 // sglangAbort reports whether a meta_info.finish_reason object has type

@@ -15,6 +15,8 @@ type Metrics struct {
 	promptTokens     *prometheus.CounterVec
 	completionTokens *prometheus.CounterVec
 	drifts           *prometheus.CounterVec
+	reusedTokens     *prometheus.CounterVec
+	reusedFraction   *prometheus.HistogramVec
 	ejections        *prometheus.CounterVec
 	decodeFallbacks  *prometheus.CounterVec
 	// fallbackBy holds decodeFallbacks' counter of each reason.
@@ -113,6 +115,15 @@ func NewMetrics() *Metrics {
 		drifts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_llm_drift_events_total", Help: "Turns whose prompt did not extend the previous prompt and completion.",
 		}, []string{"role"}),
+		reusedTokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mgrpo_llm_reused_prompt_tokens_total",
+			Help: "Prompt tokens of successful calls taken as they were from the trajectory's previous prompt and completion (token path); divide by mgrpo_llm_prompt_tokens_total for the reused share.",
+		}, re),
+		reusedFraction: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mgrpo_llm_reused_prompt_fraction",
+			Help:    "Per call after a trajectory's first: the share of the previous prompt and completion its prompt starts with, as they were (1 on the token path).",
+			Buckets: []float64{0, 0.25, 0.5, 0.75, 0.9, 0.95, 0.99, 1},
+		}, []string{"role"}),
 		ejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mgrpo_llm_endpoint_ejections_total", Help: "Endpoints taken out of rotation after consecutive failures.",
 		}, re),
@@ -131,7 +142,7 @@ func NewMetrics() *Metrics {
 
 // Register registers every collector with r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.requests, m.retries, m.failures, m.latency, m.promptTokens, m.completionTokens, m.drifts, m.ejections, m.decodeFallbacks} {
+	for _, c := range []prometheus.Collector{m.requests, m.retries, m.failures, m.latency, m.promptTokens, m.completionTokens, m.drifts, m.reusedTokens, m.reusedFraction, m.ejections, m.decodeFallbacks} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -150,6 +161,10 @@ func (m *Metrics) success(role, ep string, t *Turn) {
 	m.latency.WithLabelValues(role, ep).Observe(t.Latency.Seconds())
 	m.promptTokens.WithLabelValues(role, ep).Add(float64(len(t.PromptIDs)))
 	m.completionTokens.WithLabelValues(role, ep).Add(float64(len(t.CompletionIDs)))
+	m.reusedTokens.WithLabelValues(role, ep).Add(float64(t.ReusedPromptTokens))
+	if t.prevLen > 0 {
+		m.reusedFraction.WithLabelValues(role).Observe(float64(t.ReusedPromptTokens) / float64(t.prevLen))
+	}
 	if t.Attempts > 1 {
 		m.retries.WithLabelValues(role, ep).Add(float64(t.Attempts - 1))
 	}

@@ -156,14 +156,11 @@ func (c *Client) tokensSupported() bool {
 // messages and generates from the ids on the dialect's token route.
 func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 	st := req.Tokens
-	if c.noTokens.Load() {
-		// The engine has no token route: re-send the conversation, and
-		// let Sequences count the drift the template causes.
-		return c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
-			return c.dialect.chat(ctx, c, req, s)
-		})
-	}
-	if !st.continues(req.Messages) {
+	if c.noTokens.Load() || !st.continues(req.Messages) {
+		// The first call, one that cannot continue the state, or any
+		// call to an engine without a token route: the conversation is
+		// rendered again (on the last, Sequences counts the drift the
+		// template causes).
 		return c.chatRestart(ctx, req)
 	}
 	added := req.Messages[st.covered:]
@@ -181,8 +178,8 @@ func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 		}
 		t, e, n, err := c.dialect.complete(ctx, c, CompletionRequest{PromptIDs: prompt, TrajectoryKey: req.TrajectoryKey}, s)
 		if t != nil {
-			parseCompletion(t)
-			t.ReusedPromptTokens = len(st.ids)
+			c.parseCompletion(t)
+			t.ReusedPromptTokens, t.prevLen = len(st.ids), len(st.ids)
 		}
 		return t, e, tn + n, err
 	})
@@ -214,11 +211,16 @@ func (c *Client) chatTokens(ctx context.Context, req Request) (*Turn, error) {
 // state's next sequence (its first, or one after a restart).
 func (c *Client) chatRestart(ctx context.Context, req Request) (*Turn, error) {
 	st := req.Tokens
-	if st.covered > 0 {
+	if st.covered > 0 && !c.noTokens.Load() {
 		st.restarts++
 	}
+	prev := st.ids
 	t, err := c.call(ctx, req.Sampling, func(ctx context.Context, s Sampling) (*Turn, *endpoint, int, error) {
-		return c.dialect.chat(ctx, c, req, s)
+		t, e, n, err := c.dialect.chat(ctx, c, req, s)
+		if t != nil && len(prev) > 0 {
+			t.prevLen, t.ReusedPromptTokens = len(prev), commonPrefix(prev, t.PromptIDs)
+		}
+		return t, e, n, err
 	})
 	if err == nil {
 		st.record(t, len(req.Messages))
@@ -237,10 +239,9 @@ func routeMissing(err error) bool {
 }
 
 // parseCompletion reads a raw completion's text into the assistant message
-// as the engine's reasoning and tool parsers would (qwen3 reasoning,
-// hermes tool calls).
-func parseCompletion(t *Turn) {
-	p := nativeTurn(t.Message.Content)
+// as the engine's reasoning and tool parsers would (the role's Parser).
+func (c *Client) parseCompletion(t *Turn) {
+	p := c.parser.parse(t.Message.Content)
 	t.Message, t.ToolCalls, t.ToolCallError = p.Message, p.ToolCalls, p.ToolCallError
 	if len(t.ToolCalls) > 0 && t.FinishReason == "stop" {
 		t.FinishReason = "tool_calls"

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 	openai "github.com/sashabaranov/go-openai"
 
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
@@ -186,5 +189,105 @@ func TestTokenPathFallsBackWithoutTokenRoutes(t *testing.T) {
 	}
 	if drifted == 0 {
 		t.Error("no drift counted on the fallback with a template that drops reasoning")
+	}
+}
+
+// TestReusedPromptFraction: the metric of the share of the previous
+// prompt and completion each follow-up prompt reuses is 1 on the token path and below 1 where the template
+// re-renders the past differently (the fallback).
+func TestReusedPromptFraction(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprint("fallback=", fallback), func(t *testing.T) {
+			cfg := simConfig(DialectVLLM, 3)
+			cfg.StripReasoning = true
+			if fallback {
+				cfg.Disabled = simllm.RouteFamilies{Tokenize: true}
+			}
+			s := mustSim(t, cfg, nil)
+			m := NewMetrics()
+			c := mustClient(t, Config{Role: "executor", Dialect: DialectVLLM, Endpoints: []string{s.ts.URL}, CaptureTokens: true, Metrics: m})
+			w := mustWorld(t)
+			followUps, reused, prompt := 0, 0, 0
+			for qi, q := range w.Questions[:4] {
+				turns, _, err := runTokenTrajectory(context.Background(), c, w, q.Question, fmt.Sprint("q", qi), 6, int64(20+qi))
+				if err != nil {
+					t.Fatal(err)
+				}
+				followUps += len(turns) - 1
+				for _, tr := range turns {
+					reused += tr.ReusedPromptTokens
+					prompt += len(tr.PromptIDs)
+				}
+			}
+			if followUps == 0 {
+				t.Fatal("no follow-up turn: the test shows nothing")
+			}
+			h := histogramOf(t, m, "executor")
+			if int(h.GetSampleCount()) != followUps {
+				t.Fatalf("%d observations, want one per follow-up turn (%d)", h.GetSampleCount(), followUps)
+			}
+			if got := testutil.ToFloat64(m.reusedTokens.WithLabelValues("executor", s.ts.URL)); int(got) != reused {
+				t.Errorf("reused tokens counter %v, want %d", got, reused)
+			}
+			mean := h.GetSampleSum() / float64(h.GetSampleCount())
+			if !fallback && mean != 1 {
+				t.Errorf("token path: mean reused fraction %v, want 1", mean)
+			}
+			if fallback && (mean >= 1 || reused == 0) {
+				t.Errorf("fallback with a template that drops reasoning: mean reused fraction %v (%d of %d tokens), want some but not all", mean, reused, prompt)
+			}
+		})
+	}
+}
+
+// histogramOf reads the reused-fraction histogram of role.
+func histogramOf(t *testing.T, m *Metrics, role string) *dto.Histogram {
+	t.Helper()
+	var out dto.Metric
+	obs, err := m.reusedFraction.GetMetricWithLabelValues(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := obs.(prometheus.Histogram).Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetHistogram()
+}
+
+// TestPreflightTokensNamesTheRoute: the preflight probe finds the token
+// path on an engine that has it, and on one without it (no tokenize
+// route, or token-id prompts refused) says so loudly and takes the
+// messages path from the first call on.
+func TestPreflightTokensNamesTheRoute(t *testing.T) {
+	for _, tc := range []struct {
+		dialect  string
+		disabled simllm.RouteFamilies
+		want     string
+	}{
+		{DialectVLLM, simllm.RouteFamilies{}, "tokens: render /tokenize, generate /v1/completions (token-id prompt), parse qwen3 (client)"},
+		{DialectSGLang, simllm.RouteFamilies{}, "tokens: render /v1/tokenize, generate /generate (input_ids), parse qwen3 (client)"},
+		{DialectVLLM, simllm.RouteFamilies{Tokenize: true}, RouteMessages},
+		{DialectVLLM, simllm.RouteFamilies{TokenPrompt: true}, RouteMessages},
+		{DialectSGLang, simllm.RouteFamilies{TokenPrompt: true}, RouteMessages},
+	} {
+		t.Run(fmt.Sprintf("%s/%+v", tc.dialect, tc.disabled), func(t *testing.T) {
+			cfg := simConfig(tc.dialect, 3)
+			cfg.Disabled = tc.disabled
+			s := mustSim(t, cfg, nil)
+			logs := &syncBuffer{}
+			c := mustClient(t, Config{Role: "executor", Dialect: tc.dialect, Endpoints: []string{s.ts.URL}, CaptureTokens: true, Logger: bufferLogger(logs)})
+			if err := c.PreflightTokens(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.TokenRoute(); got != tc.want {
+				t.Fatalf("route %q, want %q", got, tc.want)
+			}
+			if tc.want == RouteMessages && !strings.Contains(logs.String(), "messages path") {
+				t.Errorf("the fallback was not said; log:\n%s", logs.String())
+			}
+			if !strings.Contains(logs.String(), "executor") {
+				t.Errorf("the log does not name the role:\n%s", logs.String())
+			}
+		})
 	}
 }

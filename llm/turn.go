@@ -186,9 +186,14 @@ type Turn struct {
 	Attempts int `json:"attempts,omitempty"`
 	// ReusedPromptTokens counts the leading prompt ids the call took from
 	// the trajectory's previous prompt and completion as they were (the
-	// token path: all of them); 0 for a call that rendered its whole
-	// prompt.
+	// token path: all of them); for a call that rendered its whole prompt
+	// again, the leading ids that came out equal to the previous sequence
+	// (all of it only where the template is append-only).
 	ReusedPromptTokens int `json:"reused_prompt_tokens,omitempty"`
+	// prevLen is, on a call of a trajectory with Tokens after its first,
+	// the length of the previous prompt and completion: the reused
+	// fraction is ReusedPromptTokens / prevLen (0: not a follow-up).
+	prevLen int
 
 	// tokens is PromptIDs then CompletionIDs as one view, when the client
 	// placed them so in the trajectory's array (see PromptPrefix);

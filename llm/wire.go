@@ -200,9 +200,9 @@ type TokenizeRequest struct {
 // TokenizeResponse is the tokenize answer; vLLM calls the ids "tokens",
 // SGLang "tokens" too (older builds "input_ids").
 type TokenizeResponse struct {
-	Tokens   []int32 `json:"tokens"`
-	InputIDs []int32 `json:"input_ids"`
-	Count    int     `json:"count"`
+	Tokens   IDList `json:"tokens"`
+	InputIDs IDList `json:"input_ids"`
+	Count    int    `json:"count"`
 	// MaxModelLen is the model's context in tokens, where the server says.
 	MaxModelLen int `json:"max_model_len"`
 }

@@ -393,6 +393,10 @@ func (bd *builder) preflightAll(ctx context.Context) error {
 		if err := cl.PreflightStream(ctx); err != nil {
 			problems = append(problems, err.Error())
 		}
+		// The token path's routes, or the messages path, said now.
+		if err := cl.PreflightTokens(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
@@ -434,7 +438,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 		key = os.Getenv(env)
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Pool: llm.PoolConfig{Auto: auto},
+		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
 		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)

@@ -93,6 +93,9 @@ type EndpointConfig struct {
 	URLs    []string `yaml:"urls" flag:"url,split" doc:"base {{URL}}s (several: a pool with stickiness and failover)"`
 	Model   string   `yaml:"model" flag:"model" doc:"served model {{NAME}}"`
 	Dialect string   `yaml:"dialect" roleflag:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
+	// Parser reads completions the engine returns as text or ids only
+	// (the token path, SGLang's native route); "" is the model family's.
+	Parser string `yaml:"parser" flag:"parser" zero:"the model family's" doc:"{{NAME}} of the parser that splits completions the engine returns unparsed into reasoning, content and tool calls, as vLLM's of that name: qwen3 (qwen3 reasoning, hermes tool calls), deepseek_r1 (deepseek_r1 reasoning, hermes tool calls), hermes (tool calls only) or none; default from the model name (DeepSeek-R1/QwQ: deepseek_r1, Qwen2.5/Hermes: hermes, else qwen3)"`
 	// CallTimeout and AttemptTimeout bound the role's model calls; auto
 	// (the zero value) derives them from each call's max_tokens.
 	CallTimeout    Timeout `yaml:"call_timeout" category:"timeouts" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`

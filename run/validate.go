@@ -145,6 +145,7 @@ func (c Config) checkEndpoints(p *problems, mode rollout.Mode) {
 			p.add(r.key, r.flag, "%q: want %s", r.e.Dialect, strings.Join(r.want, " or "))
 		}
 	}
+	c.checkParsers(p)
 	if !c.Sim && c.farmRunsTools() && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}
