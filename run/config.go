@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/internal/yamlstrict"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
@@ -263,6 +265,13 @@ func DefaultConfig() Config {
 	}
 }
 
+// yamlKinds name the configuration's value types of their own syntax in
+// a YAML error.
+var yamlKinds = map[reflect.Type]string{
+	reflect.TypeFor[Duration](): "a duration such as 30s or 10m",
+	reflect.TypeFor[Timeout]():  "auto or a duration such as 90s or 5m",
+}
+
 // LoadConfig reads the YAML file at path over DefaultConfig (path "" gives
 // the defaults). Unknown keys and values of the wrong type are errors
 // (wrapping ErrConfig) that name the file, the line and the key.
@@ -275,11 +284,11 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("%w: --config: %w", ErrConfig, err)
 	}
-	if unknown := unknownYAMLKeys(data, &cfg); len(unknown) > 0 {
+	if unknown := yamlstrict.UnknownKeys(data, &cfg); len(unknown) > 0 {
 		return cfg, fmt.Errorf("%w: --config %s: %d unknown key(s); `mgrpo rollout --help` lists the keys:\n  %s", ErrConfig, path, len(unknown), strings.Join(unknown, "\n  "))
 	}
 	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
-		return cfg, fmt.Errorf("%w: --config %s: %s", ErrConfig, path, describeYAMLError(err))
+		return cfg, fmt.Errorf("%w: --config %s: %s", ErrConfig, path, yamlstrict.DescribeError(err, yamlKinds))
 	}
 	return cfg, nil
 }
