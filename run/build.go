@@ -275,9 +275,9 @@ func (bd *builder) budgets() roleBudgets {
 // tools with the MCP tools of its role, recorded or replayed.
 func (bd *builder) executorTools(mcpSet *mcp.Set) (*tools.Registry, agents.Toolbox, error) {
 	c, opts := bd.c, bd.opts
-	execRole := mcpRoleExecutor
+	execRole := mcp.RoleExecutor
 	if opts.Single {
-		execRole = mcpRoleSingle
+		execRole = mcp.RoleSingle
 	}
 	var toolbox *tools.Registry
 	var err error
@@ -302,7 +302,7 @@ func (bd *builder) executorTools(mcpSet *mcp.Set) (*tools.Registry, agents.Toolb
 	}
 	var execTools agents.Toolbox = webTools
 	if mcpSet != nil {
-		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
+		pick := func(s *mcp.Set) []tools.Tool { return c.Tools.MCP.Tools(s, execRole) }
 		if execTools, err = newLiveToolbox(mcpSet, webTools, pick, bd.logger); err != nil {
 			return nil, nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 		}
@@ -338,12 +338,12 @@ func (bd *builder) agents(execCfg agents.ExecutorConfig, mcpSet *mcp.Set, prompt
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: budgets.planner, Rollout: budgets.rollout, Prompts: prompts}
-	if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
+	if pt := c.Tools.MCP.Tools(mcpSet, mcp.RolePlanner); len(pt) > 0 {
 		empty, err := tools.NewRegistry(nil, tools.WithMetrics(bd.toolMetrics))
 		if err != nil {
 			return nil, err
 		}
-		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRolePlanner) }
+		pick := func(s *mcp.Set) []tools.Tool { return c.Tools.MCP.Tools(s, mcp.RolePlanner) }
 		if pc.Tools, err = newLiveToolbox(mcpSet, empty, pick, bd.logger); err != nil {
 			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 		}

@@ -227,20 +227,7 @@ type TrainConfig struct {
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")
 // in YAML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText parses a Go duration.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("duration %q: want e.g. 30s or 10m", b)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText writes the duration as Go duration text.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+type Duration = yamlstrict.Duration
 
 // DefaultConfig is the configuration before the file and the flags: one
 // step of 8 questions × 8 rollouts, d̄ auto, the paper's reward weights and
@@ -250,7 +237,7 @@ func DefaultConfig() Config {
 	pb, eb, rb := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
 	return Config{
 		Seed: 1, Steps: 1, BatchSize: 8, GroupSize: 8, DBar: "auto", Mode: string(rollout.ModeMGRPO),
-		Concurrency: ConcurrencyOf(64), Format: "jsonl", Grace: Duration{30 * time.Second}, Workers: -1,
+		Concurrency: ConcurrencyOf(64), Format: "jsonl", Grace: Duration{Duration: 30 * time.Second}, Workers: -1,
 		RolloutRetries: farm.DefaultRolloutRetries, MaxToolOutageFraction: farm.DefaultMaxToolOutageFraction,
 		OnInfraFailure: string(farm.InfraExclude), MaxFailedFraction: farm.DefaultMaxFailedFraction,
 		Planner:  OnPolicySampling(EndpointConfig{Dialect: "vllm"}),
@@ -261,7 +248,7 @@ func DefaultConfig() Config {
 		Rewards: RewardsConfig{Alpha1: w.Alpha1, Alpha2: w.Alpha2, Beta1: w.Beta1, Beta2: w.Beta2, Beta3: w.Beta3,
 			ExpertFallback: string(rollout.DefaultExpertFallback)},
 		Budgets: BudgetsConfig{PlannerTurns: pb.MaxTurns, ExecutorTurns: eb.MaxTurns, MaxTokens: pb.MaxTokensPerTurn,
-			ContextTokens: pb.ContextTokens, Delegations: rb.MaxDelegations, RolloutTimeout: Duration{rb.WallClock}},
+			ContextTokens: pb.ContextTokens, Delegations: rb.MaxDelegations, RolloutTimeout: Duration{Duration: rb.WallClock}},
 	}
 }
 

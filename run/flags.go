@@ -186,7 +186,7 @@ func setField(dst reflect.Value, value any, f FlagSpec) error {
 		value = list
 	case time.Duration:
 		if dst.Type() == reflect.TypeFor[Duration]() {
-			value = Duration{v}
+			value = Duration{Duration: v}
 		}
 	}
 	src := reflect.ValueOf(value)
