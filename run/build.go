@@ -217,7 +217,7 @@ func (bd *builder) client(role string, e EndpointConfig, capture, check bool) (*
 	// pool keeps a fixed limit under --concurrency auto.
 	var auto *llm.AutoConfig
 	if role != "judge" {
-		auto = bd.c.Concurrency.poolAuto()
+		auto = bd.c.Concurrency.PoolAuto()
 	}
 	cl, err := newClient(role, e, capture, bd.logger, bd.llmMetrics, auto)
 	if err != nil {
@@ -435,7 +435,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
 		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Pool: llm.PoolConfig{Auto: auto},
-		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
+		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.Retry(), AttemptTimeout: e.AttemptTimeout.Retry(), IdleTimeout: e.IdleTimeout.Retry()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
 	}

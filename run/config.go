@@ -12,6 +12,7 @@ import (
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/internal/yamlstrict"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
@@ -279,3 +280,16 @@ func LoadConfig(path string) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// Timeout is a model call timeout: a duration or auto (llm.Timeout).
+type Timeout = llm.Timeout
+
+// TimeoutOf returns a Timeout of exactly d.
+func TimeoutOf(d time.Duration) Timeout { return llm.TimeoutOf(d) }
+
+// Concurrency is the concurrency key: a fixed number of rollouts in
+// flight, or auto (farm.Concurrency; docs/concurrency.md).
+type Concurrency = farm.Concurrency
+
+// ConcurrencyOf returns a fixed concurrency of n rollouts in flight.
+func ConcurrencyOf(n int) Concurrency { return farm.ConcurrencyOf(n) }
