@@ -171,7 +171,7 @@ func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (reco
 // (none: the recorded verdicts were kept).
 func rescoreParts(fc *farm.RescoreConfig, recorded, next Config, judge *farm.CachedJudge) error {
 	if judge != nil {
-		fc.Scorer = rolloutScorer{score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge))}
+		fc.Scorer = score.ForRollout(score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge)))
 		fc.Expert = score.ExpertJudge{Model: judge}
 		fc.KeepExpert = false
 	}
