@@ -105,7 +105,7 @@ type Agent interface {
 // Agent returns the stack's agent.
 func (s *Stack) Agent() Agent {
 	if s.Gateway != nil {
-		return gatewayAgent{s.Gateway}
+		return gateway.QueryAgent{Gateway: s.Gateway}
 	}
 	if s.Single != nil {
 		return s.Single
