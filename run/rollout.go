@@ -101,7 +101,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		bopts.SharedCache = runStore
 		if cfg.Record {
 			bopts.Recorder = replay.NewRecorder(runStore, logger)
-			defer logRecording(logger, bopts.Recorder, &summaries)
+			defer logRecording(bopts.Recorder, &summaries)
 		}
 	}
 	stack, err := Build(ctx, cfg, bopts)
@@ -287,23 +287,13 @@ func stoppedRun(ctx, outer context.Context, cfg Config, summaries []rollout.Step
 	return nil
 }
 
-// logRecording says what the run's recording cost: entries, bytes per
-// rollout and the time spent per recorded call.
-func logRecording(logger *slog.Logger, r *replay.Recorder, summaries *[]rollout.StepSummary) {
-	st := r.Stats()
+// logRecording says what the run's recording cost, once the run ends.
+func logRecording(r *replay.Recorder, summaries *[]rollout.StepSummary) {
 	rollouts := 0
 	for _, s := range *summaries {
 		rollouts += s.Rollouts
 	}
-	perRollout, perCall := 0.0, 0.0
-	if rollouts > 0 {
-		perRollout = float64(st.Bytes) / float64(rollouts)
-	}
-	if n := st.Calls + st.ToolCalls; n > 0 {
-		perCall = st.Seconds / float64(n) * 1e6
-	}
-	logger.Info("recording", "model_calls", st.Calls, "tool_calls", st.ToolCalls, "bytes", st.Bytes,
-		"bytes_per_rollout", perRollout, "us_per_call", perCall, "refused", st.Errors)
+	r.LogCost(rollouts)
 }
 
 // exists reports whether path exists.
