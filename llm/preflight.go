@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -90,3 +91,30 @@ func (c *Client) PreflightStream(ctx context.Context) error {
 // Streaming reports whether the client streams its calls: Config.Stream,
 // unless a server showed that it cannot stream token ids.
 func (c *Client) Streaming() bool { return c.stream.Load() }
+
+// PreflightAll checks every client's endpoints (Pool.Preflight), and that
+// a streaming client's servers stream token ids (PreflightStream), which
+// route continues its trajectories (PreflightTokens), saying every problem
+// at once.
+func PreflightAll(ctx context.Context, clients []*Client) error {
+	var problems []string
+	for _, cl := range clients {
+		if err := cl.Pool().Preflight(ctx); err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		// A streaming role's servers must stream token ids; one that does
+		// not is said now and called unstreamed.
+		if err := cl.PreflightStream(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
+		// The token path's routes, or the messages path, said now.
+		if err := cl.PreflightTokens(ctx); err != nil {
+			problems = append(problems, err.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
+	}
+	return nil
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mgrpo/mgrpo/internal/httpretry"
 )
 
 // ErrModelNotServed means an endpoint's GET /v1/models does not list the
@@ -119,4 +121,18 @@ func (c *Client) PreflightCall(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", turn.Endpoint, ErrMissingTokenIDs)
 	}
 	return nil
+}
+
+// DialectHint says which dialect a failed probe call (PreflightCall)
+// suggests, for the error a run reports; "" when it suggests none.
+func DialectHint(dialect string, err error) string {
+	var se *httpretry.StatusError
+	notFound := errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed)
+	switch {
+	case dialect == DialectSGLang && notFound:
+		return " (the server has no SGLang /generate route: a vLLM server is called with --dialect vllm)"
+	case dialect == DialectVLLM && (notFound || errors.Is(err, ErrMissingTokenIDs)):
+		return " (the server did not answer vLLM's chat route with token ids: an SGLang server is called with --dialect sglang; vLLM needs version 0.10.2 or later)"
+	}
+	return ""
 }

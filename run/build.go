@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/agents/replay"
@@ -13,7 +12,6 @@ import (
 	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/farm/gateway"
 	"github.com/mgrpo/mgrpo/llm"
-	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/tools"
 	"github.com/mgrpo/mgrpo/tools/cache"
 	"github.com/mgrpo/mgrpo/tools/mcp"
@@ -107,7 +105,7 @@ type Agent interface {
 // Agent returns the stack's agent.
 func (s *Stack) Agent() Agent {
 	if s.Gateway != nil {
-		return gatewayAgent{s.Gateway}
+		return gateway.QueryAgent{Gateway: s.Gateway}
 	}
 	if s.Single != nil {
 		return s.Single
@@ -174,7 +172,7 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	if err := bd.judge(); err != nil {
 		return nil, err
 	}
-	if err := bd.preflightAll(ctx); err != nil {
+	if err := llm.PreflightAll(ctx, bd.preflight); err != nil {
 		return nil, err
 	}
 	if opts.Probe {
@@ -217,7 +215,7 @@ func (bd *builder) client(role string, e EndpointConfig, capture, check bool) (*
 	// pool keeps a fixed limit under --concurrency auto.
 	var auto *llm.AutoConfig
 	if role != "judge" {
-		auto = bd.c.Concurrency.poolAuto()
+		auto = bd.c.Concurrency.PoolAuto()
 	}
 	cl, err := newClient(role, e, capture, bd.logger, bd.llmMetrics, auto)
 	if err != nil {
@@ -275,9 +273,9 @@ func (bd *builder) budgets() roleBudgets {
 // tools with the MCP tools of its role, recorded or replayed.
 func (bd *builder) executorTools(mcpSet *mcp.Set) (*tools.Registry, agents.Toolbox, error) {
 	c, opts := bd.c, bd.opts
-	execRole := mcpRoleExecutor
+	execRole := mcp.RoleExecutor
 	if opts.Single {
-		execRole = mcpRoleSingle
+		execRole = mcp.RoleSingle
 	}
 	var toolbox *tools.Registry
 	var err error
@@ -302,7 +300,7 @@ func (bd *builder) executorTools(mcpSet *mcp.Set) (*tools.Registry, agents.Toolb
 	}
 	var execTools agents.Toolbox = webTools
 	if mcpSet != nil {
-		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, execRole) }
+		pick := func(s *mcp.Set) []tools.Tool { return c.Tools.MCP.Tools(s, execRole) }
 		if execTools, err = newLiveToolbox(mcpSet, webTools, pick, bd.logger); err != nil {
 			return nil, nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 		}
@@ -338,12 +336,12 @@ func (bd *builder) agents(execCfg agents.ExecutorConfig, mcpSet *mcp.Set, prompt
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	pc := agents.PlannerConfig{Model: plannerClient, Executor: executor, Budget: budgets.planner, Rollout: budgets.rollout, Prompts: prompts}
-	if pt := c.mcpTools(mcpSet, mcpRolePlanner); len(pt) > 0 {
+	if pt := c.Tools.MCP.Tools(mcpSet, mcp.RolePlanner); len(pt) > 0 {
 		empty, err := tools.NewRegistry(nil, tools.WithMetrics(bd.toolMetrics))
 		if err != nil {
 			return nil, err
 		}
-		pick := func(s *mcp.Set) []tools.Tool { return c.mcpTools(s, mcpRolePlanner) }
+		pick := func(s *mcp.Set) []tools.Tool { return c.Tools.MCP.Tools(s, mcp.RolePlanner) }
 		if pc.Tools, err = newLiveToolbox(mcpSet, empty, pick, bd.logger); err != nil {
 			return nil, fmt.Errorf("%w: tools.mcp: %w", ErrConfig, err)
 		}
@@ -365,7 +363,7 @@ func (bd *builder) judge() error {
 	c, opts, st := bd.c, bd.opts, bd.st
 	switch {
 	case len(c.Judge.URLs) > 0 && opts.Player != nil:
-		st.Judge = playedJudge{p: opts.Player, model: c.Judge.Model}
+		st.Judge = score.Played(opts.Player, c.Judge.Model)
 	case len(c.Judge.URLs) > 0:
 		judgeClient, err := bd.client("judge", c.Judge, false, false)
 		if err != nil {
@@ -373,56 +371,10 @@ func (bd *builder) judge() error {
 		}
 		st.Judge = score.LLMChat{Client: judgeClient}
 		if opts.Recorder != nil {
-			st.Judge = recordedJudge{r: opts.Recorder, m: st.Judge, model: c.Judge.Model}
+			st.Judge = score.Recorded(opts.Recorder, st.Judge, c.Judge.Model)
 		}
 	}
 	return nil
-}
-
-// preflightAll checks every preflighted client's endpoints, and that a
-// streaming role's servers stream token ids, saying every problem at once.
-func (bd *builder) preflightAll(ctx context.Context) error {
-	var problems []string
-	for _, cl := range bd.preflight {
-		if err := cl.Pool().Preflight(ctx); err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		// A streaming role's servers must stream token ids; one that does
-		// not is said now and called unstreamed.
-		if err := cl.PreflightStream(ctx); err != nil {
-			problems = append(problems, err.Error())
-		}
-		// The token path's routes, or the messages path, said now.
-		if err := cl.PreflightTokens(ctx); err != nil {
-			problems = append(problems, err.Error())
-		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
-	}
-	return nil
-}
-
-// recordedJudge records a judge's answers (--record).
-type recordedJudge struct {
-	r     *replay.Recorder
-	m     score.ChatModel
-	model string
-}
-
-func (j recordedJudge) Complete(ctx context.Context, system, user string) (string, error) {
-	return j.r.TextAt(ctx, "judge", score.CaseKey(ctx), []string{j.model, system, user}, func() (string, error) { return j.m.Complete(ctx, system, user) })
-}
-
-// playedJudge answers as the recorded judge did (mgrpo replay).
-type playedJudge struct {
-	p     *replay.Player
-	model string
-}
-
-func (j playedJudge) Complete(ctx context.Context, system, user string) (string, error) {
-	return j.p.TextAt(ctx, "judge", score.CaseKey(ctx), []string{j.model, system, user})
 }
 
 // newClient returns the model client of one role's endpoints, its API key
@@ -439,7 +391,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
 		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
-		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.client(), AttemptTimeout: e.AttemptTimeout.client(), IdleTimeout: e.IdleTimeout.client()}})
+		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.Retry(), AttemptTimeout: e.AttemptTimeout.Retry(), IdleTimeout: e.IdleTimeout.Retry()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
 	}
@@ -475,18 +427,6 @@ func (s *Stack) configure(fc *farm.Config) (correctness string) {
 		fc.Expert = score.ExpertJudge{Model: s.Judge}
 		correctness = "GAIA exact match, then the LLM judge"
 	}
-	fc.Scorer = rolloutScorer{scorer}
+	fc.Scorer = score.ForRollout(scorer)
 	return correctness
-}
-
-// rolloutScorer adapts a bench scorer to the farm's Scorer.
-type rolloutScorer struct{ s score.Scorer }
-
-func (r rolloutScorer) Score(ctx context.Context, question, prediction, gold string) (rollout.Verdict, error) {
-	v, err := r.s.Score(ctx, score.Case{Question: question, Answer: gold, Prediction: prediction})
-	out := rollout.Verdict{Method: v.Method, Raw: strings.Join(v.JudgeOutput, "\n---\n"), JudgeCalls: len(v.JudgeOutput)}
-	if v.Correct {
-		out.Correct = 1
-	}
-	return out, err
 }

@@ -3,6 +3,7 @@ package run
 import (
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/internal/yamlstrict"
+	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
 )
@@ -228,20 +231,7 @@ type TrainConfig struct {
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")
 // in YAML.
-type Duration struct{ time.Duration }
-
-// UnmarshalText parses a Go duration.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("duration %q: want e.g. 30s or 10m", b)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText writes the duration as Go duration text.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+type Duration = yamlstrict.Duration
 
 // DefaultConfig is the configuration before the file and the flags: one
 // step of 8 questions × 8 rollouts, d̄ auto, the paper's reward weights and
@@ -251,7 +241,7 @@ func DefaultConfig() Config {
 	pb, eb, rb := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
 	return Config{
 		Seed: 1, Steps: 1, BatchSize: 8, GroupSize: 8, DBar: "auto", Mode: string(rollout.ModeMGRPO),
-		Concurrency: ConcurrencyOf(64), Format: "jsonl", Grace: Duration{30 * time.Second}, Workers: -1,
+		Concurrency: ConcurrencyOf(64), Format: "jsonl", Grace: Duration{Duration: 30 * time.Second}, Workers: -1,
 		RolloutRetries: farm.DefaultRolloutRetries, MaxToolOutageFraction: farm.DefaultMaxToolOutageFraction,
 		OnInfraFailure: string(farm.InfraExclude), MaxFailedFraction: farm.DefaultMaxFailedFraction,
 		Planner:  OnPolicySampling(EndpointConfig{Dialect: "vllm"}),
@@ -262,8 +252,15 @@ func DefaultConfig() Config {
 		Rewards: RewardsConfig{Alpha1: w.Alpha1, Alpha2: w.Alpha2, Beta1: w.Beta1, Beta2: w.Beta2, Beta3: w.Beta3,
 			ExpertFallback: string(rollout.DefaultExpertFallback)},
 		Budgets: BudgetsConfig{PlannerTurns: pb.MaxTurns, ExecutorTurns: eb.MaxTurns, MaxTokens: pb.MaxTokensPerTurn,
-			ContextTokens: pb.ContextTokens, Delegations: rb.MaxDelegations, RolloutTimeout: Duration{rb.WallClock}},
+			ContextTokens: pb.ContextTokens, Delegations: rb.MaxDelegations, RolloutTimeout: Duration{Duration: rb.WallClock}},
 	}
+}
+
+// yamlKinds name the configuration's value types of their own syntax in
+// a YAML error.
+var yamlKinds = map[reflect.Type]string{
+	reflect.TypeFor[Duration](): "a duration such as 30s or 10m",
+	reflect.TypeFor[Timeout]():  "auto or a duration such as 90s or 5m",
 }
 
 // LoadConfig reads the YAML file at path over DefaultConfig (path "" gives
@@ -278,11 +275,24 @@ func LoadConfig(path string) (Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("%w: --config: %w", ErrConfig, err)
 	}
-	if unknown := unknownYAMLKeys(data, &cfg); len(unknown) > 0 {
+	if unknown := yamlstrict.UnknownKeys(data, &cfg); len(unknown) > 0 {
 		return cfg, fmt.Errorf("%w: --config %s: %d unknown key(s); `mgrpo rollout --help` lists the keys:\n  %s", ErrConfig, path, len(unknown), strings.Join(unknown, "\n  "))
 	}
 	if err := yaml.UnmarshalWithOptions(data, &cfg, yaml.DisallowUnknownField()); err != nil {
-		return cfg, fmt.Errorf("%w: --config %s: %s", ErrConfig, path, describeYAMLError(err))
+		return cfg, fmt.Errorf("%w: --config %s: %s", ErrConfig, path, yamlstrict.DescribeError(err, yamlKinds))
 	}
 	return cfg, nil
 }
+
+// Timeout is a model call timeout: a duration or auto (llm.Timeout).
+type Timeout = llm.Timeout
+
+// TimeoutOf returns a Timeout of exactly d.
+func TimeoutOf(d time.Duration) Timeout { return llm.TimeoutOf(d) }
+
+// Concurrency is the concurrency key: a fixed number of rollouts in
+// flight, or auto (farm.Concurrency; docs/concurrency.md).
+type Concurrency = farm.Concurrency
+
+// ConcurrencyOf returns a fixed concurrency of n rollouts in flight.
+func ConcurrencyOf(n int) Concurrency { return farm.ConcurrencyOf(n) }

@@ -1,7 +1,6 @@
 package run
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mgrpo/mgrpo/agents"
-	"github.com/mgrpo/mgrpo/farm"
 	"github.com/mgrpo/mgrpo/farm/gateway"
 	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -77,7 +75,7 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger,
 	cfg := gateway.Config{Mode: mode, Models: map[string]agents.Model{}, ModelNames: map[string]string{},
 		Sampling: map[string]llm.Sampling{}, MaxTokens: map[string]int{}, AgentURL: c.Gateway.AgentURL,
 		PublicURL: c.Gateway.URL, Token: os.Getenv(EnvGatewayToken), RolloutTimeout: c.Budgets.RolloutTimeout.Duration,
-		Lease: c.Gateway.Lease.Duration, Logger: logger, Bounds: gatewayBounds(c.Budgets, mode)}
+		Lease: c.Gateway.Lease.Duration, Logger: logger, Bounds: gateway.BudgetBounds(c.Budgets.PlannerTurns, c.Budgets.ExecutorTurns, c.Budgets.Delegations, c.Budgets.ContextTokens, mode)}
 	if reg != nil {
 		cfg.Metrics = gateway.NewMetrics()
 		if err := cfg.Metrics.Register(reg); err != nil {
@@ -112,31 +110,6 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger,
 	}
 	logger.Info("gateway listening", "url", g.URL(), "tasks", how)
 	return g, nil
-}
-
-// gatewayBounds are the run's budgets as the gateway applies them to its
-// agents: planner_turns the planner's (the single agent's) calls per
-// rollout, executor_turns each executor trajectory's calls, delegations ×
-// executor_turns the executors' calls per rollout, and each role's body
-// cap sized from context_tokens.
-func gatewayBounds(b BudgetsConfig, mode rollout.Mode) gateway.Bounds {
-	bounds := gateway.DefaultBounds()
-	main := gateway.RolePlanner
-	if mode == rollout.ModeSingle {
-		main = gateway.RoleAgent
-	}
-	bounds.MaxTurns = map[string]int{gateway.RoleExecutor: b.ExecutorTurns}
-	bounds.MaxRolloutTurns = map[string]int{main: b.PlannerTurns, gateway.RoleExecutor: b.Delegations * b.ExecutorTurns}
-	cap := gateway.BodyCapForContext(b.ContextTokens)
-	bounds.MaxBodyBytes = map[string]int64{main: cap, gateway.RoleExecutor: cap}
-	return bounds
-}
-
-// gatewayAgent runs an evaluation's queries through the gateway.
-type gatewayAgent struct{ g *gateway.Gateway }
-
-func (a gatewayAgent) Run(ctx context.Context, q agents.Query) *agents.Rollout {
-	return a.g.Run(ctx, rollout.RolloutTask{QueryID: q.Key, Seed: q.Seed}, farm.Task{ID: q.Key, Question: q.Question})
 }
 
 // farmRunsTools reports whether the farm's own web tools (search, visit)

@@ -22,7 +22,7 @@ func TestCheckGateway(t *testing.T) {
 		{"every interface with a URL", GatewayConfig{Addr: "0.0.0.0:8700", URL: "http://gw.lan:8700"}, ""},
 		{"bad agent url", GatewayConfig{AgentURL: "127.0.0.1:8800"}, "gateway.agent_url (--agent-url)"},
 		{"url alone", GatewayConfig{URL: "http://x:1"}, "gateway.url (--gateway-url)"},
-		{"negative lease", GatewayConfig{AgentURL: "http://a:1", Lease: Duration{-time.Second}}, "gateway.lease"},
+		{"negative lease", GatewayConfig{AgentURL: "http://a:1", Lease: Duration{Duration: -time.Second}}, "gateway.lease"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()

@@ -6,12 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/mgrpo/mgrpo/tools/mcp"
 )
 
 // everythingArgs returns node's arguments starting the pinned
@@ -141,15 +142,15 @@ func TestMCPPrefixAndRoles(t *testing.T) {
 	defer set.Close()
 	names := func(role string) string {
 		var out []string
-		for _, tl := range c.mcpTools(set, role) {
+		for _, tl := range c.Tools.MCP.Tools(set, role) {
 			out = append(out, tl.Spec().Name)
 		}
 		return strings.Join(out, ",")
 	}
-	if got, want := names(mcpRoleExecutor), "a_echo,get-sum"; got != want {
+	if got, want := names(mcp.RoleExecutor), "a_echo,get-sum"; got != want {
 		t.Errorf("executor tools = %s, want %s", got, want)
 	}
-	if got, want := names(mcpRolePlanner), "b_echo"; got != want {
+	if got, want := names(mcp.RolePlanner), "b_echo"; got != want {
 		t.Errorf("planner tools = %s, want %s", got, want)
 	}
 }
@@ -177,16 +178,5 @@ func TestMCPInRunRecord(t *testing.T) {
 	got := back.Tools.MCP
 	if len(got) != 1 || got[0].Headers["X-Key"] != "${KB_KEY}" || got[0].Tools["q"].Cache == nil || !*got[0].Tools["q"].Cache {
 		t.Errorf("workers get %+v", got)
-	}
-}
-
-// TestValidMCPName holds the split check to the name rule
-// ^[a-zA-Z0-9_-]{1,40}$.
-func TestValidMCPName(t *testing.T) {
-	pattern := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,40}$`)
-	for _, name := range []string{"", "kb", "my_server-2", strings.Repeat("x", 40), strings.Repeat("x", 41), "a.b", "a b", "ü"} {
-		if got, want := validMCPName(name), pattern.MatchString(name); got != want {
-			t.Errorf("validMCPName(%q) = %v, want %v", name, got, want)
-		}
 	}
 }

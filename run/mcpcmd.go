@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 
 	"github.com/mgrpo/mgrpo/tools/mcp"
 )
@@ -43,11 +42,7 @@ func MCPList(ctx context.Context, c Config, w io.Writer, logger *slog.Logger) er
 		return err
 	}
 	defer set.Close()
-	roles := map[string]string{}
-	for _, s := range c.Tools.MCP {
-		roles[s.Name] = strings.Join(s.mcpRoles(), ",")
-	}
-	return mcp.List(set, roles, w)
+	return c.Tools.MCP.List(set, w)
 }
 
 // MCPCall starts the MCP server named server of c's tools.mcp and calls its
@@ -62,16 +57,10 @@ func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writ
 	if err := c.checkMCPOnly(); err != nil {
 		return err
 	}
-	i := slices.IndexFunc(c.Tools.MCP, func(s MCPServerConfig) bool { return s.Name == server })
-	if i < 0 {
-		names := make([]string, len(c.Tools.MCP))
-		for j, s := range c.Tools.MCP {
-			names[j] = s.Name
-		}
-		return fmt.Errorf("%w: server %q: not in tools.mcp (it has %s)", ErrConfig, server, strings.Join(names, ", "))
-	}
 	one := c
-	one.Tools.MCP = []MCPServerConfig{c.Tools.MCP[i]}
+	if one.Tools.MCP, err = c.Tools.MCP.One(server); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	set, err := openMCP(ctx, one, nil, logger)
 	if err != nil {
 		return err
@@ -89,7 +78,7 @@ func MCPCall(ctx context.Context, c Config, server, tool, args string, w io.Writ
 // names `url: sim`, as a --sim run does, so `mgrpo tool mcp` lists and
 // calls the documented sim server; it returns the function that stops it.
 func simMCP(c *Config, logger *slog.Logger) (func(), error) {
-	if !slices.ContainsFunc(c.Tools.MCP, func(s MCPServerConfig) bool { return s.URL == SimMCPURL }) {
+	if !slices.ContainsFunc(c.Tools.MCP, func(s mcp.Spec) bool { return s.URL == mcp.SimURL }) {
 		return func() {}, nil
 	}
 	if logger == nil {

@@ -3,13 +3,10 @@ package run
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
-	"github.com/mgrpo/mgrpo/internal/httpretry"
 	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/tools"
@@ -49,7 +46,7 @@ func probe(ctx context.Context, c Config, clients map[string]*llm.Client, toolbo
 		err := cl.PreflightCall(pctx)
 		cancel()
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: a one-token call in dialect %s failed: %v%s", name(role+".dialect", "dialect"), e.Dialect, err, dialectHint(e.Dialect, err)))
+			problems = append(problems, fmt.Sprintf("%s: a one-token call in dialect %s failed: %v%s", name(role+".dialect", "dialect"), e.Dialect, err, llm.DialectHint(e.Dialect, err)))
 		}
 	}
 	if toolbox != nil {
@@ -105,17 +102,4 @@ func flagOrKey(role, key string) string {
 		return "--" + f
 	}
 	return role + "." + key
-}
-
-// dialectHint says which dialect a failed probe call suggests.
-func dialectHint(dialect string, err error) string {
-	var se *httpretry.StatusError
-	notFound := errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusMethodNotAllowed)
-	switch {
-	case dialect == llm.DialectSGLang && notFound:
-		return " (the server has no SGLang /generate route: a vLLM server is called with --dialect vllm)"
-	case dialect == llm.DialectVLLM && (notFound || errors.Is(err, llm.ErrMissingTokenIDs)):
-		return " (the server did not answer vLLM's chat route with token ids: an SGLang server is called with --dialect sglang; vLLM needs version 0.10.2 or later)"
-	}
-	return ""
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -63,7 +62,7 @@ type RescoreResult struct {
 
 // RescoreChangesFile is the new run's per-step record of what the rescore
 // changed (farm.RescoreStep lines).
-const RescoreChangesFile = "rescore.jsonl"
+const RescoreChangesFile = farm.RescoreChangesFile
 
 // Rescore is `mgrpo rescore`: it recomputes the run in opts.From with new
 // reward, judge, d̄ and zero-variance settings into the new run directory
@@ -92,37 +91,28 @@ func Rescore(ctx context.Context, opts RescoreOptions) (RescoreResult, error) {
 		return RescoreResult{}, err
 	}
 	fc.Logger = logger
-	// The new run is written beside its final place and renamed there.
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opts.Out)), "."+filepath.Base(filepath.Clean(opts.Out))+".rescore-")
-	if err != nil {
-		return RescoreResult{}, fmt.Errorf("rescore: %w", err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			os.RemoveAll(tmp)
+	var judge *farm.CachedJudge
+	prepare := func(fc *farm.RescoreConfig, dst store.Store) (func(), error) {
+		var closeJudge func()
+		var err error
+		if judge, closeJudge, err = rescoreJudge(ctx, next, logger, dst, src.Store); err != nil {
+			return nil, err
 		}
-	}()
-	dst, err := backends.Open(ctx, "sqlite://"+filepath.ToSlash(filepath.Join(tmp, StoreFile)))
-	if err != nil {
-		return RescoreResult{}, fmt.Errorf("rescore: the new run's store: %w", err)
+		if err := rescoreParts(fc, recorded, next, judge); err != nil {
+			closeJudge()
+			return nil, err
+		}
+		return closeJudge, nil
 	}
-	defer dst.Close()
-	judge, closeJudge, err := rescoreJudge(ctx, next, logger, dst, src.Store)
-	if err != nil {
-		return RescoreResult{}, err
+	steps, err := farm.RescoreInto(ctx, fc, farm.RescoreDir{Out: opts.Out, From: opts.From, Parquet: recorded.Format == "parquet",
+		Open: backends.Open, Prepare: prepare})
+	res := rescoreResult(steps, judge)
+	if errors.Is(err, farm.ErrNotRescorable) {
+		return RescoreResult{}, invalid(err)
 	}
-	defer closeJudge()
-	if err := rescoreParts(&fc, recorded, next, judge); err != nil {
-		return RescoreResult{}, err
-	}
-	fc.Sink = rollout.DirSink{Dir: tmp, Parquet: recorded.Format == "parquet"}
-	fc.Store, fc.FilesDir = dst, opts.Out
-	res, err := rescoreInto(ctx, fc, judge, opts, tmp, dst)
 	if err != nil {
 		return res, err
 	}
-	done = true
 	res.Seconds = time.Since(start).Seconds()
 	logger.Info("rescored", "from", opts.From, "out", opts.Out, "steps", len(res.Steps), "rollouts", res.Rollouts,
 		"judge_calls", res.JudgeCalls, "judge_cached", res.JudgeCached, "seconds", res.Seconds)
@@ -171,7 +161,7 @@ func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (reco
 // (none: the recorded verdicts were kept).
 func rescoreParts(fc *farm.RescoreConfig, recorded, next Config, judge *farm.CachedJudge) error {
 	if judge != nil {
-		fc.Scorer = rolloutScorer{score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge))}
+		fc.Scorer = score.ForRollout(score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge)))
 		fc.Expert = score.ExpertJudge{Model: judge}
 		fc.KeepExpert = false
 	}
@@ -184,16 +174,8 @@ func rescoreParts(fc *farm.RescoreConfig, recorded, next Config, judge *farm.Cac
 	return err
 }
 
-// rescoreInto runs the farm's rescore into tmp, writes rescore.jsonl and
-// the recorded tasks beside it, and renames tmp to opts.Out.
-func rescoreInto(ctx context.Context, fc farm.RescoreConfig, judge *farm.CachedJudge, opts RescoreOptions, tmp string, dst store.Store) (RescoreResult, error) {
-	steps, err := farm.Rescore(ctx, fc)
-	if errors.Is(err, farm.ErrNotRescorable) {
-		return RescoreResult{}, invalid(err)
-	}
-	if err != nil {
-		return RescoreResult{}, err
-	}
+// rescoreResult is what a rescore of steps did, with judge's calls.
+func rescoreResult(steps []farm.RescoreStep, judge *farm.CachedJudge) RescoreResult {
 	res := RescoreResult{Steps: steps}
 	for _, s := range steps {
 		res.Rollouts += s.Rollouts
@@ -201,20 +183,7 @@ func rescoreInto(ctx context.Context, fc farm.RescoreConfig, judge *farm.CachedJ
 	if judge != nil {
 		res.JudgeCalls, res.JudgeCached = judge.Calls(), judge.Cached()
 	}
-	if err := farm.WriteJSONLines(filepath.Join(tmp, RescoreChangesFile), steps); err != nil {
-		return res, err
-	}
-	if err := farm.CopyIfPresent(filepath.Join(opts.From, "tasks.jsonl"), filepath.Join(tmp, "tasks.jsonl")); err != nil {
-		return res, err
-	}
-	if err := dst.Close(); err != nil {
-		return res, fmt.Errorf("rescore: close the new run's store: %w", err)
-	}
-	os.Remove(opts.Out) // an empty directory given as --out
-	if err := os.Rename(tmp, opts.Out); err != nil {
-		return res, fmt.Errorf("rescore: %w", err)
-	}
-	return res, nil
+	return res
 }
 
 // openRecordedRun opens a recorded run with this root's store backends

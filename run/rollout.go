@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
@@ -66,7 +65,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	// What a run that fails before its first rollout created is removed,
 	// so that a refused run leaves nothing on disk (its store first of all).
 	started := false
-	defer removeUnlessStarted(cfg, &started)()
+	defer farm.RemoveUnlessStarted(cfg.Out, cfg.Store != "", &started)()
 	outer := ctx
 	ctx, runStore, release, err := openRunStore(ctx, cfg, opts, logger)
 	if err != nil {
@@ -102,7 +101,7 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		bopts.SharedCache = runStore
 		if cfg.Record {
 			bopts.Recorder = replay.NewRecorder(runStore, logger)
-			defer logRecording(logger, bopts.Recorder, &summaries)
+			defer logRecording(bopts.Recorder, &summaries)
 		}
 	}
 	stack, err := Build(ctx, cfg, bopts)
@@ -150,7 +149,9 @@ func checkExecute(cfg Config, opts RolloutOptions, train bool) error {
 		return invalid(errors.New("--record: the recording is kept in the run's store, and --store none keeps none: drop one of them"))
 	}
 	storeFile, _ := backends.SQLitePath(cfg.StoreURL())
-	if err := checkOutDir(cfg.Out, resume, opts.RebuildStore, opts.Force, cfg.Store == "", storeFile); err != nil {
+	out := farm.OutDir{Dir: cfg.Out, Resume: resume, Rebuild: opts.RebuildStore, Force: opts.Force,
+		RunDirStore: cfg.Store == "", StoreFile: storeFile, Own: []string{SimCheckpointDir}}
+	if err := out.Check(); err != nil {
 		return invalid(err)
 	}
 	return nil
@@ -184,8 +185,11 @@ func openRunStore(ctx context.Context, cfg Config, opts RolloutOptions, logger *
 		runStore.Close()
 	}
 	if opts.Resume {
-		if err := checkStoreHoldsRun(ctx, runStore, cfg, opts.RebuildStore); err != nil {
+		if err := farm.CheckStoreHoldsRun(ctx, runStore, cfg.Run, cfg.Out, cfg.StoreURL(), opts.RebuildStore); err != nil {
 			release()
+			if errors.Is(err, farm.ErrRunMismatch) {
+				err = invalid(err)
+			}
 			return ctx, nil, nil, err
 		}
 	}
@@ -254,7 +258,7 @@ func newRunFarm(ctx context.Context, cfg Config, parts farmParts, tasks []farm.T
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if world != nil && cfg.Tasks == "" && !fileExists(filepath.Join(cfg.Out, "tasks.jsonl")) {
+	if world != nil && cfg.Tasks == "" && !exists(filepath.Join(cfg.Out, "tasks.jsonl")) {
 		// Written only now that the run will start, for the record of which
 		// questions it asked.
 		if err := WriteSimTasks(world, filepath.Join(cfg.Out, "tasks.jsonl"), "jsonl"); err != nil {
@@ -283,117 +287,17 @@ func stoppedRun(ctx, outer context.Context, cfg Config, summaries []rollout.Step
 	return nil
 }
 
-// logRecording says what the run's recording cost: entries, bytes per
-// rollout and the time spent per recorded call.
-func logRecording(logger *slog.Logger, r *replay.Recorder, summaries *[]rollout.StepSummary) {
-	st := r.Stats()
+// logRecording says what the run's recording cost, once the run ends.
+func logRecording(r *replay.Recorder, summaries *[]rollout.StepSummary) {
 	rollouts := 0
 	for _, s := range *summaries {
 		rollouts += s.Rollouts
 	}
-	perRollout, perCall := 0.0, 0.0
-	if rollouts > 0 {
-		perRollout = float64(st.Bytes) / float64(rollouts)
-	}
-	if n := st.Calls + st.ToolCalls; n > 0 {
-		perCall = st.Seconds / float64(n) * 1e6
-	}
-	logger.Info("recording", "model_calls", st.Calls, "tool_calls", st.ToolCalls, "bytes", st.Bytes,
-		"bytes_per_rollout", perRollout, "us_per_call", perCall, "refused", st.Errors)
+	r.LogCost(rollouts)
 }
 
-// checkOutDir checks the output directory before anything is written:
-// steps are never overwritten, a run is never written among files that are
-// not a run's (unless force), and --resume needs a run to continue (when
-// the run's store is its directory's own store.db, runDirStore). A resumed
-// run whose step files are written needs its SQLite store (storeFile, the
-// file of a sqlite:// store; "" for another store) to exist and not be
-// empty, wherever it is, unless rebuild (--rebuild-store) rebuilds it.
-func checkOutDir(out string, resume, rebuild, force, runDirStore bool, storeFile string) error {
-	entries, err := os.ReadDir(out)
-	if errors.Is(err, os.ErrNotExist) {
-		if resume && runDirStore {
-			return fmt.Errorf("--resume: --out %s does not exist, so there is no run to continue: check the path, or start the run without --resume", out)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("--out %s: %w", out, err)
-	}
-	var steps, foreign []string
-	for _, e := range entries {
-		switch name := e.Name(); {
-		case strings.HasPrefix(name, "step-"):
-			steps = append(steps, name)
-		case !isRunEntry(name):
-			foreign = append(foreign, name)
-		}
-	}
-	if resume {
-		if runDirStore {
-			storeFile = filepath.Join(out, StoreFile)
-		}
-		if storeFile == "" || rebuild && len(steps) > 0 {
-			return nil
-		}
-		info, err := os.Stat(storeFile)
-		switch {
-		case err != nil && len(steps) == 0 && runDirStore:
-			return fmt.Errorf("--resume: --out %s holds no run (no %s, no step directory): check the path, or start the run without --resume", out, StoreFile)
-		case err != nil && len(steps) > 0:
-			name := storeFile
-			if runDirStore {
-				name = StoreFile
-			}
-			return fmt.Errorf("--resume: --out %s holds %d step(s) but no %s: the run's store is gone, so its finished rollouts cannot be told apart from the rest; add --rebuild-store to rebuild the store from the step files, or start a new run in a new --out", out, len(steps), name)
-		case err == nil && info.Size() == 0 && len(steps) > 0:
-			return fmt.Errorf("--resume: %s is empty (0 bytes) beside %d written step(s) in --out %s: the run's store was lost, and resuming would redo rollouts whose steps are written; add --rebuild-store to rebuild the store from the step files, or start a new run in a new --out", storeFile, len(steps), out)
-		}
-		return nil
-	}
-	if len(steps) > 0 {
-		return fmt.Errorf("--out %s already holds %s: continue that run with --resume, or choose a new --out (steps are never overwritten)", out, steps[0])
-	}
-	if len(foreign) > 0 && !force {
-		return fmt.Errorf("--out %s is not empty and holds files that are not a run's (%s): choose a new or empty directory, or pass --force to write the run beside them", out, strings.Join(foreign[:min(len(foreign), 3)], ", "))
-	}
-	return nil
-}
-
-// isRunEntry reports whether name is something a run writes into its
-// directory besides its step directories.
-func isRunEntry(name string) bool {
-	switch name {
-	case rollout.SummaryFile, StoreFile, StoreFile + "-wal", StoreFile + "-shm", StoreFile + "-journal",
-		"tasks.jsonl", SimCheckpointDir, "curves.svg":
-		return true
-	}
-	// Temporary files and directories of a step or a summary being written.
-	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
-}
-
-// removeUnlessStarted returns a function that removes what a run creates
-// before its first rollout — its out directory when the run created it,
-// else its store file — unless *started was set by then.
-func removeUnlessStarted(cfg Config, started *bool) func() {
-	outExisted := fileExists(cfg.Out)
-	store := filepath.Join(cfg.Out, StoreFile)
-	storeExisted := cfg.Store != "" || fileExists(store)
-	return func() {
-		switch {
-		case *started:
-		case !outExisted:
-			os.RemoveAll(cfg.Out)
-		case !storeExisted:
-			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
-				os.Remove(store + suffix)
-			}
-		}
-	}
-}
-
-// fileExists reports whether path exists.
-func fileExists(path string) bool {
+// exists reports whether path exists.
+func exists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }

@@ -3,7 +3,6 @@ package run
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
@@ -77,35 +76,6 @@ func (c Config) samplingRecords(mode rollout.Mode) map[string]rollout.SamplingRe
 	return out
 }
 
-// offPolicy lists the settings of e that make the sampled distribution
-// differ from the model's (empty when e samples on-policy). Unset settings
-// count as the server's, which may be anything (a model's
-// generation_config.json), so they are listed too.
-func (e EndpointConfig) offPolicy() []string {
-	var out []string
-	is := func(key string, p *float64, neutral float64) {
-		switch {
-		case p == nil:
-			out = append(out, key+" unset (the server's default)")
-		case *p != neutral:
-			out = append(out, fmt.Sprintf("%s %v", key, *p))
-		}
-	}
-	is("temperature", e.Temperature, 1)
-	is("top_p", e.TopP, 1)
-	switch {
-	case e.TopK == nil:
-		out = append(out, "top_k unset (the server's default)")
-	case *e.TopK > 0:
-		out = append(out, fmt.Sprintf("top_k %d", *e.TopK))
-	}
-	is("min_p", e.MinP, 0)
-	is("repetition_penalty", e.RepetitionPenalty, 1)
-	is("presence_penalty", e.PresencePenalty, 0)
-	is("frequency_penalty", e.FrequencyPenalty, 0)
-	return out
-}
-
 // CheckSampling reports the trained roles whose logprobs would not describe
 // the distribution their tokens are drawn from: sampling that is not
 // neutral against a vLLM reporting raw logprobs (its default, and no route
@@ -126,24 +96,8 @@ func (c Config) CheckSampling(roles []string) error {
 			p.add(role+".logprobs_mode", "", "%q: want raw or processed", e.LogprobsMode)
 			continue
 		}
-		off := e.offPolicy()
-		switch e.Dialect {
-		case llm.DialectVLLM:
-			if len(off) > 0 && e.LogprobsMode != LogprobsProcessed {
-				p.add(role, "", "samples with %s, but a vLLM server reports raw logprobs (before temperature, penalties and top-k/top-p) unless launched with --logprobs-mode processed_logprobs: launch it so and set %s.logprobs_mode: processed, or sample on-policy (temperature 1, top_p 1, top_k -1, min_p 0, neutral penalties)",
-					strings.Join(off, ", "), role)
-			}
-		case llm.DialectSGLang:
-			var filters []string
-			for _, o := range off {
-				if !strings.HasPrefix(o, "temperature") {
-					filters = append(filters, o)
-				}
-			}
-			if len(filters) > 0 {
-				p.add(role, "", "samples with %s, but SGLang reports logprobs after temperature and before top-k/top-p/min-p and penalties (and raw ones with SGLANG_RETURN_ORIGINAL_LOGPROB set): sample with top_p 1, top_k -1, min_p 0 and neutral penalties",
-					strings.Join(filters, ", "))
-			}
+		if msg := llm.LogprobsMismatch(e.Dialect, e.LogprobsMode == LogprobsProcessed, e.sampling(), role); msg != "" {
+			p.add(role, "", "%s", msg)
 		}
 	}
 	if len(p) > 0 {

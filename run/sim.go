@@ -10,6 +10,7 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/sim/web"
+	"github.com/mgrpo/mgrpo/tools/mcp"
 	"github.com/mgrpo/mgrpo/tools/search"
 )
 
@@ -74,7 +75,7 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 		}
 	}
 	for i := range c.Tools.MCP {
-		if c.Tools.MCP[i].URL == SimMCPURL {
+		if c.Tools.MCP[i].URL == mcp.SimURL {
 			c.Tools.MCP[i].URL = w.MCPURL
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"strings"
 
@@ -86,18 +85,7 @@ func OpenStore(ctx context.Context, c Config, getenv func(string) string) (store
 		return nil, nil
 	}
 	if c.Shared() {
-		if pw := getenv(EnvStorePassword); pw != "" {
-			if u, err := url.Parse(raw); err == nil {
-				if _, has := u.User.Password(); !has {
-					user := ""
-					if u.User != nil {
-						user = u.User.Username()
-					}
-					u.User = url.UserPassword(user, pw)
-					raw = u.String()
-				}
-			}
-		}
+		raw = backends.WithPassword(raw, getenv(EnvStorePassword))
 	}
 	st, err := backends.Open(ctx, raw)
 	if err != nil {

@@ -5,13 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
-	"strings"
-	"time"
 
 	"github.com/mgrpo/mgrpo/farm"
-	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/rollout"
 	trainerbridge "github.com/mgrpo/mgrpo/trainer_bridge"
 	_ "github.com/mgrpo/mgrpo/trainer_bridge/backends" // every trainer URL scheme
@@ -196,38 +191,21 @@ func (t *Training) openSide(ctx context.Context, c Config, s trainingSide, state
 	if s.temperature != nil {
 		temperature = *s.temperature
 	}
-	tr, err := trainerbridge.Open(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
+	tr, err := farm.OpenTrainer(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
 		LoRARank: c.Train.LoRARank, Seed: int64(c.Seed), Loss: trainerbridge.Loss(c.Train.Loss),
 		ClipLow: c.Train.ClipLow, ClipHigh: c.Train.ClipHigh, Adam: trainerbridge.AdamParams{LearningRate: c.Train.LearningRate},
-		APIKeyEnv: c.Train.APIKeyEnv, Temperature: temperature})
+		APIKeyEnv: c.Train.APIKeyEnv, Temperature: temperature}, state, logger)
 	if err != nil {
-		return fmt.Errorf("%s trainer: %w", s.role, err)
+		return err
 	}
 	t.trainers = append(t.trainers, tr)
-	if state != nil {
-		r, ok := tr.(trainerbridge.Resumer)
-		if !ok {
-			return fmt.Errorf("%s trainer %s: the run saved a trainer state this backend cannot resume from (was the trainer URL changed?)", s.role, redact.URL(s.url))
-		}
-		if err := r.Resume(state); err != nil {
-			return fmt.Errorf("%s trainer %s: resume: %w", s.role, redact.URL(s.url), err)
-		}
-	}
-	if err := reachable(ctx, s.url); err != nil {
-		return fmt.Errorf("%s trainer %s: before any rollout: unreachable: %w", s.role, redact.URL(s.url), err)
-	}
-	if err := startShowingProgress(ctx, tr, fmt.Sprintf("%s trainer %s", s.role, redact.URL(s.url)), logger); err != nil {
-		return fmt.Errorf("%s trainer %s: before any rollout: %w", s.role, redact.URL(s.url), err)
-	}
 	t.Trainers[s.role] = tr
 	if c.Train.WeightSync == weightsync.KindNone {
 		return nil
 	}
-	o := weightsync.Options{PathTemplate: c.Train.WeightsPath,
+	sy, err := farm.NewSyncer(c.Train.WeightSync, s.endpoints, weightsync.Options{PathTemplate: c.Train.WeightsPath,
 		VersionPath: c.Train.VersionPath, Update: weightsync.UpdateAction{Path: c.Train.VLLMUpdatePath,
-			Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}}
-	o.Pause, o.PauseMode = syncPause(c.Train.WeightSync, c.Train.MaxStaleness)
-	sy, err := weightsync.New(c.Train.WeightSync, s.endpoints, o)
+			Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}}, c.Train.MaxStaleness)
 	if err != nil {
 		return fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
 	}
@@ -236,78 +214,4 @@ func (t *Training) openSide(ctx context.Context, c Config, s trainingSide, state
 	}
 	t.Syncers[s.role] = sy
 	return nil
-}
-
-// syncPause returns how a sync of kind pauses the servers around an update.
-// On-policy (maxStaleness 0) nothing is in flight at an update and the
-// syncs keep their defaults. Asynchronously rollouts are in flight, and no
-// request may be lost: SGLang pauses with mode in_place (running requests
-// stay where they are and go on after /continue_generation), vLLM with
-// mode keep (requests are frozen and resume after /resume; its default,
-// abort, would end them). Under --partial-rollouts restart the farm has
-// cancelled its rollouts before the sync, so the same modes only matter
-// for requests it does not own.
-func syncPause(kind string, maxStaleness int) (pause bool, mode string) {
-	if maxStaleness <= 0 {
-		return false, ""
-	}
-	switch kind {
-	case weightsync.KindSGLang:
-		return true, "in_place"
-	case weightsync.KindVLLM:
-		return true, "keep"
-	}
-	return false, ""
-}
-
-// reachTimeout bounds the connection preflight makes to a trainer before
-// starting it: a trainer that accepts no connection in it is down or
-// mistyped, and a run should say so at once, not after its client's
-// retries.
-const reachTimeout = 10 * time.Second
-
-// reachable dials the host of an http(s) or tinker+http(s) trainer URL;
-// other schemes (file://) have nothing to dial.
-func reachable(ctx context.Context, raw string) error {
-	u, err := url.Parse(strings.TrimPrefix(raw, "tinker+"))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return nil
-	}
-	host := u.Host
-	if u.Port() == "" {
-		host = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
-	}
-	dctx, cancel := context.WithTimeout(ctx, reachTimeout)
-	defer cancel()
-	conn, err := (&net.Dialer{}).DialContext(dctx, "tcp", host)
-	if err != nil {
-		var oe *net.OpError
-		if errors.As(err, &oe) {
-			return oe.Err
-		}
-		return err
-	}
-	return conn.Close()
-}
-
-// startProgressEvery is how often a trainer's start that takes a while
-// (a model session being created) says it is still waiting.
-const startProgressEvery = 10 * time.Second
-
-// startShowingProgress starts tr, logging every startProgressEvery that
-// the run is still waiting for it, so a slow trainer is not silence.
-func startShowingProgress(ctx context.Context, tr trainerbridge.Trainer, what string, logger *slog.Logger) error {
-	done := make(chan error, 1)
-	go func() { done <- tr.Start(ctx) }()
-	began := time.Now()
-	tick := time.NewTicker(startProgressEvery)
-	defer tick.Stop()
-	for {
-		select {
-		case err := <-done:
-			return err
-		case <-tick.C:
-			logger.Info("waiting for the trainer to start", "trainer", what, "waited", time.Since(began).Round(time.Second).String())
-		}
-	}
 }

@@ -131,21 +131,23 @@ func (c Config) checkRewards(p *problems) rollout.Mode {
 // the judge, the reasoner and the gateway.
 func (c Config) checkEndpoints(p *problems, mode rollout.Mode) {
 	for _, r := range []struct {
-		key  string
-		flag string
-		e    EndpointConfig
-		want []string
+		role, flag, parserFlag string
+		e                      EndpointConfig
+		want                   []string
 	}{
-		{"planner.dialect", "dialect", c.Planner, []string{llm.DialectVLLM, llm.DialectSGLang}},
-		{"executor.dialect", "dialect", c.Executor, []string{llm.DialectVLLM, llm.DialectSGLang}},
-		{"reasoner.dialect", "", c.Reasoner, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
-		{"judge.dialect", "", c.Judge, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
+		{"planner", "dialect", "planner-parser", c.Planner, []string{llm.DialectVLLM, llm.DialectSGLang}},
+		{"executor", "dialect", "executor-parser", c.Executor, []string{llm.DialectVLLM, llm.DialectSGLang}},
+		{"reasoner", "", "", c.Reasoner, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
+		{"judge", "", "judge-parser", c.Judge, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
 	} {
 		if !slices.Contains(r.want, r.e.Dialect) {
-			p.add(r.key, r.flag, "%q: want %s", r.e.Dialect, strings.Join(r.want, " or "))
+			p.add(r.role+".dialect", r.flag, "%q: want %s", r.e.Dialect, strings.Join(r.want, " or "))
+		}
+		// A parser the client does not implement, refused by name.
+		if _, err := llm.ParseParser(r.e.Parser); r.e.Parser != "" && err != nil {
+			p.add(r.role+".parser", r.parserFlag, "%v", err)
 		}
 	}
-	c.checkParsers(p)
 	if !c.Sim && c.farmRunsTools() && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
 	}

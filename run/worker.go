@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents/replay"
@@ -98,25 +96,12 @@ func Worker(ctx context.Context, opts WorkerOptions) error {
 	return nil
 }
 
-// findRun returns the record of the run named, or of the store's only run.
+// findRun returns the record of the run named, or of the store's only run
+// (farm.FindRun); a run the store does not hold is a configuration error.
 func findRun(ctx context.Context, st store.Store, name string) (store.RunRecord, error) {
-	if name != "" {
-		rec, err := st.Run(ctx, name)
-		if errors.Is(err, store.ErrNotFound) {
-			return rec, invalid(fmt.Errorf("--run %q: no such run in the store (start it with `mgrpo rollout --store …`)", name))
-		}
-		return rec, err
+	rec, err := farm.FindRun(ctx, st, name)
+	if errors.Is(err, farm.ErrNoRun) {
+		err = invalid(err)
 	}
-	ids, err := st.RunIDs(ctx)
-	if err != nil {
-		return store.RunRecord{}, err
-	}
-	switch len(ids) {
-	case 0:
-		return store.RunRecord{}, invalid(errors.New("the store holds no run yet: start the coordinator (`mgrpo rollout --store …`) first, or name the run with --run"))
-	case 1:
-		return st.Run(ctx, ids[0])
-	}
-	slices.Sort(ids)
-	return store.RunRecord{}, invalid(fmt.Errorf("the store holds %d runs (%s): choose one with --run", len(ids), strings.Join(ids, ", ")))
+	return rec, err
 }

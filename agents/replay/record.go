@@ -312,3 +312,18 @@ func (r *Recorder) TextAt(ctx context.Context, kind, at string, parts []string, 
 	}
 	return out, err
 }
+
+// LogCost logs what the recording cost a run of rollouts: entries, bytes
+// per rollout and the time spent per recorded call.
+func (r *Recorder) LogCost(rollouts int) {
+	st := r.Stats()
+	perRollout, perCall := 0.0, 0.0
+	if rollouts > 0 {
+		perRollout = float64(st.Bytes) / float64(rollouts)
+	}
+	if n := st.Calls + st.ToolCalls; n > 0 {
+		perCall = st.Seconds / float64(n) * 1e6
+	}
+	r.log.Info("recording", "model_calls", st.Calls, "tool_calls", st.ToolCalls, "bytes", st.Bytes,
+		"bytes_per_rollout", perRollout, "us_per_call", perCall, "refused", st.Errors)
+}

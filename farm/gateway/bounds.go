@@ -11,6 +11,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/mgrpo/mgrpo/rollout"
+
 	"github.com/mgrpo/mgrpo/internal/failure"
 )
 
@@ -319,4 +321,22 @@ func (b *budgetedBody) give() {
 		b.given = true
 		b.budget.Release(b.n)
 	}
+}
+
+// BudgetBounds are a run's agent budgets as the gateway applies them to
+// its agents: plannerTurns the planner's (the single agent's) calls per
+// rollout, executorTurns each executor trajectory's calls, delegations ×
+// executorTurns the executors' calls per rollout, and each role's body
+// cap sized from contextTokens; the other bounds are the defaults.
+func BudgetBounds(plannerTurns, executorTurns, delegations, contextTokens int, mode rollout.Mode) Bounds {
+	bounds := DefaultBounds()
+	main := RolePlanner
+	if mode == rollout.ModeSingle {
+		main = RoleAgent
+	}
+	bounds.MaxTurns = map[string]int{RoleExecutor: executorTurns}
+	bounds.MaxRolloutTurns = map[string]int{main: plannerTurns, RoleExecutor: delegations * executorTurns}
+	cap := BodyCapForContext(contextTokens)
+	bounds.MaxBodyBytes = map[string]int64{main: cap, RoleExecutor: cap}
+	return bounds
 }

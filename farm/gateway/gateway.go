@@ -376,3 +376,12 @@ func deadlineError(ctx context.Context, limit time.Duration) error {
 	}
 	return fmt.Errorf("the rollout was cancelled before the agent answered: %w", context.Cause(ctx))
 }
+
+// QueryAgent runs an evaluation's queries through the gateway (the
+// agents' Run of one query).
+type QueryAgent struct{ *Gateway }
+
+// Run runs the query q as one rollout of the gateway's agents.
+func (a QueryAgent) Run(ctx context.Context, q agents.Query) *agents.Rollout {
+	return a.Gateway.Run(ctx, rollout.RolloutTask{QueryID: q.Key, Seed: q.Seed}, farm.Task{ID: q.Key, Question: q.Question})
+}

@@ -163,3 +163,27 @@ func SQLitePath(rawURL string) (string, bool) {
 	}
 	return t.path, true
 }
+
+// WithPassword returns a redis:// or rediss:// URL with password in it
+// when it has none of its own (a password given apart, so that it stays
+// out of flags and files); other URLs, a URL with a password and an empty
+// password are returned as they are.
+func WithPassword(rawURL, password string) string {
+	scheme, _, err := splitScheme(rawURL)
+	if password == "" || err != nil || scheme != "redis" && scheme != "rediss" {
+		return rawURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return rawURL
+	}
+	if _, has := u.User.Password(); has {
+		return rawURL
+	}
+	user := ""
+	if u.User != nil {
+		user = u.User.Username()
+	}
+	u.User = url.UserPassword(user, password)
+	return u.String()
+}

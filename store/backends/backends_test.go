@@ -172,3 +172,21 @@ func TestOpenRedis(t *testing.T) {
 		t.Fatalf("the opened Redis store does not work: %v", err)
 	}
 }
+
+// TestWithPassword: a Redis URL without a password gets the one given
+// apart; one with its own keeps it; other schemes and an empty password
+// leave the URL alone.
+func TestWithPassword(t *testing.T) {
+	for _, tc := range []struct{ in, pw, want string }{
+		{"redis://h:6379/0", "s3", "redis://:s3@h:6379/0"},
+		{"rediss://alice@h:6380/1?prefix=x:", "s3", "rediss://alice:s3@h:6380/1?prefix=x:"},
+		{"REDIS://h:6379/0", "s3", "redis://:s3@h:6379/0"},
+		{"redis://bob:own@h:6379/0", "s3", "redis://bob:own@h:6379/0"},
+		{"redis://h:6379/0", "", "redis://h:6379/0"},
+		{"sqlite://runs/x/store.db", "s3", "sqlite://runs/x/store.db"},
+	} {
+		if got := WithPassword(tc.in, tc.pw); got != tc.want {
+			t.Errorf("WithPassword(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

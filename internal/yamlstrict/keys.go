@@ -1,4 +1,7 @@
-package run
+// Package yamlstrict reads YAML documents strictly for a person editing
+// them: every unknown key at once, with its line, column and the closest
+// known key, and decoding errors in YAML's words rather than Go's.
+package yamlstrict
 
 import (
 	"encoding"
@@ -12,12 +15,12 @@ import (
 	"github.com/mgrpo/mgrpo/internal/didyoumean"
 )
 
-// unknownYAMLKeys returns every key of a YAML document that dst's type has
+// UnknownKeys returns every key of a YAML document that dst's type has
 // no field for, each with its line and column and the closest key that
 // exists at that place, so that a file with several typos is reported
 // whole (the decoder stops at the first). A document that does not parse
 // returns nothing: the decoder reports it.
-func unknownYAMLKeys(data []byte, dst any) []string {
+func UnknownKeys(data []byte, dst any) []string {
 	file, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		return nil

@@ -1,4 +1,4 @@
-package run
+package yamlstrict
 
 import (
 	"errors"
@@ -10,12 +10,13 @@ import (
 	"github.com/goccy/go-yaml/token"
 )
 
-// describeYAMLError renders a YAML decoding error for a user: the line and
+// DescribeError renders a YAML decoding error for a user: the line and
 // column, the key, and what was wanted, in YAML's words, followed by the
-// offending source lines. The library's own message names Go types and
+// offending source lines. kinds names the value types that have a syntax
+// of their own (a duration: "a duration such as 30s or 10m"). The library's own message names Go types and
 // struct fields ("Go struct field Config.GroupSize of type int"), which mean
 // nothing to someone editing a YAML file.
-func describeYAMLError(err error) string {
+func DescribeError(err error, kinds map[reflect.Type]string) string {
 	formatted := yaml.FormatError(err, false, true)
 	var te *yaml.TypeError
 	if !errors.As(err, &te) || te.Token == nil {
@@ -29,7 +30,7 @@ func describeYAMLError(err error) string {
 	if key := keyOf(te.Token); key != "" {
 		msg += "key " + key + ": "
 	}
-	msg += fmt.Sprintf("want %s, got %s", yamlKind(te.DstType), yamlKind(te.SrcType))
+	msg += fmt.Sprintf("want %s, got %s", yamlKind(te.DstType, kinds), yamlKind(te.SrcType, kinds))
 	if source != "" {
 		msg += "\n" + source
 	}
@@ -53,20 +54,18 @@ func keyOf(t *token.Token) string {
 	return ""
 }
 
-// yamlKind names a Go type as the kind of YAML value it takes.
-func yamlKind(t reflect.Type) string {
+// yamlKind names a Go type as the kind of YAML value it takes, kinds'
+// name first.
+func yamlKind(t reflect.Type, kinds map[reflect.Type]string) string {
 	if t == nil {
 		return "a value"
 	}
-	switch t {
-	case reflect.TypeFor[Duration]():
-		return "a duration such as 30s or 10m"
-	case reflect.TypeFor[Timeout]():
-		return "auto or a duration such as 90s or 5m"
+	if k, ok := kinds[t]; ok {
+		return k
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
-		return yamlKind(t.Elem())
+		return yamlKind(t.Elem(), kinds)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		return "an integer"

@@ -1,4 +1,4 @@
-package run
+package farm
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestCheckOutDir(t *testing.T) {
 	}{
 		{name: "new directory", missing: true},
 		{name: "empty directory"},
-		{name: "a run's own files", files: []string{"store.db", "summary.jsonl", "tasks.jsonl", ".summary.jsonl.tmp-123", ".step-000001.tmp-9/"}},
+		{name: "a run's own files", files: []string{"store.db", "summary.jsonl", "tasks.jsonl", ".summary.jsonl.tmp-123", ".step-000001.tmp-9/", "sim-checkpoints/"}},
 		{name: "steps without resume", files: []string{"store.db", "step-000001/"}, wantErr: "already holds step-000001"},
 		{name: "the user's own files", files: []string{"notes.txt", "data/"}, wantErr: "not a run's (data, notes.txt)"},
 		{name: "the user's own files, forced", files: []string{"notes.txt"}, force: true},
@@ -69,7 +69,7 @@ func TestCheckOutDir(t *testing.T) {
 			if tt.storeFile != "" {
 				storeFile = filepath.Join(dir, tt.storeFile)
 			}
-			err := checkOutDir(dir, tt.resume, tt.rebuild, tt.force, tt.storeFile == "", storeFile)
+			err := OutDir{Dir: dir, Resume: tt.resume, Rebuild: tt.rebuild, Force: tt.force, RunDirStore: tt.storeFile == "", StoreFile: storeFile, Own: []string{"sim-checkpoints"}}.Check()
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Errorf("error %v, want none", err)

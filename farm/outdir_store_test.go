@@ -1,4 +1,4 @@
-package run
+package farm
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // TestCheckStoreHoldsRun: a resume whose store holds nothing of the run
 // beside written step files (a Redis back empty) is refused pointing at
 // --rebuild-store; --rebuild-store is refused where the store holds the
-// run or there are no step files; all as configuration errors.
+// run or there are no step files; all wrapping ErrRunMismatch.
 func TestCheckStoreHoldsRun(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
@@ -55,11 +55,11 @@ func TestCheckStoreHoldsRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err = checkStoreHoldsRun(ctx, st, Config{Run: "r", Out: out, Store: "sqlite://" + filepath.Join(dir, "store.db")}, tc.rebuild)
+			err = CheckStoreHoldsRun(ctx, st, "r", out, "sqlite://"+filepath.Join(dir, "store.db"), tc.rebuild)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("error %v, want none", err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrConfig)):
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !errors.Is(err, ErrRunMismatch)):
 				t.Errorf("error %v, want a configuration error containing %q", err, tc.want)
 			}
 		})

@@ -1,4 +1,4 @@
-package run
+package llm
 
 import (
 	"fmt"
@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// auto is how a Timeout left to the client is written.
-const auto = "auto"
+// autoTimeout is how a Timeout left to the client is written.
+const autoTimeout = "auto"
 
-// Timeout is a model call timeout as the configuration holds it: a Go
+// Timeout is a model call timeout as a configuration holds it: a Go
 // duration ("90s", "5m") or auto, the zero value, which leaves it to the
 // client's derivation from the call's max_tokens (see
-// llm.RetryPolicy.Timeouts). It implements flag.Value, so a flag can set it.
+// RetryPolicy.Timeouts). It implements flag.Value, so a flag can set it.
 type Timeout struct {
 	d   time.Duration
 	set bool
@@ -24,8 +24,8 @@ func TimeoutOf(d time.Duration) Timeout { return Timeout{d: d, set: true} }
 // Value returns the duration and whether one was given (false: auto).
 func (t Timeout) Value() (time.Duration, bool) { return t.d, t.set }
 
-// client returns the duration for llm.RetryPolicy, where zero is auto.
-func (t Timeout) client() time.Duration {
+// Retry returns the duration for RetryPolicy, where zero is auto.
+func (t Timeout) Retry() time.Duration {
 	if !t.set {
 		return 0
 	}
@@ -35,7 +35,7 @@ func (t Timeout) client() time.Duration {
 // UnmarshalText parses auto or a Go duration.
 func (t *Timeout) UnmarshalText(b []byte) error {
 	s := strings.TrimSpace(string(b))
-	if strings.EqualFold(s, auto) {
+	if strings.EqualFold(s, autoTimeout) {
 		*t = Timeout{}
 		return nil
 	}
@@ -53,7 +53,7 @@ func (t Timeout) MarshalText() ([]byte, error) { return []byte(t.String()), nil 
 // String returns auto or the duration as Go writes it.
 func (t Timeout) String() string {
 	if !t.set {
-		return auto
+		return autoTimeout
 	}
 	return t.d.String()
 }

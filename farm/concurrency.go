@@ -1,4 +1,4 @@
-package run
+package farm
 
 import (
 	"encoding/json"
@@ -14,7 +14,10 @@ import (
 // without a cap of its own (auto:CAP).
 const DefaultAutoRollouts = 256
 
-// Concurrency is the concurrency key: a fixed number of rollouts in flight
+// auto is how an adaptive Concurrency is written.
+const auto = "auto"
+
+// Concurrency is a run's concurrency setting: a fixed number of rollouts in flight
 // (64), or auto. Under auto (auto:CAP) at most CAP rollouts are in flight
 // (DefaultAutoRollouts without one) and each model role's pool lets as many
 // requests reach its engines as their own metrics say they can take: the
@@ -39,9 +42,9 @@ func (c Concurrency) Rollouts() int { return c.n }
 // Auto reports whether the request limits adapt.
 func (c Concurrency) Auto() bool { return c.auto }
 
-// poolAuto returns the adaptive limit of a role's pool under auto, nil for
+// PoolAuto returns the adaptive limit of a role's pool under auto, nil for
 // a fixed concurrency.
-func (c Concurrency) poolAuto() *llm.AutoConfig {
+func (c Concurrency) PoolAuto() *llm.AutoConfig {
 	if !c.auto {
 		return nil
 	}
