@@ -91,6 +91,9 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if err != nil {
 		return nil, err
 	}
+	if err := checkResumedRun(ctx, runStore, resume, cfg, tasks); err != nil {
+		return nil, err
+	}
 	// Too few tasks is reported with what Build finds, in one message.
 	tasksErr := cfg.CheckTasks(tasks, source)
 	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: true,
