@@ -32,6 +32,9 @@ type EvalOptions struct {
 	Filter bench.Filter
 	// OnProgress is called after every finished run of a question.
 	OnProgress func(evalrun.Progress)
+	// Replace lets an eval whose questions or runs leave out results its
+	// directory holds rewrite the report (see evalrun.ErrNarrower).
+	Replace bool
 	Hooks
 }
 
@@ -72,6 +75,9 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	if err != nil {
 		return evalrun.Outcome{}, invalid(err)
 	}
+	if err := evalrun.CheckDir(evalrun.Config{Items: items, Runs: opts.Runs, Out: cfg.Out, Replace: opts.Replace}); err != nil {
+		return evalrun.Outcome{}, invalid(err)
+	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
 	bopts := Options{Single: mode == rollout.ModeSingle, Probe: true, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	var recording replay.KV
@@ -96,6 +102,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	ecfg := evalrun.Config{
 		Benchmark: opts.Benchmark, Items: items, Runs: opts.Runs, Out: cfg.Out, Agent: stack.Agent(), Scorer: scorer,
 		Concurrency: cfg.Concurrency.Rollouts(), Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger, OnProgress: opts.OnProgress,
+		Replace: opts.Replace,
 	}
 	if err := ecfg.Validate(); err != nil {
 		return evalrun.Outcome{}, invalid(err)
