@@ -172,17 +172,19 @@ func Build(ctx context.Context, c Config, opts Options) (*Stack, error) {
 	if err := bd.judge(); err != nil {
 		return nil, err
 	}
-	if err := llm.PreflightAll(ctx, bd.preflight); err != nil {
-		return nil, err
-	}
-	if opts.Probe {
-		if toolbox == nil {
+	// A problem of the tools' configuration (a search key not set) is
+	// reported with the endpoints' (issue 50: one attempt, every problem).
+	pre := llm.PreflightAll(ctx, bd.preflight)
+	var probed error
+	if opts.Probe && pre == nil {
+		if toolbox == nil && bd.toolsErr == nil {
 			logger.Info("preflight: skipped the search provider probe and needs no search settings: the gateway's agent runs its own tools",
 				"search_provider", "unused")
 		}
-		if err := probe(ctx, c, bd.probed, toolbox); err != nil {
-			return nil, err
-		}
+		probed = probe(ctx, c, bd.probed, toolbox)
+	}
+	if err := upfront(bd.toolsErr, pre, probed); err != nil {
+		return nil, err
 	}
 	if c.Gateway.Enabled() {
 		if st.Gateway, err = buildGateway(c, roleClients, logger, opts.Registerer); err != nil {
@@ -206,6 +208,9 @@ type builder struct {
 	toolMetrics *tools.Metrics
 	preflight   []*llm.Client
 	probed      map[string]*llm.Client
+	// toolsErr is the web tools' configuration error, kept to be reported
+	// with the endpoints' problems.
+	toolsErr error
 }
 
 // client builds a role's model client, to be closed with the stack; check
@@ -287,7 +292,8 @@ func (bd *builder) executorTools(mcpSet *mcp.Set) (*tools.Registry, agents.Toolb
 			SharedCache: opts.SharedCache, CacheScope: cacheScope(c), Logger: bd.logger,
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
+			bd.toolsErr = fmt.Errorf("%w: %s: %w", ErrConfig, name("search.provider", "search-provider"), err)
+			toolbox = nil
 		}
 	}
 	// The built-in agents are built in every run (a gateway run does not

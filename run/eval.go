@@ -32,6 +32,9 @@ type EvalOptions struct {
 	Filter bench.Filter
 	// OnProgress is called after every finished run of a question.
 	OnProgress func(evalrun.Progress)
+	// Replace lets an eval whose questions or runs leave out results its
+	// directory holds rewrite the report (see evalrun.ErrNarrower).
+	Replace bool
 	Hooks
 }
 
@@ -68,9 +71,9 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 			}
 		}
 	}
-	items, err := datasets.Load(opts.Benchmark, data, opts.Filter)
+	items, err := evalItems(cfg, opts, data)
 	if err != nil {
-		return evalrun.Outcome{}, invalid(err)
+		return evalrun.Outcome{}, err
 	}
 	mode, _ := rollout.ParseMode(cfg.Mode)
 	bopts := Options{Single: mode == rollout.ModeSingle, Probe: true, Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
@@ -96,6 +99,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 	ecfg := evalrun.Config{
 		Benchmark: opts.Benchmark, Items: items, Runs: opts.Runs, Out: cfg.Out, Agent: stack.Agent(), Scorer: scorer,
 		Concurrency: cfg.Concurrency.Rollouts(), Seed: cfg.Seed, Grace: cfg.Grace.Duration, Logger: logger, OnProgress: opts.OnProgress,
+		Replace: opts.Replace,
 	}
 	if err := ecfg.Validate(); err != nil {
 		return evalrun.Outcome{}, invalid(err)
@@ -115,6 +119,20 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		opts.OnStart()
 	}
 	return evalrun.Run(ctx, ecfg)
+}
+
+// evalItems loads the eval's questions and refuses, before anything runs,
+// settings that would leave results of the out directory out of its
+// report (see evalrun.ErrNarrower) unless opts.Replace asks for it.
+func evalItems(cfg Config, opts EvalOptions, data string) ([]bench.Item, error) {
+	items, err := datasets.Load(opts.Benchmark, data, opts.Filter)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if err := evalrun.CheckDir(evalrun.Config{Items: items, Runs: opts.Runs, Out: cfg.Out, Replace: opts.Replace}); err != nil {
+		return nil, invalid(err)
+	}
+	return items, nil
 }
 
 // openEvalRecording opens the store an eval's recording is kept in: an

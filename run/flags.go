@@ -64,6 +64,12 @@ func Flags(scopes ...string) []FlagSpec { return schema().Flags(scopes...) }
 // line each, in file order, for help texts.
 func Keys() []string { return schema().Keys() }
 
+// KeyDoc is one configuration key as help shows it.
+type KeyDoc = conftags.KeyDoc
+
+// KeyDocs lists every key of the configuration, in file order, for help.
+func KeyDocs() []KeyDoc { return schema().KeyDocs() }
+
 // SetFlag sets the keys of the flag name to value, as the command line
 // parsed it (of the type of the flag's Default; a Timeout may come as a
 // *Timeout, a Concurrency as a *Concurrency).

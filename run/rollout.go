@@ -90,9 +90,11 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.CheckTasks(tasks, source); err != nil {
+	if err := checkResumedRun(ctx, runStore, resume, cfg, tasks); err != nil {
 		return nil, err
 	}
+	// Too few tasks is reported with what Build finds, in one message.
+	tasksErr := cfg.CheckTasks(tasks, source)
 	bopts := Options{Single: cfg.Mode == string(rollout.ModeSingle), Capture: true, Probe: true,
 		Getenv: Getenv(world), Logger: logger, Registerer: opts.Registerer}
 	if runStore != nil {
@@ -105,7 +107,10 @@ func execute(ctx context.Context, cfg Config, opts RolloutOptions, train bool) (
 		}
 	}
 	stack, err := Build(ctx, cfg, bopts)
-	if err != nil {
+	if err := upfront(tasksErr, err); err != nil {
+		if stack != nil {
+			stack.Close()
+		}
 		return nil, err
 	}
 	defer stack.Close()

@@ -69,6 +69,10 @@ type Config struct {
 	// OnProgress, when set, is called once when the pending pairs are known and after every pair
 	// written. Calls never overlap.
 	OnProgress func(Progress)
+	// Replace lets an eval whose items or runs leave out pairs that Out's results.jsonl holds
+	// rewrite the report over its own pairs (the lines are kept); without it Run refuses such an
+	// eval with ErrNarrower (see CheckDir).
+	Replace bool
 }
 
 // Progress is the state of an eval. Done, Correct, Errors and JudgeErrors count the pairs of the

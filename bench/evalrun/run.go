@@ -59,6 +59,9 @@ func Run(ctx context.Context, cfg Config) (Outcome, error) {
 		log.Warn("dropped the truncated last line of results.jsonl", "path", rl.path)
 	}
 	done, foreign, err := recorded(cfg, prior)
+	if err == nil {
+		err = narrower(cfg, prior)
+	}
 	if err != nil {
 		rl.close()
 		return out, err

@@ -2,6 +2,7 @@ package evalrun
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,25 @@ func TestResumeRefusesACorruptOrForeignFile(t *testing.T) {
 	}
 }
 
+func TestWiderOrRepeatedEvalIsNotNarrower(t *testing.T) {
+	items := testItems(3)
+	dir := t.TempDir()
+	// Item 0 twice (a repeated pair) in a directory of a 1-question eval:
+	// an eval of all three questions, or of 2 runs, covers more, not less.
+	body := resultLine(t, items[0], 0) + resultLine(t, items[0], 0)
+	if err := os.WriteFile(filepath.Join(dir, report.ResultsFile), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, runs := range []int{1, 2} {
+		if err := CheckDir(Config{Items: items, Runs: runs, Out: dir}); err != nil {
+			t.Errorf("runs %d: %v, want nil", runs, err)
+		}
+	}
+	if err := CheckDir(Config{Items: items, Runs: 1, Out: t.TempDir()}); err != nil {
+		t.Errorf("an empty directory: %v, want nil", err)
+	}
+}
+
 func TestForeignLinesKeptButNotSummarised(t *testing.T) {
 	items := testItems(3)
 	dir := t.TempDir()
@@ -119,7 +139,22 @@ func TestForeignLinesKeptButNotSummarised(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent := &fakeAgent{reply: answerFor(items, func(agents.Query) bool { return false })}
-	out, err := Run(context.Background(), Config{Items: items[:2], Runs: 2, Out: dir, Agent: agent, Scorer: score.GAIAExact})
+	cfg := Config{Items: items[:2], Runs: 2, Out: dir, Agent: agent, Scorer: score.GAIAExact}
+	// Without Replace, an eval that leaves recorded pairs out of its
+	// report is refused, before it runs anything or touches the file.
+	for name, err := range map[string]error{"CheckDir": CheckDir(cfg), "Run": func() error { _, err := Run(context.Background(), cfg); return err }()} {
+		if !errors.Is(err, ErrNarrower) || !strings.Contains(err.Error(), "--replace") || !strings.Contains(err.Error(), "leave out 2 recorded pair(s)") {
+			t.Errorf("%s: %v, want ErrNarrower naming the 2 pairs left out and --replace", name, err)
+		}
+	}
+	if n := len(agent.queries()); n != 0 {
+		t.Errorf("agent ran %d pairs of a refused eval", n)
+	}
+	if b, _ := os.ReadFile(path); string(b) != body {
+		t.Error("the refused eval modified results.jsonl")
+	}
+	cfg.Replace = true
+	out, err := Run(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

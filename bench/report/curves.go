@@ -41,12 +41,27 @@ var palette = []color.Color{
 	color.RGBA{R: 0x80, G: 0x80, B: 0x80, A: 0xff}, color.RGBA{R: 0xc0, G: 0xa0, B: 0x20, A: 0xff},
 }
 
+// curveCellW and curveCellH are the size of one panel of WriteCurves.
+const (
+	curveCellW = 16 * vg.Centimeter
+	curveCellH = 7 * vg.Centimeter
+)
+
 // WriteCurves draws, for one or several runs, the per-step curves of the
 // main and sub rewards, the accuracy and the planner's response length as
 // an SVG figure of stacked panels sharing the step axis, one line per run.
 func WriteCurves(w io.Writer, runs []RunCurve) error {
+	plots, err := curvePlots(runs)
+	if err != nil {
+		return err
+	}
+	return writePlots(w, plots, curveCellW, curveCellH)
+}
+
+// curvePlots builds WriteCurves' panels, one row each.
+func curvePlots(runs []RunCurve) ([][]*plot.Plot, error) {
 	if len(runs) == 0 {
-		return fmt.Errorf("curves: no runs")
+		return nil, fmt.Errorf("curves: no runs")
 	}
 	plots := make([][]*plot.Plot, len(curvePanels))
 	for i, panel := range curvePanels {
@@ -61,7 +76,7 @@ func WriteCurves(w io.Writer, runs []RunCurve) error {
 			}
 			line, points, err := plotter.NewLinePoints(pts)
 			if err != nil {
-				return fmt.Errorf("curves: %s of %s: %w", panel.title, run.Name, err)
+				return nil, fmt.Errorf("curves: %s of %s: %w", panel.title, run.Name, err)
 			}
 			c := palette[r%len(palette)]
 			line.Color, points.Color = c, c
@@ -72,9 +87,10 @@ func WriteCurves(w io.Writer, runs []RunCurve) error {
 			}
 		}
 		p.Legend.Top, p.Legend.Left = true, true
+		makeLegendRoom(p, curveCellW, curveCellH)
 		plots[i] = []*plot.Plot{p}
 	}
-	return writePlots(w, plots, 16*vg.Centimeter, 7*vg.Centimeter)
+	return plots, nil
 }
 
 // writePlots lays plots out in rows and columns of cells of the given size

@@ -24,6 +24,7 @@ func evalRunFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "text-only", Usage: "drop questions with an attachment (GAIA's 103-question text-only subset)"},
 		&cli.StringSliceFlag{Name: "ids", Usage: "question ids to keep"},
 		&cli.IntFlag{Name: "limit", Usage: "at most this many questions (0: all)"},
+		&cli.BoolFlag{Name: "replace", Usage: "rerun into an --out whose results cover questions or runs these settings leave out (another --limit, --ids, --level, --text-only, fewer --runs): the report is rewritten for these settings; results.jsonl keeps every line"},
 	}, evalOutFlag(agentFlags())...)
 }
 
@@ -63,7 +64,7 @@ func runEval(c *cli.Context) error {
 	started := false
 	out, runErr := run.Eval(c.Context, cfg, run.EvalOptions{
 		Benchmark: c.String("benchmark"), Data: c.Path("data"), Scorer: c.String("scorer"), Runs: c.Int("runs"),
-		Filter: bench.Filter{Levels: c.StringSlice("level"), TextOnly: c.Bool("text-only"), IDs: c.StringSlice("ids"), Limit: c.Int("limit")},
+		Filter: bench.Filter{Levels: c.StringSlice("level"), TextOnly: c.Bool("text-only"), IDs: c.StringSlice("ids"), Limit: c.Int("limit")}, Replace: c.Bool("replace"),
 		OnProgress: func(p evalrun.Progress) {
 			progress.report(run.Progress{Step: 1, Done: p.Done, Total: p.Total, Errors: p.Errors,
 				MeanReward: float64(p.Correct) / float64(max(p.Done, 1)), Rate: p.Rate})

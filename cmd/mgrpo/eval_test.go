@@ -48,6 +48,17 @@ func TestEvalScoreFileAndCompare(t *testing.T) {
 	if code != 0 || !strings.Contains(stdout, "q1") {
 		t.Errorf("compare: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// Two questions in common: compared, with a warning that they are few.
+	if !strings.Contains(stderr, "2 question(s) in common") || !strings.Contains(stderr, "too few for a meaningful interval") {
+		t.Errorf("compare of 2 common questions: no warning that they are few:\n%s", stderr)
+	}
+	// No question in common: a bad command line, not accuracies of 0.
+	os.MkdirAll(filepath.Join(dir, "c"), 0o755)
+	os.WriteFile(filepath.Join(dir, "c", "results.jsonl"), []byte(`{"id":"q9","benchmark":"jsonl","run":0,"correct":true}`+"\n"), 0o644)
+	code, stdout, stderr = runCLI(t, "eval", "compare", filepath.Join(dir, "a"), filepath.Join(dir, "c"))
+	if code != 2 || !strings.Contains(stderr, "none in common") || strings.Contains(stdout, "0.0000") {
+		t.Errorf("compare with no common question: exit %d, want 2 naming it\nstdout %s\nstderr %s", code, stdout, stderr)
+	}
 	code, _, stderr = runCLI(t, "eval", "report", filepath.Join(dir, "b"))
 	if code != 0 {
 		t.Errorf("report: exit %d: %s", code, stderr)
@@ -78,6 +89,29 @@ func TestEvalRunOnSimResumes(t *testing.T) {
 	code, stdout, _ = runCLI(t, args...)
 	if code != 0 || !strings.Contains(stdout, "(8 resumed, 0 run now)") {
 		t.Errorf("rerun: exit %d, stdout %q; want everything resumed", code, stdout)
+	}
+	// Fewer questions into the same directory would rewrite its report
+	// for 2 of its 4 questions (issue 50 item 5): refused, unless asked.
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	narrower := []string{"eval", "--sim", "--benchmark", "webwalkerqa", "--scorer", "exact", "--runs", "2", "--limit", "2", "--out", dir}
+	code, stdout, stderr = runCLI(t, narrower...)
+	for _, w := range []string{"4 question(s) × 2 run(s)", "select 2 question(s) × 2 run(s)", "leave out 4 recorded pair(s)", "a new --out", "--replace"} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("another --limit: stderr lacks %q:\n%s", w, stderr)
+		}
+	}
+	if code != 2 || stdout != "" {
+		t.Errorf("another --limit: exit %d, stdout %q; want 2 and nothing", code, stdout)
+	}
+	if again, _ := os.ReadFile(filepath.Join(dir, "report.md")); string(again) != string(report) {
+		t.Error("the refused eval rewrote report.md")
+	}
+	code, stdout, stderr = runCLI(t, append(narrower, "--replace")...)
+	if code != 0 || !strings.Contains(stdout, "2 questions × 2 runs (4 resumed, 0 run now)") {
+		t.Errorf("--replace: exit %d, stdout %q, stderr %s", code, stdout, stderr)
+	}
+	if got := readLines(t, filepath.Join(dir, "results.jsonl")); len(got) != 8 {
+		t.Errorf("--replace: results.jsonl has %d lines, want all 8 kept", len(got))
 	}
 	code, _, stderr = runCLI(t, "eval", "--sim", "--out", dir)
 	if code != 2 || !strings.Contains(stderr, "--benchmark") {

@@ -182,5 +182,6 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	}
 	app.Action = unknownCommand("mgrpo", func() []*cli.Command { return app.Commands }, cli.ShowAppHelp)
 	markUsageErrors(app.Commands, "mgrpo")
+	layoutHelps(app.Commands, newConsole(stdout).width())
 	return app
 }

@@ -18,8 +18,8 @@ func rolloutCommand() *cli.Command {
 		Description: "Runs STEPS steps of BATCH-SIZE queries × GROUP-SIZE rollouts and writes, per step,\n" +
 			"OUT/step-NNNNNN/{planner,executor,stats,rollouts}.jsonl (and Parquet with --format parquet),\n" +
 			"plus a line of OUT/summary.jsonl. --sim runs everything against the simulated world, offline.\n" +
-			"Ctrl-C lets in-flight rollouts finish within the grace period; a second Ctrl-C stops at once.\n\n" +
-			"Flags override the YAML file given by --config. Its keys (train.* are `mgrpo train`'s):\n" + strings.Join(run.Keys(), "\n"),
+			"Ctrl-C lets in-flight rollouts finish within the grace period; a second Ctrl-C stops at once.\n" +
+			"Flags override the YAML file given by --config; its keys are listed after the options.",
 		Flags:  append(agentFlags(), farmFlags()...),
 		Action: runRollout,
 	}

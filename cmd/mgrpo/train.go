@@ -1,8 +1,6 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -20,22 +18,11 @@ func trainCommand() *cli.Command {
 			"the next step. Strictly on-policy unless --max-staleness S lets the next S steps' rollouts run during a\n" +
 			"step's training (--partial-rollouts, --stale-policy: docs/training.md); --stream-groups makes a step of the first\n" +
 			"--batch-size groups whose rollouts are in, not a fixed set. --mode mgrpo trains both models, frozen-sub the planner only,\n" +
-			"single the single agent. A killed run continues with --resume and trains no batch twice.\n\n" +
-			"YAML keys: the rollout keys (`mgrpo rollout --help`) and train.*:\n" + strings.Join(trainKeys(), "\n"),
+			"single the single agent. A killed run continues with --resume and trains no batch twice.\n" +
+			"YAML keys: the rollout keys (`mgrpo rollout --help`) and the train.* keys listed after the options.",
 		Flags:  append(append(agentFlags(), farmFlags()...), trainFlags()...),
 		Action: runTrain,
 	}
-}
-
-// trainKeys lists the train.* configuration keys.
-func trainKeys() []string {
-	var out []string
-	for _, k := range run.Keys() {
-		if strings.HasPrefix(strings.TrimSpace(k), "train.") {
-			out = append(out, k)
-		}
-	}
-	return out
 }
 
 // trainFlags are the flags of `mgrpo train` beyond `mgrpo rollout`'s.

@@ -28,13 +28,24 @@ func parseHelp(text string) (flags map[string]bool, subs []string) {
 	// does not list it.
 	flags = map[string]bool{"help": false, "h": false}
 	section := ""
+	// entryIndent is the indentation of the section's entries: a line
+	// indented further continues the entry above (help wrapped to the
+	// terminal's width).
+	entryIndent := -1
 	for _, line := range strings.Split(text, "\n") {
 		if line != "" && line[0] != ' ' && strings.HasSuffix(line, ":") {
-			section = strings.TrimSuffix(line, ":")
+			section, entryIndent = strings.TrimSuffix(line, ":"), -1
 			continue
 		}
 		names, _, _ := strings.Cut(strings.TrimSpace(line), "  ")
 		if names == "" {
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		if entryIndent < 0 {
+			entryIndent = indent
+		}
+		if indent > entryIndent {
 			continue
 		}
 		switch section {
