@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -95,26 +97,35 @@ func (c *Client) Streaming() bool { return c.stream.Load() }
 // PreflightAll checks every client's endpoints (Pool.Preflight), and that
 // a streaming client's servers stream token ids (PreflightStream), which
 // route continues its trajectories (PreflightTokens), saying every problem
-// at once.
+// at once. The clients are checked side by side (each check may wait for
+// a generation), their problems said in the clients' order.
 func PreflightAll(ctx context.Context, clients []*Client) error {
-	var problems []string
-	for _, cl := range clients {
-		if err := cl.Pool().Preflight(ctx); err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		// A streaming role's servers must stream token ids; one that does
-		// not is said now and called unstreamed.
-		if err := cl.PreflightStream(ctx); err != nil {
-			problems = append(problems, err.Error())
-		}
-		// The token path's routes, or the messages path, said now.
-		if err := cl.PreflightTokens(ctx); err != nil {
-			problems = append(problems, err.Error())
-		}
+	found := make([][]string, len(clients))
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		wg.Go(func() { found[i] = cl.preflightProblems(ctx) })
 	}
-	if len(problems) > 0 {
+	wg.Wait()
+	if problems := slices.Concat(found...); len(problems) > 0 {
 		return fmt.Errorf("before starting:\n%s", strings.Join(problems, "\n"))
 	}
 	return nil
+}
+
+// preflightProblems is one client's part of PreflightAll.
+func (cl *Client) preflightProblems(ctx context.Context) []string {
+	if err := cl.Pool().Preflight(ctx); err != nil {
+		return []string{err.Error()}
+	}
+	var problems []string
+	// A streaming role's servers must stream token ids; one that does
+	// not is said now and called unstreamed.
+	if err := cl.PreflightStream(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
+	// The token path's routes, or the messages path, said now.
+	if err := cl.PreflightTokens(ctx); err != nil {
+		problems = append(problems, err.Error())
+	}
+	return problems
 }

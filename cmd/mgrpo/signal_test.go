@@ -94,10 +94,12 @@ func TestSecondSignalStopsAtOnce(t *testing.T) {
 	}
 }
 
-// waitFor polls buf until it contains s.
+// waitFor polls buf until it contains s. The deadline only catches a hang:
+// a slow sim's preflight probes (each answer of TestSecondSignalStopsAtOnce's
+// takes 5 s) come first, on a machine that may be busy.
 func waitFor(t *testing.T, buf *lockedBuffer, s string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for !strings.Contains(buf.String(), s) {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %q in:\n%s", s, buf.String())
