@@ -154,7 +154,7 @@ type fileIndex struct {
 	// before result files), which come before the file's.
 	legacy bool
 	locs   map[string]recordLoc
-	order []string
+	order  []string
 }
 
 // recordLoc is a record's offset and total length.
