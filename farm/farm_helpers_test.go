@@ -181,3 +181,13 @@ type failingScorer struct{}
 func (failingScorer) Score(context.Context, string, string, string) (rollout.Verdict, error) {
 	return rollout.Verdict{}, errors.New("judge unreachable")
 }
+
+// wideIDs returns the client's 4-byte ids as the []int a sample and the
+// sim's tokenizer take.
+func wideIDs(ids []int32) []int {
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = int(id)
+	}
+	return out
+}

@@ -100,7 +100,7 @@ func (o OutDir) checkResume(steps []string) error {
 func (o OutDir) isRunEntry(name string) bool {
 	switch name {
 	case rollout.SummaryFile, StoreFile, StoreFile + "-wal", StoreFile + "-shm", StoreFile + "-journal",
-		"tasks.jsonl", "curves.svg":
+		StoreFile + ".results", "tasks.jsonl", "curves.svg":
 		return true
 	}
 	for _, own := range o.Own {
@@ -129,6 +129,8 @@ func RemoveUnlessStarted(out string, storeElsewhere bool, started *bool) func() 
 			for _, suffix := range []string{"", "-wal", "-shm", "-journal"} {
 				os.Remove(storePath + suffix)
 			}
+			// The results of the steps in progress (store/sqlite).
+			os.RemoveAll(storePath + ".results")
 		}
 	}
 }

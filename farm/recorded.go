@@ -108,6 +108,9 @@ func (r *RecordedStore) OpenCopy(ctx context.Context, file, where string, open S
 	if r.dir, err = os.MkdirTemp("", "mgrpo-rescore-"); err != nil {
 		return fmt.Errorf("%w", err)
 	}
+	// The copy leaves out the results of the steps in progress
+	// (file.results/), which nothing read from a recorded run needs: in
+	// the copy those steps hold no results.
 	for _, suffix := range []string{"", "-wal", "-shm"} {
 		if err := CopyIfPresent(file+suffix, filepath.Join(r.dir, StoreFile+suffix)); err != nil {
 			return err

@@ -133,10 +133,15 @@ func readRecordedStep(dir string, step, group int) (recordedStep, error) {
 			if r.Tree == nil {
 				return out, fmt.Errorf("%w: step %d: rollout %s has no tree", ErrNotRescorable, step, r.ID)
 			}
-			g.planner[k] = trajectoryOf(byPlanner[trajKey{g.queryID, k, -1}], r.Scores.FormatOK)
+			var err error
+			if g.planner[k], err = trajectoryOf(byPlanner[trajKey{g.queryID, k, -1}], r.Scores.FormatOK); err != nil {
+				return out, fmt.Errorf("%w: step %d: rollout %s planner: %w", ErrNotRescorable, step, r.ID, err)
+			}
 			g.executors[k] = make([]rollout.Trajectory, len(r.Scores.Subs))
 			for i, s := range r.Scores.Subs {
-				g.executors[k][i] = trajectoryOf(byExec[trajKey{g.queryID, k, i}], s.FormatOK)
+				if g.executors[k][i], err = trajectoryOf(byExec[trajKey{g.queryID, k, i}], s.FormatOK); err != nil {
+					return out, fmt.Errorf("%w: step %d: rollout %s sub %d: %w", ErrNotRescorable, step, r.ID, i, err)
+				}
 			}
 		}
 		out.groups = append(out.groups, g)
@@ -157,16 +162,20 @@ type trajKey struct {
 // trajectoryOf rebuilds a trajectory from the samples of one of its
 // entries (none: a trajectory without sequences, or one the run did not
 // keep; expectedSequences tells which).
-func trajectoryOf(samples []rollout.Sample, formatOK bool) rollout.Trajectory {
+func trajectoryOf(samples []rollout.Sample, formatOK bool) (rollout.Trajectory, error) {
 	t := rollout.Trajectory{FormatOK: formatOK, FinishReason: "error"}
 	for i, s := range samples {
 		if i == 0 {
 			t.PolicyVersion, t.NumTurns, t.FinishReason, t.FormatOK = s.PolicyVersion, s.NumTurns, s.FinishReason, s.FormatOK
 		}
-		t.Sequences = append(t.Sequences, rollout.Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs,
-			FirstTurn: s.FirstTurn, TurnFinishReasons: s.TurnFinishReasons, Split: s.SplitReason})
+		seq, err := rollout.Tokens{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs}.Compact()
+		if err != nil {
+			return rollout.Trajectory{}, fmt.Errorf("sample %d of the trajectory: %w", i, err)
+		}
+		seq.FirstTurn, seq.TurnFinishReasons, seq.Split = s.FirstTurn, s.TurnFinishReasons, s.SplitReason
+		t.Sequences = append(t.Sequences, seq)
 	}
-	return t
+	return t, nil
 }
 
 // expectedSequences is how many token sequences trajectory i of r (0: the

@@ -11,7 +11,7 @@ import (
 // JSON, as a worker elsewhere would send it, has its sequences checked by
 // sample building again, while one checked in this process is not.
 func TestValidatedDoesNotTravel(t *testing.T) {
-	bad := TrajectoryResult{Sequences: []rollout.Sequence{{InputIDs: []int{1}, LossMask: []int8{0}, Logprobs: []float64{-1}}}, validated: true}
+	bad := TrajectoryResult{Sequences: []rollout.Sequence{{InputIDs: []int32{1}, LossMask: []int8{0}, Logprobs: []float64{-1}}}, validated: true}
 	raw, err := json.Marshal(bad)
 	if err != nil {
 		t.Fatal(err)

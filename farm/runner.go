@@ -177,7 +177,7 @@ func trajectorySequences(tr *agents.Trajectory) TrajectoryResult {
 		}
 		for i, s := range seqs {
 			first := from + s.FirstTurn
-			seq := rollout.Sequence{InputIDs: wideIDs(s.InputIDs), LossMask: s.LossMask, Logprobs: s.Logprobs,
+			seq := rollout.Sequence{InputIDs: finishedIDs(s.InputIDs), LossMask: s.LossMask, Logprobs: sampledLogprobs(s.LossMask, s.Logprobs),
 				FirstTurn: first, TurnFinishReasons: turnFinishReasons(tr.Turns[first : first+s.NumTurns])}
 			switch {
 			case i == 0:
@@ -215,16 +215,40 @@ func turnFinishReason(t *llm.Turn) string {
 	return t.FinishReason
 }
 
-// wideIDs copies the client's 4-byte token ids, which it holds that way
-// while conversations are in flight, into the []int of the pure layer's
-// sequences and samples.
-func wideIDs(ids []int32) []int {
-	if ids == nil {
-		return nil
+// finishedIDs returns a finished sequence's ids to keep until its step is
+// assembled: the client's array itself (its turns' ids are dropped once the
+// sequences hold them), or a copy of exactly its length when the array has
+// grown well past it, as the client's growing arrays do, so that a step's
+// thousands of held sequences do not keep the spare room alive.
+func finishedIDs(ids []int32) []int32 {
+	if cap(ids)-len(ids) <= len(ids)/8 {
+		return ids[:len(ids):len(ids)]
 	}
-	out := make([]int, len(ids))
-	for i, id := range ids {
-		out[i] = int(id)
+	return append(make([]int32, 0, len(ids)), ids...)
+}
+
+// sampledLogprobs returns the logprobs of the tokens whose mask is 1, the
+// compact form of rollout.Sequence; a logprob that is not 0 where the mask
+// is 0 is kept in place, so that Validate reports the sequence instead of
+// the compact form hiding it.
+func sampledLogprobs(mask []int8, logprobs []float64) []float64 {
+	if len(logprobs) != len(mask) {
+		return logprobs
+	}
+	n := 0
+	for i, m := range mask {
+		if m == 0 && logprobs[i] != 0 {
+			return logprobs
+		}
+		if m != 0 {
+			n++
+		}
+	}
+	out := make([]float64, 0, n)
+	for i, m := range mask {
+		if m != 0 {
+			out = append(out, logprobs[i])
+		}
 	}
 	return out
 }

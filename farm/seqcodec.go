@@ -15,12 +15,16 @@ const seqFormat = 1
 
 // appendSequences appends seqs to dst: the format byte, then the count,
 // and per sequence its token ids (appendIDs), its mask as one byte a
-// token, and its logprobs: 8 little-endian bytes for each generated token
-// (mask ≠ 0, or past the mask's end), then uvarint(k) and k pairs of
-// uvarint(index) and 8 bytes for the prompt tokens (mask 0) whose logprob
-// is not +0. The contract is 0 there, so k is 0 in practice; the
-// exceptions keep any input exact. Every length is written as 0 for a nil
-// slice and n+1 otherwise, so nil and empty stay apart.
+// token, and its logprobs: the token count (or 0 for nil logprobs), 8
+// little-endian bytes for each generated token (mask ≠ 0), then
+// uvarint(0). That last count and the token count are the layout's from
+// when sequences held a logprob for every token, pairs of an index and 8
+// bytes of the prompt tokens whose logprob was not 0 following it; the
+// layout is kept so that a store written before reads the same. Every
+// length is written as 0 for a nil slice and n+1 otherwise, so nil and
+// empty stay apart. The sequences must be valid (rollout.Sequence.Validate:
+// one logprob for each 1 of the mask), as the farm's are before they are
+// stored.
 func appendSequences(dst []byte, seqs []rollout.Sequence) []byte {
 	dst = append(dst, seqFormat)
 	if seqs == nil {
@@ -38,24 +42,21 @@ func appendSequences(dst []byte, seqs []rollout.Sequence) []byte {
 		for i, m := range s.LossMask {
 			dst[n+i] = byte(m)
 		}
-		dst = appendLen(dst, s.Logprobs == nil, len(s.Logprobs))
-		var exceptions int
-		for i, lp := range s.Logprobs {
-			if i >= len(s.LossMask) || s.LossMask[i] != 0 {
-				dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(lp))
-			} else if math.Float64bits(lp) != 0 {
-				exceptions++
-			}
-		}
-		dst = binary.AppendUvarint(dst, uint64(exceptions))
-		if exceptions > 0 {
-			for i, lp := range s.Logprobs {
-				if i < len(s.LossMask) && s.LossMask[i] == 0 && math.Float64bits(lp) != 0 {
-					dst = binary.AppendUvarint(dst, uint64(i))
+		dst = appendLen(dst, s.Logprobs == nil, len(s.LossMask))
+		if s.Logprobs != nil {
+			j := 0
+			for _, m := range s.LossMask {
+				if m != 0 {
+					var lp float64
+					if j < len(s.Logprobs) {
+						lp = s.Logprobs[j]
+					}
 					dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(lp))
+					j++
 				}
 			}
 		}
+		dst = binary.AppendUvarint(dst, 0)
 	}
 	return dst
 }
@@ -68,10 +69,10 @@ const (
 )
 
 // appendIDs writes the encoding byte and the ids.
-func appendIDs(dst []byte, ids []int) []byte {
+func appendIDs(dst []byte, ids []int32) []byte {
 	fits := true
 	for _, id := range ids {
-		if id < 0 || id > math.MaxUint32 {
+		if id < 0 {
 			fits = false
 			break
 		}
@@ -145,15 +146,16 @@ func (r *seqReader) length(what string, minBytes int) (n int, isNil bool) {
 	return int(v - 1), false
 }
 
-// ids reads n token ids written by appendIDs.
-func (r *seqReader) ids(n int) []int {
+// ids reads n token ids written by appendIDs. An id beyond int32's range
+// (a store written when ids were wider) is an error.
+func (r *seqReader) ids(n int) []int32 {
 	if len(r.b) == 0 {
 		r.fail("truncated token ids")
 		return nil
 	}
 	form := r.b[0]
 	r.b = r.b[1:]
-	out := make([]int, n)
+	out := make([]int32, n)
 	switch form {
 	case idsUint32:
 		if len(r.b) < 4*n {
@@ -161,17 +163,22 @@ func (r *seqReader) ids(n int) []int {
 			return nil
 		}
 		for i := range out {
-			out[i] = int(binary.LittleEndian.Uint32(r.b[4*i:]))
+			v := binary.LittleEndian.Uint32(r.b[4*i:])
+			if v > math.MaxInt32 {
+				r.fail("token id beyond 32 bits")
+				return nil
+			}
+			out[i] = int32(v)
 		}
 		r.b = r.b[4*n:]
 	case idsVarint:
 		for i := range out {
 			v, k := binary.Varint(r.b)
-			if k <= 0 {
+			if k <= 0 || v < math.MinInt32 || v > math.MaxInt32 {
 				r.fail("token id")
 				return nil
 			}
-			out[i] = int(v)
+			out[i] = int32(v)
 			r.b = r.b[k:]
 		}
 	default:
@@ -218,32 +225,32 @@ func decodeSequences(b []byte) ([]rollout.Sequence, []byte, error) {
 			}
 			r.b = r.b[n:]
 		}
-		// Logprobs of prompt tokens take no bytes: the count is bounded by
-		// the mask's length and the bytes left.
+		// The logprob count is the token count; only the generated
+		// tokens' take bytes. A prompt token's logprob (an exception) has
+		// no place in the compact form: such a sequence was never valid.
 		lp := r.uvarint("logprob count")
 		if r.err == nil && lp > 0 {
-			if lp-1 > uint64(len(s.LossMask)+len(r.b)/8) {
-				r.fail("logprob count longer than the data")
+			if lp-1 != uint64(len(s.LossMask)) {
+				r.fail("logprob count differs from the mask's length")
 				return nil, nil, r.err
 			}
-			n := int(lp - 1)
-			s.Logprobs = make([]float64, n)
-			for j := range s.Logprobs {
-				if j >= len(s.LossMask) || s.LossMask[j] != 0 {
-					s.Logprobs[j] = r.float()
+			sampled := 0
+			for _, m := range s.LossMask {
+				if m != 0 {
+					sampled++
 				}
 			}
+			if sampled > len(r.b)/8 {
+				r.fail("truncated logprobs")
+				return nil, nil, r.err
+			}
+			s.Logprobs = make([]float64, sampled)
+			for j := range s.Logprobs {
+				s.Logprobs[j] = r.float()
+			}
 		}
-		exceptions := r.uvarint("exception count")
-		for ; r.err == nil && exceptions > 0; exceptions-- {
-			at := r.uvarint("exception index")
-			v := r.float()
-			if r.err == nil && at >= uint64(len(s.Logprobs)) {
-				r.fail("exception index out of range")
-			}
-			if r.err == nil {
-				s.Logprobs[at] = v
-			}
+		if exceptions := r.uvarint("exception count"); r.err == nil && exceptions != 0 {
+			r.fail("a logprob where the mask is 0")
 		}
 		if r.err != nil {
 			return nil, nil, r.err

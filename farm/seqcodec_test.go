@@ -2,8 +2,10 @@ package farm
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/mgrpo/mgrpo/rollout"
@@ -11,8 +13,9 @@ import (
 )
 
 // sequencesFrom builds sequence lists from fuzz bytes: token ids of any
-// size (negative and huge ones too), masks of any value, logprobs of any
-// bit pattern, nil and empty slices.
+// 32-bit value (negative ones too), masks of any value, a logprob of any
+// bit pattern for each token of mask ≠ 0 (the compact form the codec
+// takes), nil and empty slices.
 func sequencesFrom(data []byte) []rollout.Sequence {
 	if len(data) == 0 {
 		return nil
@@ -30,23 +33,27 @@ func sequencesFrom(data []byte) []rollout.Sequence {
 		n := int(next() % 40)
 		var s rollout.Sequence
 		if next()%5 != 0 {
-			s.InputIDs = make([]int, n)
+			s.InputIDs = make([]int32, n)
 		}
 		if next()%5 != 0 {
 			s.LossMask = make([]int8, n)
 		}
-		if next()%5 != 0 {
-			s.Logprobs = make([]float64, n+int(next()%3)-1+1)
-		}
 		wide := next()%4 == 0
 		for i := range s.InputIDs {
-			s.InputIDs[i] = int(next()) | int(next())<<8
+			s.InputIDs[i] = int32(next()) | int32(next())<<8
 			if wide {
-				s.InputIDs[i] = int(int64(binary.LittleEndian.Uint64(append([]byte{next(), next(), next()}, make([]byte, 5)...))) - 1<<20)
+				s.InputIDs[i] = int32(binary.LittleEndian.Uint32([]byte{next(), next(), next(), next()}))
 			}
 		}
+		sampled := 0
 		for i := range s.LossMask {
 			s.LossMask[i] = int8(next() % 3)
+			if s.LossMask[i] != 0 {
+				sampled++
+			}
+		}
+		if next()%5 != 0 {
+			s.Logprobs = make([]float64, sampled)
 		}
 		for i := range s.Logprobs {
 			switch next() % 4 {
@@ -141,8 +148,8 @@ func TestStoredResultHasEveryField(t *testing.T) {
 func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
 	want := rollouttest.FilledSample(t)
 	wv := reflect.ValueOf(want)
-	var seq rollout.Sequence
-	sv := reflect.ValueOf(&seq).Elem()
+	var wide rollout.Tokens
+	tv := reflect.ValueOf(&wide).Elem()
 	var tokens []string
 	for i := range wv.NumField() {
 		f := wv.Type().Field(i)
@@ -152,23 +159,31 @@ func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
 			continue
 		}
 		tokens = append(tokens, f.Name)
-		sf, ok := sv.Type().FieldByName(f.Name)
-		if !ok || sf.Type != f.Type {
-			t.Errorf("the store's sequence codec drops Sample.%s: rollout.Sequence has no field %s %s", f.Name, f.Name, f.Type)
+		tf, ok := tv.Type().FieldByName(f.Name)
+		if !ok || tf.Type != f.Type {
+			t.Errorf("the store's sequence codec drops Sample.%s: rollout.Tokens has no field %s %s", f.Name, f.Name, f.Type)
 			continue
 		}
-		sv.FieldByIndex(sf.Index).Set(wv.Field(i))
+		if _, ok := reflect.TypeFor[rollout.Sequence]().FieldByName(f.Name); !ok {
+			t.Errorf("the store's sequence codec drops Sample.%s: rollout.Sequence has no field %s", f.Name, f.Name)
+		}
+		tv.FieldByIndex(tf.Index).Set(wv.Field(i))
+	}
+	seq, err := wide.Compact()
+	if err != nil {
+		t.Fatal(err)
 	}
 	decoded, rest, err := decodeSequences(appendSequences(nil, []rollout.Sequence{seq}))
 	if err != nil || len(rest) != 0 || len(decoded) != 1 {
 		t.Fatalf("decode: %d sequences, %d bytes left, %v", len(decoded), len(rest), err)
 	}
+	back := decoded[0].Wide(true)
 	got := want
 	gv := reflect.ValueOf(&got).Elem()
-	dv := reflect.ValueOf(decoded[0])
+	bv := reflect.ValueOf(back)
 	for _, name := range tokens {
-		if df := dv.FieldByName(name); df.IsValid() {
-			gv.FieldByName(name).Set(df)
+		if bf := bv.FieldByName(name); bf.IsValid() {
+			gv.FieldByName(name).Set(bf)
 		} else {
 			gv.FieldByName(name).SetZero()
 		}
@@ -176,7 +191,44 @@ func TestSequenceCodecCarriesEveryTokenArray(t *testing.T) {
 	rollouttest.CheckRoundTrip(t, "the store's sequence codec", want, got, tokens...)
 	// Beside the token arrays a sequence holds its turn record (FirstTurn,
 	// TurnFinishReasons, Split), stored apart.
-	if n := sv.NumField(); n > len(tokens)+3 {
+	if n := reflect.TypeFor[rollout.Sequence]().NumField(); n > len(tokens)+3 {
 		t.Errorf("rollout.Sequence has %d fields, Sample only the token arrays %v: this test no longer covers the codec", n, tokens)
+	}
+}
+
+// TestSequenceCodecLayout pins the stored bytes of a sequence to the layout
+// stores were written in when sequences held a logprob for every token, so
+// that a run stored before resumes the same, and checks that what the
+// compact form cannot hold is an error, not a silent change.
+func TestSequenceCodecLayout(t *testing.T) {
+	seq := rollout.Sequence{InputIDs: []int32{5, 7}, LossMask: []int8{0, 1}, Logprobs: []float64{-0.5}}
+	want := []byte{
+		1, 2, // format, one sequence
+		3, 0, 5, 0, 0, 0, 7, 0, 0, 0, // two ids, 4 bytes each
+		3, 0, 1, // the mask
+		3, 0, 0, 0, 0, 0, 0, 0xE0, 0xBF, // the logprob count (the token count), the sampled token's -0.5
+		0, // no prompt-token logprobs
+	}
+	got := appendSequences(nil, []rollout.Sequence{seq})
+	if !slices.Equal(got, want) {
+		t.Fatalf("encoded\n%v\nwant\n%v", got, want)
+	}
+	decoded, rest, err := decodeSequences(want)
+	if err != nil || len(rest) != 0 || !sameSequences(decoded, []rollout.Sequence{seq}) {
+		t.Fatalf("decoded %+v, %d bytes left, %v", decoded, len(rest), err)
+	}
+	bad := map[string][]byte{
+		// A prompt token's logprob of -0.25 (index 0), which the old layout
+		// could hold.
+		"a logprob where the mask is 0": append(slices.Clone(want[:len(want)-1]), 1, 0, 0, 0, 0, 0, 0, 0, 0xD0, 0xBF),
+		// An id of 2^31 in the 4-byte form.
+		"token id beyond 32 bits": slices.Concat(want[:4], []byte{0, 0, 0, 0x80}, want[8:]),
+		// A logprob count other than the token count.
+		"logprob count differs": slices.Concat(want[:15], []byte{2}, want[16:]),
+	}
+	for name, blob := range bad {
+		if _, _, err := decodeSequences(blob); err == nil || !errors.Is(err, errSeqBlob) {
+			t.Errorf("%s: decoded without the error, got %v", name, err)
+		}
 	}
 }

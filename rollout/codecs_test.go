@@ -54,7 +54,7 @@ func TestEveryFieldRoundTripsThroughRolloutsCodecs(t *testing.T) {
 			if err := json.Unmarshal(raw, &e); err != nil {
 				return nil, err
 			}
-			q := rollout.Sequence{InputIDs: want.InputIDs, LossMask: want.LossMask, Logprobs: want.Logprobs}
+			q := rollout.Tokens{InputIDs: want.InputIDs, LossMask: want.LossMask, Logprobs: want.Logprobs}
 			return []rollout.Sample{e.Expand(want.Run, want.Step, want.Role, q)}, nil
 		},
 	}

@@ -253,9 +253,9 @@ func trajectoriesFor(in GroupInput) GroupTrajectories {
 func simpleTrajectory(base int) Trajectory {
 	return Trajectory{
 		Sequences: []Sequence{{
-			InputIDs: []int{base, base + 1, base + 2},
+			InputIDs: []int32{int32(base), int32(base + 1), int32(base + 2)},
 			LossMask: []int8{0, 1, 1},
-			Logprobs: []float64{0, -0.5, -0.25},
+			Logprobs: []float64{-0.5, -0.25},
 		}},
 		PolicyVersion: 3,
 		NumTurns:      1,

@@ -24,14 +24,12 @@ func genGroup(t *rapid.T, q, K int) (GroupInput, GroupTrajectories) {
 			L := rapid.IntRange(1, 6).Draw(t, label+"/len")
 			var s Sequence
 			for range L {
-				s.InputIDs = append(s.InputIDs, rapid.IntRange(0, 50000).Draw(t, label+"/id"))
+				s.InputIDs = append(s.InputIDs, rapid.Int32Range(0, 50000).Draw(t, label+"/id"))
 				m := rapid.IntRange(0, 1).Draw(t, label+"/mask")
 				s.LossMask = append(s.LossMask, int8(m))
-				lp := 0.0
 				if m == 1 {
-					lp = -rapid.Float64Range(0, 20).Draw(t, label+"/lp")
+					s.Logprobs = append(s.Logprobs, -rapid.Float64Range(0, 20).Draw(t, label+"/lp"))
 				}
-				s.Logprobs = append(s.Logprobs, lp)
 			}
 			tj.Sequences = append(tj.Sequences, s)
 		}

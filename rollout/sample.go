@@ -79,11 +79,17 @@ const (
 	SplitDrift = "drift"
 )
 
-// Sequence is one token sequence of a trajectory with its loss mask and the
-// sampler's logprobs, all of the same length.
+// Sequence is one token sequence of a trajectory with its loss mask, in
+// the compact form a step holds until its samples are built: ids as the
+// engines' 32-bit token ids, and logprobs for the sampled tokens only
+// (a prompt token's logprob is 0 by definition). A step holds thousands of
+// them at once; the wide form a Sample carries (8-byte ids, a logprob for
+// every token) would take about 21 bytes a token instead of 5 to 6.
 type Sequence struct {
-	InputIDs []int
+	InputIDs []int32
 	LossMask []int8
+	// Logprobs are the sampler's logprobs of the tokens whose mask is 1,
+	// in order: one for every 1 in LossMask.
 	Logprobs []float64
 	// FirstTurn is the index of the trajectory's first turn the sequence
 	// holds; TurnFinishReasons has one finish reason per turn it holds.
@@ -92,6 +98,38 @@ type Sequence struct {
 	// Split is why the sequence started anew at FirstTurn (SplitDrift and
 	// the others); empty for the trajectory's first sequence.
 	Split string
+}
+
+// Tokens are the aligned token arrays of one sample as the trainer
+// formats hold them: ids, loss mask and logprobs of the same length, the
+// logprobs 0 where the mask is 0 (see Sample).
+type Tokens struct {
+	InputIDs []int
+	LossMask []int8
+	Logprobs []float64
+}
+
+// Wide returns s's tokens in a Sample's form: ids widened to int and a
+// logprob for every token, 0 where the mask is 0. The mask is shared with
+// s unless copyMask is set. s must be valid (see Validate).
+func (s Sequence) Wide(copyMask bool) Tokens {
+	ids := make([]int, len(s.InputIDs))
+	for i, id := range s.InputIDs {
+		ids[i] = int(id)
+	}
+	logprobs := make([]float64, len(s.LossMask))
+	j := 0
+	for i, m := range s.LossMask {
+		if m != 0 && j < len(s.Logprobs) {
+			logprobs[i] = s.Logprobs[j]
+			j++
+		}
+	}
+	mask := s.LossMask[:len(s.LossMask):len(s.LossMask)]
+	if copyMask {
+		mask = append([]int8(nil), s.LossMask...)
+	}
+	return Tokens{InputIDs: ids, LossMask: mask, Logprobs: logprobs}
 }
 
 // Trajectory is what sample building needs of one agent trajectory. A
@@ -131,19 +169,22 @@ type SampleBuilder struct {
 	// PadPolicyVersion is the policy_version of padding samples.
 	PadPolicyVersion int64
 
-	// ShareTokens makes samples use the trajectories' token slices instead
-	// of copies, so samples alias the caller's slices and each other. The
-	// farm sets it: its trajectories belong to the step being assembled and
-	// are never modified, and copying every sequence (once more for each
-	// duplicate) was a fifth of all the memory a step allocated.
+	// ShareTokens makes the samples of one Build call that hold the same
+	// sequence (a duplicated executor and its original) share one widened
+	// copy of its tokens, and share its loss mask with the trajectory,
+	// so samples alias the caller's mask and each other. The farm sets it:
+	// its trajectories belong to the step being assembled and are never
+	// modified, and widening every sequence once more for each duplicate
+	// was a fifth of all the memory a step allocated. Without it every
+	// sample has arrays of its own.
 	ShareTokens bool
 }
 
 // Build returns the planner and executor samples of one group. The
 // trajectories must match the group (K planner trajectories, d_k executor
-// trajectories for rollout k) and every sequence must be well formed: equal
-// lengths of ids, mask and logprobs, at least one token, mask values 0 or 1,
-// finite logprobs that are 0 where the mask is 0. A violation is an error
+// trajectories for rollout k) and every sequence must be well formed (see
+// Sequence.Validate): at least one token, a mask value 0 or 1 for each, a
+// finite logprob for each sampled token. A violation is an error
 // naming the query, rollout and sub-trajectory. Levels marked dropped in res
 // yield no samples.
 func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, executor []Sample, err error) {
@@ -171,11 +212,12 @@ func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, ex
 		}
 	}
 
+	wide := map[wideKey]Tokens{}
 	if !res.MainDropped {
 		for _, m := range res.Main {
 			t := tr.Planner[m.Rollout]
 			for _, seq := range t.Sequences {
-				planner = append(planner, b.sample(res.QueryID, RolePlanner, m.Rollout, nil, nil, t, seq, m.Reward, m.Advantage))
+				planner = append(planner, b.sample(wide, res.QueryID, RolePlanner, m.Rollout, nil, nil, t, seq, m.Reward, m.Advantage))
 			}
 		}
 	}
@@ -186,8 +228,7 @@ func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, ex
 		sub := e.SubIndex
 		if e.Padding {
 			pad := Trajectory{PolicyVersion: b.PadPolicyVersion, FinishReason: FinishReasonPadding}
-			seq := Sequence{InputIDs: []int{b.PadTokenID}, LossMask: []int8{0}, Logprobs: []float64{0}}
-			executor = append(executor, b.sample(res.QueryID, RoleExecutor, e.Rollout, &sub, nil, pad, seq, 0, 0))
+			executor = append(executor, b.padding(res.QueryID, e.Rollout, sub, pad))
 			continue
 		}
 		var dup *SubRef
@@ -196,17 +237,48 @@ func (b SampleBuilder) Build(res GroupResult, tr GroupTrajectories) (planner, ex
 		}
 		t := tr.Executors[e.Source.Rollout][e.Source.SubIndex]
 		for _, seq := range t.Sequences {
-			executor = append(executor, b.sample(res.QueryID, RoleExecutor, e.Rollout, &sub, dup, t, seq, e.Reward, e.Advantage))
+			executor = append(executor, b.sample(wide, res.QueryID, RoleExecutor, e.Rollout, &sub, dup, t, seq, e.Reward, e.Advantage))
 		}
 	}
 	return planner, executor, nil
 }
 
-// sample assembles one Sample. Slices are copied so that samples never alias
-// the caller's buffers or each other, unless b.ShareTokens is set; shared
-// slices are capped at their length so that appending to one never writes
-// into another.
-func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *SubRef, t Trajectory, seq Sequence, reward, adv float64) Sample {
+// wideKey identifies a sequence's token arrays by address and length, so
+// that samples of the same sequence share one widened copy.
+type wideKey struct {
+	ids  *int32
+	n    int
+	mask *int8
+}
+
+// sample assembles one Sample. Its tokens are seq's widened (see
+// Sequence.Wide): a copy of their own for every sample, unless
+// b.ShareTokens is set, when wide holds each sequence's one copy. Shared
+// slices are capped at their length so that appending to one never
+// writes into another.
+func (b SampleBuilder) sample(wide map[wideKey]Tokens, query string, role Role, k int, sub *int, dup *SubRef, t Trajectory, seq Sequence, reward, adv float64) Sample {
+	var tok Tokens
+	if b.ShareTokens && len(seq.InputIDs) > 0 && len(seq.LossMask) > 0 {
+		key := wideKey{&seq.InputIDs[0], len(seq.InputIDs), &seq.LossMask[0]}
+		var ok bool
+		if tok, ok = wide[key]; !ok {
+			tok = seq.Wide(false)
+			wide[key] = tok
+		}
+	} else {
+		tok = seq.Wide(true)
+	}
+	return b.assemble(query, role, k, sub, dup, t, seq, tok, reward, adv)
+}
+
+// padding is a padding sample: one token, the pad token, outside the loss.
+func (b SampleBuilder) padding(query string, k, sub int, pad Trajectory) Sample {
+	tok := Tokens{InputIDs: []int{b.PadTokenID}, LossMask: []int8{0}, Logprobs: []float64{0}}
+	return b.assemble(query, RoleExecutor, k, &sub, nil, pad, Sequence{}, tok, 0, 0)
+}
+
+// assemble builds the Sample of one sequence with tokens tok.
+func (b SampleBuilder) assemble(query string, role Role, k int, sub *int, dup *SubRef, t Trajectory, seq Sequence, tok Tokens, reward, adv float64) Sample {
 	if sub != nil {
 		v := *sub
 		sub = &v
@@ -214,14 +286,6 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 	if dup != nil {
 		v := *dup
 		dup = &v
-	}
-	ids, mask, logprobs := seq.InputIDs, seq.LossMask, seq.Logprobs
-	if b.ShareTokens {
-		ids, mask, logprobs = ids[:len(ids):len(ids)], mask[:len(mask):len(mask)], logprobs[:len(logprobs):len(logprobs)]
-	} else {
-		ids = append([]int(nil), ids...)
-		mask = append([]int8(nil), mask...)
-		logprobs = append([]float64(nil), logprobs...)
 	}
 	return Sample{
 		Run:           b.Run,
@@ -232,9 +296,9 @@ func (b SampleBuilder) sample(query string, role Role, k int, sub *int, dup *Sub
 		SubIndex:      sub,
 		DuplicateOf:   dup,
 		PolicyVersion: t.PolicyVersion,
-		InputIDs:      ids,
-		LossMask:      mask,
-		Logprobs:      logprobs,
+		InputIDs:      tok.InputIDs[:len(tok.InputIDs):len(tok.InputIDs)],
+		LossMask:      tok.LossMask[:len(tok.LossMask):len(tok.LossMask)],
+		Logprobs:      tok.Logprobs[:len(tok.Logprobs):len(tok.Logprobs)],
 		Reward:        reward,
 		Advantage:     adv,
 		NumTurns:      t.NumTurns,
@@ -261,27 +325,61 @@ func (t Trajectory) validate() error {
 	return nil
 }
 
-// Validate reports the first way in which s is malformed: no tokens, lengths
-// of ids, mask and logprobs that differ, a mask value other than 0 or 1, a
-// non-finite logprob, or a non-zero logprob where the mask is 0.
+// Validate reports the first way in which s is malformed: no tokens, a
+// mask whose length differs from the ids', a mask value other than 0 or
+// 1, a logprob count other than the mask's count of 1s, or a non-finite
+// logprob.
 func (s Sequence) Validate() error {
 	n := len(s.InputIDs)
 	if n == 0 {
 		return fmt.Errorf("no tokens")
 	}
-	if len(s.LossMask) != n || len(s.Logprobs) != n {
-		return fmt.Errorf("lengths differ: %d input ids, %d mask values, %d logprobs", n, len(s.LossMask), len(s.Logprobs))
+	if len(s.LossMask) != n {
+		return fmt.Errorf("lengths differ: %d input ids, %d mask values", n, len(s.LossMask))
 	}
+	sampled := 0
 	for i, m := range s.LossMask {
-		lp := s.Logprobs[i]
-		switch {
-		case m != 0 && m != 1:
+		switch m {
+		case 0:
+		case 1:
+			sampled++
+		default:
 			return fmt.Errorf("token %d: loss mask %d, want 0 or 1", i, m)
-		case math.IsNaN(lp) || math.IsInf(lp, 0):
-			return fmt.Errorf("token %d: logprob %v is not finite", i, lp)
-		case m == 0 && lp != 0:
-			return fmt.Errorf("token %d: logprob %v where loss mask is 0", i, lp)
+		}
+	}
+	if len(s.Logprobs) != sampled {
+		return fmt.Errorf("%d logprobs for %d sampled tokens (mask 1)", len(s.Logprobs), sampled)
+	}
+	for i, lp := range s.Logprobs {
+		if math.IsNaN(lp) || math.IsInf(lp, 0) {
+			return fmt.Errorf("sampled token %d: logprob %v is not finite", i, lp)
 		}
 	}
 	return nil
+}
+
+// Compact returns t in a Sequence's compact form (the logprobs of the
+// mask-1 tokens only), for samples read back from a step's files. An id
+// outside int32's range or a logprob that is not 0 where the mask is 0 is
+// an error: the compact form could not hold it.
+func (t Tokens) Compact() (Sequence, error) {
+	if len(t.LossMask) != len(t.InputIDs) || len(t.Logprobs) != len(t.InputIDs) {
+		return Sequence{}, fmt.Errorf("lengths differ: %d input ids, %d mask values, %d logprobs", len(t.InputIDs), len(t.LossMask), len(t.Logprobs))
+	}
+	s := Sequence{InputIDs: make([]int32, len(t.InputIDs)), LossMask: t.LossMask}
+	for i, id := range t.InputIDs {
+		if id < math.MinInt32 || id > math.MaxInt32 {
+			return Sequence{}, fmt.Errorf("token %d: id %d does not fit in 32 bits", i, id)
+		}
+		s.InputIDs[i] = int32(id)
+	}
+	for i, m := range t.LossMask {
+		switch {
+		case m != 0:
+			s.Logprobs = append(s.Logprobs, t.Logprobs[i])
+		case t.Logprobs[i] != 0:
+			return Sequence{}, fmt.Errorf("token %d: logprob %v where loss mask is 0", i, t.Logprobs[i])
+		}
+	}
+	return s, nil
 }

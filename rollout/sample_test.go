@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -20,7 +21,7 @@ func TestBuildSamplesSplitDuplicateAndPadding(t *testing.T) {
 	tr := trajectoriesFor(in)
 	// The planner of rollout 0 was split by drift into two sequences.
 	tr.Planner[0].Sequences = append(tr.Planner[0].Sequences, Sequence{
-		InputIDs: []int{7, 8}, LossMask: []int8{1, 0}, Logprobs: []float64{-1, 0},
+		InputIDs: []int32{7, 8}, LossMask: []int8{1, 0}, Logprobs: []float64{-1},
 	})
 	b := SampleBuilder{Run: "run-a", Step: 4}
 	pl, ex, err := b.Build(res, tr)
@@ -99,12 +100,15 @@ func TestBuildSamplesValidation(t *testing.T) {
 	}{
 		{"length mismatch", func(tr *GroupTrajectories) { tr.Executors[1][1].Sequences[0].LossMask = []int8{1} },
 			`query "q9" rollout 1 sub 1: sequence 0: lengths differ`},
-		{"logprob under mask 0", func(tr *GroupTrajectories) { tr.Planner[1].Sequences[0].Logprobs[0] = -0.1 },
-			`query "q9" rollout 1 planner: sequence 0: token 0: logprob -0.1 where loss mask is 0`},
+		{"logprob for no sampled token", func(tr *GroupTrajectories) {
+			tr.Planner[1].Sequences[0].Logprobs = append(tr.Planner[1].Sequences[0].Logprobs, -0.1)
+		}, `query "q9" rollout 1 planner: sequence 0: 3 logprobs for 2 sampled tokens`},
+		{"logprob missing", func(tr *GroupTrajectories) { tr.Planner[1].Sequences[0].Logprobs = nil },
+			`query "q9" rollout 1 planner: sequence 0: 0 logprobs for 2 sampled tokens`},
 		{"mask value", func(tr *GroupTrajectories) { tr.Planner[0].Sequences[0].LossMask[1] = 2 },
 			`rollout 0 planner: sequence 0: token 1: loss mask 2`},
-		{"nan logprob", func(tr *GroupTrajectories) { tr.Executors[0][0].Sequences[0].Logprobs[2] = math.NaN() },
-			`rollout 0 sub 0: sequence 0: token 2: logprob NaN`},
+		{"nan logprob", func(tr *GroupTrajectories) { tr.Executors[0][0].Sequences[0].Logprobs[1] = math.NaN() },
+			`rollout 0 sub 0: sequence 0: sampled token 1: logprob NaN`},
 		{"empty sequence", func(tr *GroupTrajectories) { tr.Executors[0][0].Sequences[0] = Sequence{} },
 			`rollout 0 sub 0: sequence 0: no tokens`},
 		{"missing executor", func(tr *GroupTrajectories) { tr.Executors[1] = tr.Executors[1][:1] },
@@ -149,14 +153,41 @@ func TestBuildSharedTokens(t *testing.T) {
 	if !bytes.Equal(got.Bytes(), want.Bytes()) {
 		t.Fatalf("shared samples encode as\n%s\nwant\n%s", got.Bytes(), want.Bytes())
 	}
-	// The duplicate shares its original's tokens, capped: appending to one
-	// sample's slice never writes into the trajectory's.
-	if &sex[1].InputIDs[0] != &tr.Executors[0][0].Sequences[0].InputIDs[0] {
-		t.Error("duplicate does not share its original's token slice")
+	// The duplicate shares its original's widened tokens and the
+	// trajectory's mask, capped: appending to one sample's slice never
+	// writes into another's.
+	if &sex[1].InputIDs[0] != &sex[0].InputIDs[0] || &sex[1].Logprobs[0] != &sex[0].Logprobs[0] {
+		t.Error("duplicate does not share its original's token slices")
+	}
+	if &sex[1].LossMask[0] != &tr.Executors[0][0].Sequences[0].LossMask[0] {
+		t.Error("shared samples do not share the trajectory's mask")
+	}
+	if &cex[1].InputIDs[0] == &cex[0].InputIDs[0] || &cex[1].LossMask[0] == &tr.Executors[0][0].Sequences[0].LossMask[0] {
+		t.Error("copied samples share token slices")
 	}
 	for _, s := range sex {
 		if cap(s.InputIDs) != len(s.InputIDs) || cap(s.LossMask) != len(s.LossMask) || cap(s.Logprobs) != len(s.Logprobs) {
 			t.Errorf("shared slices not capped: %+v", s)
+		}
+	}
+}
+
+// TestSequenceWide checks that a compact sequence widens to a Sample's
+// arrays: the ids as int, the sampled logprobs at their mask-1 positions
+// and 0 elsewhere, the mask shared only when asked.
+func TestSequenceWide(t *testing.T) {
+	s := Sequence{InputIDs: []int32{5, 2147483647, 0, 9}, LossMask: []int8{0, 1, 0, 1}, Logprobs: []float64{-0.5, -2}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, copyMask := range []bool{false, true} {
+		w := s.Wide(copyMask)
+		if !slices.Equal(w.InputIDs, []int{5, 2147483647, 0, 9}) || !slices.Equal(w.LossMask, s.LossMask) ||
+			!slices.Equal(w.Logprobs, []float64{0, -0.5, 0, -2}) {
+			t.Errorf("Wide(%v) = %+v", copyMask, w)
+		}
+		if shared := &w.LossMask[0] == &s.LossMask[0]; shared == copyMask {
+			t.Errorf("Wide(%v): mask shared %v", copyMask, shared)
 		}
 	}
 }

@@ -97,7 +97,7 @@ func isEntryKey(k string) bool {
 
 // Expand returns the entry's Sample in the batch of run, step and role,
 // its tokens being q's (shared, not copied).
-func (e SampleEntry) Expand(run string, step int, role Role, q Sequence) Sample {
+func (e SampleEntry) Expand(run string, step int, role Role, q Tokens) Sample {
 	s := e.Sample
 	s.Run, s.Step, s.Role = run, step, role
 	s.InputIDs, s.LossMask, s.Logprobs = q.InputIDs, q.LossMask, q.Logprobs

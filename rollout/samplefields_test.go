@@ -116,7 +116,7 @@ func TestSampleEntryRoundTrips(t *testing.T) {
 		if err := json.Unmarshal(raw, &e); err != nil {
 			t.Fatalf("decode %s: %v", raw, err)
 		}
-		got := e.Expand(s.Run, s.Step, s.Role, Sequence{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs})
+		got := e.Expand(s.Run, s.Step, s.Role, Tokens{InputIDs: s.InputIDs, LossMask: s.LossMask, Logprobs: s.Logprobs})
 		again, _ := AppendSampleEntryJSON(nil, e.Seq, &got)
 		if e.Seq != 7 || !bytes.Equal(raw, again) {
 			t.Fatalf("entry %s decoded and encoded again is seq %d %s", raw, e.Seq, again)

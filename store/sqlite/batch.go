@@ -27,6 +27,17 @@ func (s *Store) ApplyWrites(ctx context.Context, ws []store.Write) error {
 	}
 	defer tx.Rollback()
 	now := time.Now()
+	// The results go to their steps' files, one write a file (see
+	// resultfile.go), in the order they came.
+	type target struct {
+		t   resultTable
+		run string
+		key int
+	}
+	var (
+		order []target
+		files = map[target][]fileWrite{}
+	)
 	for _, w := range ws {
 		var err error
 		switch w.Kind {
@@ -38,8 +49,11 @@ func (s *Store) ApplyWrites(ctx context.Context, ws []store.Write) error {
 			if len(w.Value) == 0 {
 				return s.errf(op, fmt.Errorf("result of task %s: %w", w.TaskID, errors.New("empty result")))
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO `+t.name+` (run, `+t.key+`, task_id, result) VALUES (?, ?, ?, ?) ON CONFLICT (run, `+t.key+`, task_id) DO NOTHING`,
-				w.Run, w.Key, w.TaskID, []byte(w.Value))
+			k := target{t, w.Run, w.Key}
+			if _, ok := files[k]; !ok {
+				order = append(order, k)
+			}
+			files[k] = append(files[k], fileWrite{w.TaskID, w.Value})
 		case store.WriteCache:
 			ttl := w.TTL
 			if ttl <= 0 {
@@ -56,6 +70,11 @@ func (s *Store) ApplyWrites(ctx context.Context, ws []store.Write) error {
 			err = fmt.Errorf("unknown write kind %d", w.Kind)
 		}
 		if err != nil {
+			return s.errf(op, err)
+		}
+	}
+	for _, k := range order {
+		if err := s.appendResults(ctx, tx, k.t, k.run, k.key, files[k]); err != nil {
 			return s.errf(op, err)
 		}
 	}

@@ -14,7 +14,11 @@
 //	tasks            seq (enqueue order) → run, task_id, the task's fields, state
 //	                 (pending, leased, done, dead), attempts, worker, expires_ms
 //	dead_letters     seq (order of death) → the task's row, attempts, last worker
-//	results          (run, step, task_id) → the farm's JSON of one rollout
+//	result_files     id → run, kind (results or draw_results), step or draw, the committed
+//	                 length of the append-only file PATH.results/ID.log holding those
+//	                 results (see resultfile.go)
+//	results          (run, step, task_id) → one rollout's result, as stores of schema
+//	                 version 6 and before kept them (read, no longer written)
 //	cache            key → value, expires_ms
 //	policy_versions  (run, role) → version
 //

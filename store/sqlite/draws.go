@@ -53,8 +53,8 @@ func (s *Store) DrawResult(ctx context.Context, run string, n int, taskID string
 	return s.result(ctx, drawResults, run, n, taskID)
 }
 
-// ScanDrawResults calls fn with every result of draw n, in task id order,
-// a page at a time, stopping at fn's first error.
+// ScanDrawResults calls fn with every result of draw n, stopping at fn's
+// first error (in the order ScanResults gives a step's).
 func (s *Store) ScanDrawResults(ctx context.Context, run string, n int, fn func(taskID string, result json.RawMessage) error) error {
 	return s.scanResults(ctx, drawResults, run, n, fn)
 }

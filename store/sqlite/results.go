@@ -34,8 +34,10 @@ func (s *Store) Result(ctx context.Context, run string, step int, taskID string)
 	return s.result(ctx, stepResults, run, step, taskID)
 }
 
-// ScanResults calls fn with every result of step, in task id order, a page
-// at a time, stopping at fn's first error. Results put or deleted while it
+// ScanResults calls fn with every result of step, stopping at fn's first
+// error: those of a store written before result files (in its table) in
+// task id order, a page at a time, then the step's result file's in the
+// order they were written. Results put or deleted while it
 // runs may or may not be seen.
 func (s *Store) ScanResults(ctx context.Context, run string, step int, fn func(taskID string, result json.RawMessage) error) error {
 	return s.scanResults(ctx, stepResults, run, step, fn)
@@ -54,9 +56,15 @@ func (s *Store) putResult(ctx context.Context, t resultTable, run string, key in
 	if len(result) == 0 {
 		return s.errf(op, errors.New("empty result"))
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO `+t.name+` (run, `+t.key+`, task_id, result) VALUES (?, ?, ?, ?) ON CONFLICT (run, `+t.key+`, task_id) DO NOTHING`,
-		run, key, taskID, []byte(result))
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
+		return s.errf(op, err)
+	}
+	defer tx.Rollback()
+	if err := s.appendResults(ctx, tx, t, run, key, []fileWrite{{taskID, result}}); err != nil {
+		return s.errf(op, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return s.errf(op, err)
 	}
 	return nil
@@ -67,8 +75,20 @@ func (s *Store) result(ctx context.Context, t resultTable, run string, key int, 
 	if err := s.alive(); err != nil {
 		return nil, s.errf(op, err)
 	}
+	fromFile, ok, legacy, err := s.fileResult(ctx, t, run, key, taskID)
+	if err != nil {
+		return nil, s.errf(op, err)
+	}
+	if ok && !legacy {
+		return json.RawMessage(fromFile), nil
+	}
+	// A store written before result files holds results in the table,
+	// which were stored first.
 	var res []byte
-	err := s.r.QueryRowContext(ctx, `SELECT result FROM `+t.name+` WHERE run = ? AND `+t.key+` = ? AND task_id = ?`, run, key, taskID).Scan(&res)
+	err = s.r.QueryRowContext(ctx, `SELECT result FROM `+t.name+` WHERE run = ? AND `+t.key+` = ? AND task_id = ?`, run, key, taskID).Scan(&res)
+	if errors.Is(err, sql.ErrNoRows) && ok {
+		return json.RawMessage(fromFile), nil
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, s.errf(op, errNotFoundf("no result of %s %d of run %q", t.key, key, run))
 	}
@@ -84,6 +104,9 @@ func (s *Store) scanResults(ctx context.Context, t resultTable, run string, key 
 		id  string
 		res []byte
 	}
+	// A store written before result files holds results in the table;
+	// those come first, then the file's not among them.
+	seen := map[string]bool{}
 	page := make([]result, 0, scanPage)
 	after := ""
 	for first := true; first || len(page) == scanPage; first = false {
@@ -115,6 +138,7 @@ func (s *Store) scanResults(ctx context.Context, t resultTable, run string, key 
 			return s.errf(op, err)
 		}
 		for _, r := range page {
+			seen[r.id] = true
 			if err := fn(r.id, json.RawMessage(r.res)); err != nil {
 				return err
 			}
@@ -122,6 +146,17 @@ func (s *Store) scanResults(ctx context.Context, t resultTable, run string, key 
 		if len(page) > 0 {
 			after = page[len(page)-1].id
 		}
+	}
+	var fnErr error
+	err := s.scanFile(ctx, t, run, key, seen, func(id string, value []byte) error {
+		fnErr = fn(id, json.RawMessage(value))
+		return fnErr
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	if err != nil {
+		return s.errf(op, err)
 	}
 	return nil
 }
@@ -136,6 +171,23 @@ func (s *Store) CountResults(ctx context.Context, run string, step int) (int, er
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM results WHERE run = ? AND step = ?`, run, step).Scan(&n); err != nil {
 		return 0, s.errf(op, err)
 	}
+	ids, err := s.fileTasks(ctx, stepResults, run, step)
+	if err != nil {
+		return 0, s.errf(op, err)
+	}
+	if n == 0 {
+		return len(ids), nil
+	}
+	// A store written before result files: its table's results first.
+	for _, id := range ids {
+		var one int
+		err := s.r.QueryRowContext(ctx, `SELECT 1 FROM results WHERE run = ? AND step = ? AND task_id = ?`, run, step, id).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			n++
+		} else if err != nil {
+			return 0, s.errf(op, err)
+		}
+	}
 	return n, nil
 }
 
@@ -144,8 +196,21 @@ func (s *Store) deleteResults(ctx context.Context, t resultTable, run string, ke
 	if err := s.alive(); err != nil {
 		return s.errf(op, err)
 	}
-	if _, err := s.w.ExecContext(ctx, `DELETE FROM `+t.name+` WHERE run = ? AND `+t.key+` = ?`, run, key); err != nil {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
 		return s.errf(op, err)
 	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `DELETE FROM `+t.name+` WHERE run = ? AND `+t.key+` = ?`, run, key); err != nil {
+		return s.errf(op, err)
+	}
+	remove, err := s.deleteFile(ctx, tx, t, run, key)
+	if err != nil {
+		return s.errf(op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.errf(op, err)
+	}
+	remove()
 	return nil
 }

@@ -163,6 +163,17 @@ CREATE TABLE draw_results (
 	started    TEXT NOT NULL,
 	expires_ms INTEGER NOT NULL
 ) STRICT;`},
+	// 7: results in append-only files, one per run and step (or draw),
+	// of which the database keeps the committed length (resultfile.go);
+	// the tables keep what stores of version 6 wrote.
+	{7, `CREATE TABLE result_files (
+	id   INTEGER PRIMARY KEY AUTOINCREMENT,
+	run  TEXT NOT NULL,
+	kind TEXT NOT NULL,
+	key  INTEGER NOT NULL,
+	size INTEGER NOT NULL,
+	UNIQUE (run, kind, key)
+) STRICT;`},
 }
 
 // SchemaVersion is the schema version this binary writes: the number of

@@ -96,6 +96,9 @@ type Store struct {
 	closeOnce sync.Once
 	closeErr  error
 	sweeper   sync.WaitGroup
+
+	// files indexes the result files this Store read (resultfile.go).
+	files fileIndexes
 }
 
 // Open opens the store in the SQLite file at path, creating the file (and
@@ -120,6 +123,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		s.end()
 		s.closePools()
 		return nil, err
+	}
+	if err := s.sweepResultFiles(ctx); err != nil {
+		s.end()
+		s.closePools()
+		return nil, s.errf("open: remove result files of deleted steps", err)
 	}
 	if cfg.sweepInterval > 0 {
 		s.sweeper.Add(1)

@@ -78,12 +78,12 @@ func ReadStep(dir string) (Manifest, []rollout.Sample, error) {
 }
 
 // DecodeSequences decodes a sequences file.
-func DecodeSequences(data []byte) ([]rollout.Sequence, error) {
+func DecodeSequences(data []byte) ([]rollout.Tokens, error) {
 	if !bytes.HasPrefix(data, []byte(SequencesMagic)) {
 		return nil, fmt.Errorf("%s: %w: does not start with %q", SequencesFile, ErrCorrupt, SequencesMagic)
 	}
 	data = data[len(SequencesMagic):]
-	var out []rollout.Sequence
+	var out []rollout.Tokens
 	for off := 0; off < len(data); {
 		if len(data)-off < 8 {
 			return nil, fmt.Errorf("%s: record %d: %w: truncated header", SequencesFile, len(out), ErrCorrupt)
@@ -94,9 +94,9 @@ func DecodeSequences(data []byte) ([]rollout.Sequence, error) {
 		if m > n || uint64(len(data)-off) < 5*uint64(n)+8*uint64(m) {
 			return nil, fmt.Errorf("%s: record %d: %w: %d tokens and %d logprobs do not fit in %d bytes", SequencesFile, len(out), ErrCorrupt, n, m, len(data)-off)
 		}
-		var seq rollout.Sequence
+		var seq rollout.Tokens
 		if n > 0 {
-			seq = rollout.Sequence{InputIDs: make([]int, n), LossMask: make([]int8, n), Logprobs: make([]float64, n)}
+			seq = rollout.Tokens{InputIDs: make([]int, n), LossMask: make([]int8, n), Logprobs: make([]float64, n)}
 		}
 		for i := range n {
 			seq.InputIDs[i] = int(int32(binary.LittleEndian.Uint32(data[off+4*i:])))
@@ -134,7 +134,7 @@ func DecodeSequences(data []byte) ([]rollout.Sequence, error) {
 
 // Expand reads an index and returns the batch it describes: one Sample per
 // line, its run, step and role from m and its tokens from seqs[seq].
-func Expand(m Manifest, seqs []rollout.Sequence, index io.Reader) ([]rollout.Sample, error) {
+func Expand(m Manifest, seqs []rollout.Tokens, index io.Reader) ([]rollout.Sample, error) {
 	out := make([]rollout.Sample, 0, m.Samples)
 	br := bufio.NewReader(index)
 	for line := 1; ; line++ {

@@ -139,12 +139,12 @@ func poisson(rng *rand.Rand, lambda float64) int {
 // in BPE vocabularies.
 func trajectory(rng *rand.Rand, s BatchSpec) rollout.Trajectory {
 	n := s.MinTokens + rng.IntN(s.MaxTokens-s.MinTokens+1)
-	seq := rollout.Sequence{InputIDs: make([]int, n), LossMask: make([]int8, n), Logprobs: make([]float64, n)}
+	seq := rollout.Sequence{InputIDs: make([]int32, n), LossMask: make([]int8, n)}
 	for i := range n {
-		seq.InputIDs[i] = int(rng.ExpFloat64()*8000) % 151_000
+		seq.InputIDs[i] = int32(int(rng.ExpFloat64()*8000) % 151_000)
 		if i > 0 && rng.Float64() < s.Generated {
 			seq.LossMask[i] = 1
-			seq.Logprobs[i] = -math.Round(rng.ExpFloat64()*1e6*0.3) / 1e6
+			seq.Logprobs = append(seq.Logprobs, -math.Round(rng.ExpFloat64()*1e6*0.3)/1e6)
 		}
 	}
 	finish := "stop"

@@ -420,7 +420,7 @@ func (s *Server) train(j *job) {
 		q := b.Sequences[e.Seq]
 		tokens += len(q.InputIDs)
 		step.Samples = append(step.Samples, e.Expand(b.Run, b.Step, rollout.Role(b.Role),
-			rollout.Sequence{InputIDs: q.InputIDs, LossMask: q.LossMask, Logprobs: q.Logprobs}))
+			rollout.Tokens{InputIDs: q.InputIDs, LossMask: q.LossMask, Logprobs: q.Logprobs}))
 	}
 	s.steps = append(s.steps, step)
 	s.trains[j.state.Key]++
