@@ -46,7 +46,10 @@ func (s *session) classifyForeign(t *trajectory, msgs []openai.ChatCompletionMes
 			return true
 		}
 	}
-	_ = msgs // the task check (foreignNoTask) is not enforced yet: see docs/gateway.md
+	if !containsTask(msgs, s.question) {
+		t.foreign = foreignNoTask
+		return true
+	}
 	return false
 }
 

@@ -179,7 +179,7 @@ func TestSingleModeRoles(t *testing.T) {
 	if status != 404 || !strings.Contains(body["error"].(map[string]any)["message"].(string), "mode single") {
 		t.Errorf("executor role in mode single: %d %v, want 404 naming the mode", status, body)
 	}
-	if status, body := post(t, o.BaseURLs[RoleAgent]+"/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": "x"}}}); status != 200 {
+	if status, body := post(t, o.BaseURLs[RoleAgent]+"/chat/completions", map[string]any{"messages": []map[string]any{{"role": "user", "content": o.Task.Question}}}); status != 200 {
 		t.Fatalf("agent call: %d %v", status, body)
 	}
 	close(release)

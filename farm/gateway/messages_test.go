@@ -36,7 +36,7 @@ func TestMessagesTrajectory(t *testing.T) {
 	o, release, done := startHeld(t, g)
 	base := strings.TrimSuffix(o.BaseURLs[RolePlanner], "/v1") + "/v1"
 	hdr := []string{"x-api-key", "sekret", "anthropic-version", "2023-06-01"}
-	user := map[string]any{"role": "user", "content": "q"}
+	user := map[string]any{"role": "user", "content": o.Task.Question}
 	status, first := post(t, base+"/messages", map[string]any{"model": "planner", "max_tokens": 100, "system": []any{map[string]any{"type": "text", "text": "plan"}},
 		"messages": []any{user}, "tools": []any{anthropicDelegate}}, hdr...)
 	if status != 200 || first["type"] != "message" || first["stop_reason"] != "tool_use" {

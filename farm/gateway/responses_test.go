@@ -26,7 +26,7 @@ func TestResponsesTrajectory(t *testing.T) {
 	g, models := mustGateway(t, rollout.ModeMGRPO, Config{})
 	o, release, done := startHeld(t, g)
 	pl, ex := o.BaseURLs[RolePlanner], o.BaseURLs[RoleExecutor]
-	user := map[string]any{"role": "user", "content": "q"}
+	user := map[string]any{"role": "user", "content": o.Task.Question}
 	status, first := post(t, pl+"/responses", map[string]any{"model": "planner", "instructions": "plan", "input": []any{user},
 		"tools": []any{sdkDelegateTool}, "include": []string{}, "stream": false})
 	if status != 200 || first["object"] != "response" || first["status"] != "completed" {
@@ -46,7 +46,7 @@ func TestResponsesTrajectory(t *testing.T) {
 		t.Errorf("usage %v, want the engine's 6 prompt and 3 completion tokens", u)
 	}
 	req := models[RolePlanner].requests()[0]
-	if len(req.Messages) != 2 || req.Messages[0].Role != "system" || req.Messages[0].Content != "plan" || req.Messages[1].Content != "q" ||
+	if len(req.Messages) != 2 || req.Messages[0].Role != "system" || req.Messages[0].Content != "plan" || req.Messages[1].Content != o.Task.Question ||
 		len(req.Tools) != 1 || !req.Tools[0].Function.Strict {
 		t.Errorf("the engine got %+v tools %+v, want instructions as system, the user message and the strict tool", req.Messages, req.Tools)
 	}
