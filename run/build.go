@@ -396,7 +396,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 		key = os.Getenv(env)
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
+		CaptureTokens: capture, Sampling: e.Sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
 		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.Retry(), AttemptTimeout: e.AttemptTimeout.Retry(), IdleTimeout: e.IdleTimeout.Retry()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)

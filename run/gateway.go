@@ -87,7 +87,7 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger,
 		if role != gateway.RolePlanner {
 			e = c.Executor
 		}
-		cfg.Models[role], cfg.ModelNames[role], cfg.Sampling[role] = cl, e.Model, e.sampling()
+		cfg.Models[role], cfg.ModelNames[role], cfg.Sampling[role] = cl, e.Model, e.Sampling()
 		cfg.MaxTokens[role] = e.MaxTokens
 		if cfg.MaxTokens[role] == 0 {
 			cfg.MaxTokens[role] = c.Budgets.MaxTokens
