@@ -105,113 +105,25 @@ func trainedPlannerRole(mode rollout.Mode) string {
 	return "planner's"
 }
 
-// Training is a run's trainers and weight syncers, started.
-type Training struct {
-	farm.Training
-	trainers []trainerbridge.Trainer
-}
+// Training is a run's trainers and weight syncers, started
+// (farm.StartedTraining).
+type Training = farm.StartedTraining
 
-// Close ends the trainers' sessions.
-func (t *Training) Close() {
-	for _, tr := range t.trainers {
-		tr.Close()
-	}
-}
-
-// BuildTraining opens and starts c's trainers (with train.role, only that
-// side's; the planner side then waits for the executor side as a peer) (a base model a trainer does
-// not serve is reported here, before any rollout) and builds the weight
-// syncers of each trained role's endpoints: the planner's, the executors',
-// and in mode single the single agent's (the executor endpoints). c's
-// endpoints are those the run uses (after StartSim).
-//
-// resume holds the trainers' saved states of a resumed run (see
-// farm.TrainerStatesToResume), restored before Start.
+// BuildTraining opens and starts c's trainers and builds the weight
+// syncers of each trained role's endpoints (farm.BuildTraining); c's
+// endpoints are those the run uses (after StartSim). resume holds the
+// trainers' saved states of a resumed run (see
+// farm.TrainerStatesToResume). A setting the trainers or the syncers
+// cannot take wraps ErrConfig.
 func BuildTraining(ctx context.Context, c Config, resume map[rollout.Role][]byte, logger *slog.Logger) (*Training, error) {
 	mode, err := rollout.ParseMode(c.Mode)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mode: %w", ErrConfig, err)
 	}
-	t := &Training{Training: farm.Training{Trainers: map[rollout.Role]trainerbridge.Trainer{}, Syncers: map[rollout.Role]farm.Syncer{},
-		MaxStaleness: c.Train.MaxStaleness, PartialRollouts: farm.PartialRollouts(c.Train.PartialRollouts), StalePolicy: farm.StalePolicy(c.Train.StalePolicy),
-		StreamGroups: c.Train.StreamGroups, MaxExtraDraws: c.Train.MaxExtraDraws}}
-	ok := false
-	defer func() {
-		if !ok {
-			t.Close()
-		}
-	}()
-	sides, peers := trainingSides(c, mode)
-	t.Peers = peers
-	for _, s := range sides {
-		if err := t.openSide(ctx, c, s, resume[s.role], logger); err != nil {
-			return nil, err
-		}
+	t, err := farm.BuildTraining(ctx, farm.TrainingSetup{Run: c.Run, Seed: c.Seed, Mode: mode, Train: c.Train,
+		Planner: c.Planner, Executor: c.Executor}, resume, logger)
+	if errors.Is(err, farm.ErrTrainingConfig) {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	ok = true
-	return t, nil
-}
-
-// trainingSide is one trained role: its trainer, base model, servers
-// and sampling temperature.
-type trainingSide struct {
-	role      rollout.Role
-	url, base string
-	endpoints []string
-	// temperature is the sampling temperature of the role's samples
-	// (nil: the server's, sent as 1).
-	temperature *float64
-}
-
-// trainingSides returns the roles c trains and the peers (roles trained
-// elsewhere) of a one-sided training.
-func trainingSides(c Config, mode rollout.Mode) ([]trainingSide, []rollout.Role) {
-	planner := trainingSide{rollout.RolePlanner, c.Train.PlannerTrainer, c.Train.BaseModelPlanner, c.Planner.URLs, c.Planner.Temperature}
-	if mode == rollout.ModeSingle {
-		planner.endpoints, planner.temperature = c.Executor.URLs, c.Executor.Temperature
-	}
-	executor := trainingSide{rollout.RoleExecutor, c.Train.ExecutorTrainer, c.Train.BaseModelExecutor, c.Executor.URLs, c.Executor.Temperature}
-	switch c.Train.Role {
-	case string(rollout.RolePlanner):
-		return []trainingSide{planner}, []rollout.Role{rollout.RoleExecutor}
-	case string(rollout.RoleExecutor):
-		return []trainingSide{executor}, nil
-	}
-	sides := []trainingSide{planner}
-	if mode == rollout.ModeMGRPO {
-		sides = append(sides, executor)
-	}
-	return sides, nil
-}
-
-// openSide opens the trainer of s (resumed from state when the run saved
-// one), checks it before any rollout, and adds its weight syncer.
-func (t *Training) openSide(ctx context.Context, c Config, s trainingSide, state []byte, logger *slog.Logger) error {
-	temperature := 0.0
-	if s.temperature != nil {
-		temperature = *s.temperature
-	}
-	tr, err := farm.OpenTrainer(ctx, s.url, trainerbridge.Options{Run: c.Run, Role: s.role, BaseModel: s.base,
-		LoRARank: c.Train.LoRARank, Seed: int64(c.Seed), Loss: trainerbridge.Loss(c.Train.Loss),
-		ClipLow: c.Train.ClipLow, ClipHigh: c.Train.ClipHigh, Adam: trainerbridge.AdamParams{LearningRate: c.Train.LearningRate},
-		APIKeyEnv: c.Train.APIKeyEnv, Temperature: temperature}, state, logger)
-	if err != nil {
-		return err
-	}
-	t.trainers = append(t.trainers, tr)
-	t.Trainers[s.role] = tr
-	if c.Train.WeightSync == weightsync.KindNone {
-		return nil
-	}
-	sy, err := farm.NewSyncer(c.Train.WeightSync, s.endpoints, weightsync.Options{PathTemplate: c.Train.WeightsPath,
-		VersionPath: c.Train.VersionPath, Update: weightsync.UpdateAction{Path: c.Train.VLLMUpdatePath,
-			Body: c.Train.VLLMUpdateBody, Command: c.Train.VLLMUpdateCommand}}, c.Train.MaxStaleness)
-	if err != nil {
-		return fmt.Errorf("%w: %s weight sync: %w", ErrConfig, s.role, err)
-	}
-	if err := sy.Check(ctx); err != nil {
-		return fmt.Errorf("%s weight sync, before any rollout: %w", s.role, err)
-	}
-	t.Syncers[s.role] = sy
-	return nil
+	return t, err
 }
