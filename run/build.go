@@ -259,19 +259,12 @@ type roleBudgets struct {
 	rollout           agents.RolloutBudget
 }
 
-// budgets returns the agents' budgets: the defaults, with the
-// configuration's turns, tokens, delegations and rollout timeout.
+// budgets returns the agents' budgets (agents.BudgetsConfig.Budgets), each
+// role's completion cap its own max_tokens, else the budget's.
 func (bd *builder) budgets() roleBudgets {
-	c := bd.c
-	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
-	b := c.Budgets
-	plannerBudget.MaxTurns, executorBudget.MaxTurns = b.PlannerTurns, b.ExecutorTurns
-	// A role's own max_tokens overrides the budget's: the agents send the
-	// budget's cap with every call, which would replace the client's.
-	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = c.maxTokens(c.Planner), c.maxTokens(c.Executor)
-	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
-	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
-	return roleBudgets{planner: plannerBudget, executor: executorBudget, rollout: rolloutBudget}
+	var r roleBudgets
+	r.planner, r.executor, r.rollout = bd.c.Budgets.Budgets(bd.c.maxTokens(bd.c.Planner), bd.c.maxTokens(bd.c.Executor))
+	return r
 }
 
 // executorTools builds the web toolbox and the executor's tools: the web

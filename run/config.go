@@ -11,10 +11,12 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/farm/gateway"
 	"github.com/mgrpo/mgrpo/internal/yamlstrict"
 	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/tools"
 )
 
 // Config is a run's whole configuration, as a YAML file holds it (keys in
@@ -91,75 +93,25 @@ type Config struct {
 // EndpointConfig is one role's inference endpoints (llm.EndpointConfig).
 type EndpointConfig = llm.EndpointConfig
 
-// GatewayConfig configures the gateway (farm/gateway): with an agent URL
-// the farm pushes each rollout's task to the user's agent service; with a
-// gateway address alone, agents pull tasks from the gateway.
-type GatewayConfig struct {
-	Addr     string   `yaml:"addr" flag:"gateway-addr" json:",omitempty" doc:"serve the gateway on {{HOST:PORT}} (default with agent_url: 127.0.0.1 on a free port; without agent_url, agents pull tasks from it)"`
-	URL      string   `yaml:"url" flag:"gateway-url" json:",omitempty" doc:"the gateway's base {{URL}} as agents reach it, when it differs from http://ADDR"`
-	AgentURL string   `yaml:"agent_url" flag:"agent-url" json:",omitempty" doc:"push: POST each rollout's task to this agent service {{URL}} and read its answer (docs/gateway.md)"`
-	Lease    Duration `yaml:"lease" json:",omitzero" doc:"pull: how long a task stays an agent's without a call, heartbeat or result (default 2m)"`
-}
+// GatewayConfig configures the gateway (farm/gateway; gateway.Settings).
+type GatewayConfig = gateway.Settings
 
 // EnvGatewayToken names the environment variable holding the bearer token
 // every gateway request must carry, when set.
 const EnvGatewayToken = "MGRPO_GATEWAY_TOKEN"
 
-// Enabled reports whether the run's rollouts go through the gateway.
-func (g GatewayConfig) Enabled() bool { return g.Addr != "" || g.AgentURL != "" }
-
-// SearchConfig configures the executors' tools.
-type SearchConfig struct {
-	Provider   string   `yaml:"provider" flag:"search-provider" doc:"{providers}"`
-	URL        string   `yaml:"url" flag:"search-url" doc:"provider base {{URL}} override"`
-	Index      string   `yaml:"index" doc:"index directory of the local provider"`
-	AllowHosts []string `yaml:"allow_hosts" flag:"allow-host,append" doc:"{{host[:port]}}s (host or host:port) visit may fetch despite the SSRF guard"`
-	MaxQueries int      `yaml:"max_queries" doc:"queries per search call"`
-	Results    int      `yaml:"results" doc:"results per query"`
-	Rate       float64  `yaml:"rate" doc:"provider requests per second (0: unlimited)"`
-}
+// SearchConfig configures the executors' tools (tools.SearchSettings).
+type SearchConfig = tools.SearchSettings
 
 // SimFaultsConfig are the faults the sim's inference servers inject
-// (mgrpo sim's --fault-* flags).
-type SimFaultsConfig struct {
-	Rate503    float64  `yaml:"rate_503" flag:"503" doc:"rate of generation requests answered 503 (in [0, 1])"`
-	Rate500    float64  `yaml:"rate_500" flag:"500" doc:"rate of generation requests answered 500 (in [0, 1])"`
-	RateDrop   float64  `yaml:"rate_drop" flag:"drop" doc:"rate of connections dropped mid-answer (in [0, 1])"`
-	DeathFor   Duration `yaml:"endpoint_death" flag:"endpoint-death" doc:"the servers answer 503 to every generation request for {{DURATION}} after every death_every requests (0: never)"`
-	DeathEvery int      `yaml:"death_every" flag:"death-every" zero:"200" doc:"with endpoint_death: {{N}} generation requests between deaths"`
-}
+// (simllm.FaultsConfig).
+type SimFaultsConfig = simllm.FaultsConfig
 
-// simFaults returns the sim servers' faults.
-func (f SimFaultsConfig) simFaults() simllm.Faults {
-	out := simllm.Faults{Rate503: f.Rate503, Rate500: f.Rate500, RateDrop: f.RateDrop}
-	if f.DeathFor.Duration > 0 {
-		out.DeathFor, out.DeathEvery = f.DeathFor.Duration, f.DeathEvery
-		if out.DeathEvery == 0 {
-			out.DeathEvery = 200
-		}
-	}
-	return out
-}
+// RewardsConfig holds the reward coefficients (rollout.RewardsConfig).
+type RewardsConfig = rollout.RewardsConfig
 
-// RewardsConfig holds the reward coefficients.
-type RewardsConfig struct {
-	Alpha1         float64 `yaml:"alpha1" doc:"main reward: weight of r_format"`
-	Alpha2         float64 `yaml:"alpha2" doc:"main reward: weight of r_correct"`
-	Beta1          float64 `yaml:"beta1" doc:"sub reward: weight of r_format"`
-	Beta2          float64 `yaml:"beta2" doc:"sub reward: weight of the main rollout's r_correct"`
-	Beta3          float64 `yaml:"beta3" doc:"sub reward: weight of r_expert"`
-	ExpertFallback string  `yaml:"expert_fallback" flag:"expert-fallback" scope:"farm" doc:"r_expert without a judge: format, zero or correct-main"`
-}
-
-// BudgetsConfig holds the agents' budgets.
-type BudgetsConfig struct {
-	PlannerTurns   int      `yaml:"planner_turns" doc:"planner model calls per rollout"`
-	ExecutorTurns  int      `yaml:"executor_turns" doc:"executor model calls per subtask"`
-	MaxTokens      int      `yaml:"max_tokens" doc:"completion tokens per call"`
-	ContextTokens  int      `yaml:"context_tokens" doc:"model context; near it the agent is told to answer now"`
-	Delegations    int      `yaml:"delegations" doc:"executors per rollout"`
-	RolloutTimeout Duration `yaml:"rollout_timeout" flag:"rollout-timeout" doc:"wall-clock limit per rollout ({{DURATION}}): past it the rollout ends with what it has, recorded with the reason, and the step goes on"`
-}
+// BudgetsConfig holds the agents' budgets (agents.BudgetsConfig).
+type BudgetsConfig = agents.BudgetsConfig
 
 // TrainConfig configures mgrpo train (farm.TrainConfig).
 type TrainConfig = farm.TrainConfig

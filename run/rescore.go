@@ -137,7 +137,7 @@ func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (reco
 	}
 	fc = farm.RescoreConfig{From: opts.From, Run: runID, Seed: recorded.Seed, GroupSize: recorded.GroupSize,
 		WasDropZeroVariance: recorded.DropZeroVariance, DropZeroVariance: next.DropZeroVariance,
-		Weights: next.weights(), KeepExpert: len(recorded.Judge.URLs) > 0, Prices: next.Prices, Tasks: spec.Tasks, OnStep: opts.OnStep}
+		Weights: next.Rewards.Weights(), KeepExpert: len(recorded.Judge.URLs) > 0, Prices: next.Prices, Tasks: spec.Tasks, OnStep: opts.OnStep}
 	if fc.Mode, err = rollout.ParseMode(recorded.Mode); err != nil {
 		return recorded, next, fc, invalid(fmt.Errorf("rescore %s: the recorded mode: %w", opts.From, err))
 	}

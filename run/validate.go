@@ -120,7 +120,7 @@ func (c Config) checkRewards(p *problems) rollout.Mode {
 	if _, err := rollout.ParseExpertFallback(c.Rewards.ExpertFallback); err != nil {
 		p.add("rewards.expert_fallback", "expert-fallback", "%q: want format, zero or correct-main", c.Rewards.ExpertFallback)
 	}
-	if err := c.weights().Validate(); err != nil {
+	if err := c.Rewards.Weights().Validate(); err != nil {
 		p.add("rewards", "", "%v", err)
 	}
 	return mode
@@ -262,10 +262,4 @@ func (c Config) CheckTasks(tasks []farm.Task, source string) error {
 // (--judge-url sim), which plays the project's judge prompts offline.
 func (c Config) SimJudge() bool {
 	return len(c.Judge.URLs) == 1 && c.Judge.URLs[0] == "sim"
-}
-
-// weights returns the reward coefficients.
-func (c Config) weights() rollout.RewardWeights {
-	r := c.Rewards
-	return rollout.RewardWeights{Alpha1: r.Alpha1, Alpha2: r.Alpha2, Beta1: r.Beta1, Beta2: r.Beta2, Beta3: r.Beta3}
 }
