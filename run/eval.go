@@ -64,9 +64,9 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 				return evalrun.Outcome{}, err
 			}
 			defer os.RemoveAll(tmp)
-			simData = simDataPath(opts.Benchmark)
+			simData = evalrun.SimDataPath(opts.Benchmark)
 			data = filepath.Join(tmp, simData)
-			if err := WriteSimTasks(world, data, simDataFormat(opts.Benchmark)); err != nil {
+			if err := WriteSimTasks(world, data, evalrun.SimDataFormat(opts.Benchmark)); err != nil {
 				return evalrun.Outcome{}, err
 			}
 		}
@@ -105,7 +105,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		return evalrun.Outcome{}, invalid(err)
 	}
 	if world != nil && simData != "" {
-		if err := WriteSimTasks(world, filepath.Join(cfg.Out, simData), simDataFormat(opts.Benchmark)); err != nil {
+		if err := WriteSimTasks(world, filepath.Join(cfg.Out, simData), evalrun.SimDataFormat(opts.Benchmark)); err != nil {
 			return evalrun.Outcome{}, err
 		}
 	}
@@ -186,27 +186,4 @@ func checkEval(cfg Config, benchmark, data, scorer string) error {
 		return invalid(fmt.Errorf("eval configuration:\n%w", err))
 	}
 	return nil
-}
-
-// simDataFormat is the layout the sim web's questions are written in for
-// a benchmark; "" for benchmarks it cannot write.
-func simDataFormat(benchmark string) string {
-	switch benchmark {
-	case bench.GAIA:
-		return "gaia"
-	case bench.WebWalkerQA:
-		return "webwalkerqa"
-	case bench.JSONL:
-		return "jsonl"
-	}
-	return ""
-}
-
-// simDataPath is where, relative to the eval's folder, the sim web's
-// questions are written in a benchmark's layout.
-func simDataPath(benchmark string) string {
-	if benchmark == bench.GAIA {
-		return filepath.Join("data", "metadata.jsonl")
-	}
-	return "tasks.jsonl"
 }
