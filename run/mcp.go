@@ -38,7 +38,7 @@ func (c Config) checkMCP(p *problems) {
 	for _, k := range keys {
 		server, _, _ := strings.Cut(k, ".")
 		if !seen[server] {
-			p.add("prices.mcp_call."+k, "", "names no server of tools.mcp (unknown server %q)", server)
+			p.Add("prices.mcp_call."+k, "", "names no server of tools.mcp (unknown server %q)", server)
 		}
 	}
 }

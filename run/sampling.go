@@ -63,11 +63,11 @@ func (c Config) CheckSampling(roles []string) error {
 		switch e.LogprobsMode {
 		case "", LogprobsRaw, LogprobsProcessed:
 		default:
-			p.add(role+".logprobs_mode", "", "%q: want raw or processed", e.LogprobsMode)
+			p.Add(role+".logprobs_mode", "", "%q: want raw or processed", e.LogprobsMode)
 			continue
 		}
 		if msg := llm.LogprobsMismatch(e.Dialect, e.LogprobsMode == LogprobsProcessed, e.Sampling(), role); msg != "" {
-			p.add(role, "", "%s", msg)
+			p.Add(role, "", "%s", msg)
 		}
 	}
 	if len(p) > 0 {

@@ -1,6 +1,9 @@
 package llm
 
-import "github.com/mgrpo/mgrpo/internal/yamlstrict"
+import (
+	"github.com/mgrpo/mgrpo/internal/problems"
+	"github.com/mgrpo/mgrpo/internal/yamlstrict"
+)
 
 // FaultsConfig are the faults the servers inject as a run's configuration
 // holds them (its sim_faults keys; mgrpo sim's --fault-* flags), read by
@@ -23,4 +26,29 @@ func (f FaultsConfig) Faults() Faults {
 		}
 	}
 	return out
+}
+
+// Check reports the faults of f that cannot be injected, naming each
+// sim_faults key and its flag: rates outside [0, 1] or summing to more
+// than 1, and a negative death or death interval.
+func (f FaultsConfig) Check() []error {
+	var p problems.List
+	for _, r := range []struct {
+		key, flag string
+		v         float64
+	}{{"sim_faults.rate_503", "sim-fault-503", f.Rate503}, {"sim_faults.rate_500", "sim-fault-500", f.Rate500}, {"sim_faults.rate_drop", "sim-fault-drop", f.RateDrop}} {
+		if !(r.v >= 0 && r.v <= 1) {
+			p.Add(r.key, r.flag, "%v: must be in [0, 1]", r.v)
+		}
+	}
+	if f.Rate503+f.Rate500+f.RateDrop > 1 {
+		p.Add("sim_faults", "sim-fault-503", "the rates sum to more than 1")
+	}
+	if f.DeathFor.Duration < 0 {
+		p.Add("sim_faults.endpoint_death", "sim-fault-endpoint-death", "%v: must not be negative (0: never)", f.DeathFor.Duration)
+	}
+	if f.DeathEvery < 0 {
+		p.Add("sim_faults.death_every", "sim-fault-death-every", "%d: must not be negative", f.DeathEvery)
+	}
+	return p
 }
