@@ -60,15 +60,7 @@ func (c Config) CheckSampling(roles []string) error {
 		if role == "executor" {
 			e = c.Executor
 		}
-		switch e.LogprobsMode {
-		case "", LogprobsRaw, LogprobsProcessed:
-		default:
-			p.Add(role+".logprobs_mode", "", "%q: want raw or processed", e.LogprobsMode)
-			continue
-		}
-		if msg := llm.LogprobsMismatch(e.Dialect, e.LogprobsMode == LogprobsProcessed, e.Sampling(), role); msg != "" {
-			p.Add(role, "", "%s", msg)
-		}
+		p = append(p, e.CheckLogprobs(role)...)
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("%w: sampling: %w", ErrConfig, errors.Join(p...))

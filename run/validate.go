@@ -115,13 +115,7 @@ func (c Config) checkEndpoints(p *problems, mode rollout.Mode) {
 		{"reasoner", "", "", c.Reasoner, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
 		{"judge", "", "judge-parser", c.Judge, []string{llm.DialectVLLM, llm.DialectSGLang, llm.DialectOpenAI}},
 	} {
-		if !slices.Contains(r.want, r.e.Dialect) {
-			p.Add(r.role+".dialect", r.flag, "%q: want %s", r.e.Dialect, strings.Join(r.want, " or "))
-		}
-		// A parser the client does not implement, refused by name.
-		if _, err := llm.ParseParser(r.e.Parser); r.e.Parser != "" && err != nil {
-			p.Add(r.role+".parser", r.parserFlag, "%v", err)
-		}
+		*p = append(*p, r.e.CheckDialect(r.role, r.flag, r.parserFlag, r.want)...)
 	}
 	if !c.Sim && c.farmRunsTools() && !slices.Contains(search.Names(), strings.ToLower(strings.TrimSpace(c.Search.Provider))) {
 		p.Add("search.provider", "search-provider", "%q: want %s", c.Search.Provider, search.NameList())
