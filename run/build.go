@@ -419,13 +419,10 @@ func (s *Stack) configure(fc *farm.Config) (correctness string) {
 	if s.Gateway != nil {
 		fc.Runner = s.Gateway
 	}
-	var scorer score.Scorer = score.GAIAExact
+	fc.Scorer, fc.Expert = score.ForRun(s.Judge)
 	correctness = "GAIA exact match (no judge)"
 	if s.Judge != nil {
-		scorer = score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(s.Judge))
-		fc.Expert = score.ExpertJudge{Model: s.Judge}
 		correctness = "GAIA exact match, then the LLM judge"
 	}
-	fc.Scorer = score.ForRollout(scorer)
 	return correctness
 }

@@ -161,8 +161,7 @@ func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (reco
 // (none: the recorded verdicts were kept).
 func rescoreParts(fc *farm.RescoreConfig, recorded, next Config, judge *farm.CachedJudge) error {
 	if judge != nil {
-		fc.Scorer = score.ForRollout(score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge)))
-		fc.Expert = score.ExpertJudge{Model: judge}
+		fc.Scorer, fc.Expert = score.ForRun(judge)
 		fc.KeepExpert = false
 	}
 	record := next
