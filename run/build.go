@@ -259,19 +259,12 @@ type roleBudgets struct {
 	rollout           agents.RolloutBudget
 }
 
-// budgets returns the agents' budgets: the defaults, with the
-// configuration's turns, tokens, delegations and rollout timeout.
+// budgets returns the agents' budgets (agents.BudgetsConfig.Budgets), each
+// role's completion cap its own max_tokens, else the budget's.
 func (bd *builder) budgets() roleBudgets {
-	c := bd.c
-	plannerBudget, executorBudget, rolloutBudget := agents.DefaultPlannerBudget(), agents.DefaultExecutorBudget(), agents.DefaultRolloutBudget()
-	b := c.Budgets
-	plannerBudget.MaxTurns, executorBudget.MaxTurns = b.PlannerTurns, b.ExecutorTurns
-	// A role's own max_tokens overrides the budget's: the agents send the
-	// budget's cap with every call, which would replace the client's.
-	plannerBudget.MaxTokensPerTurn, executorBudget.MaxTokensPerTurn = c.maxTokens(c.Planner), c.maxTokens(c.Executor)
-	plannerBudget.ContextTokens, executorBudget.ContextTokens = b.ContextTokens, b.ContextTokens
-	rolloutBudget.MaxDelegations, rolloutBudget.WallClock = b.Delegations, b.RolloutTimeout.Duration
-	return roleBudgets{planner: plannerBudget, executor: executorBudget, rollout: rolloutBudget}
+	var r roleBudgets
+	r.planner, r.executor, r.rollout = bd.c.Budgets.Budgets(bd.c.maxTokens(bd.c.Planner), bd.c.maxTokens(bd.c.Executor))
+	return r
 }
 
 // executorTools builds the web toolbox and the executor's tools: the web
@@ -396,7 +389,7 @@ func newClient(role string, e EndpointConfig, capture bool, logger *slog.Logger,
 		key = os.Getenv(env)
 	}
 	cl, err := llm.New(llm.Config{Role: role, Dialect: e.Dialect, Model: e.Model, Endpoints: e.URLs, APIKey: key,
-		CaptureTokens: capture, Sampling: e.sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
+		CaptureTokens: capture, Sampling: e.Sampling(), Logger: logger, Metrics: metrics, Stream: e.Stream, Parser: llm.Parser(e.Parser), Pool: llm.PoolConfig{Auto: auto},
 		Retry: llm.RetryPolicy{CallTimeout: e.CallTimeout.Retry(), AttemptTimeout: e.AttemptTimeout.Retry(), IdleTimeout: e.IdleTimeout.Retry()}})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s endpoints: %w", ErrConfig, role, err)
@@ -426,13 +419,10 @@ func (s *Stack) configure(fc *farm.Config) (correctness string) {
 	if s.Gateway != nil {
 		fc.Runner = s.Gateway
 	}
-	var scorer score.Scorer = score.GAIAExact
+	fc.Scorer, fc.Expert = score.ForRun(s.Judge)
 	correctness = "GAIA exact match (no judge)"
 	if s.Judge != nil {
-		scorer = score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(s.Judge))
-		fc.Expert = score.ExpertJudge{Model: s.Judge}
 		correctness = "GAIA exact match, then the LLM judge"
 	}
-	fc.Scorer = score.ForRollout(scorer)
 	return correctness
 }

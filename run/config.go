@@ -11,10 +11,12 @@ import (
 
 	"github.com/mgrpo/mgrpo/agents"
 	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/farm/gateway"
 	"github.com/mgrpo/mgrpo/internal/yamlstrict"
 	"github.com/mgrpo/mgrpo/llm"
 	"github.com/mgrpo/mgrpo/rollout"
 	simllm "github.com/mgrpo/mgrpo/sim/llm"
+	"github.com/mgrpo/mgrpo/tools"
 )
 
 // Config is a run's whole configuration, as a YAML file holds it (keys in
@@ -88,146 +90,31 @@ type Config struct {
 	Prompts map[string]string `yaml:"prompts" doc:"prompt template overrides by name (planner_system, executor_user, …)"`
 }
 
-// EndpointConfig is one role's inference endpoints. Its flags, where a role
-// has them, are --ROLE-url and --ROLE-model; --dialect, --call-timeout,
-// --attempt-timeout, --stream and --idle-timeout set the planner's and the
-// executor's at once.
-type EndpointConfig struct {
-	URLs    []string `yaml:"urls" flag:"url,split" doc:"base {{URL}}s (several: a pool with stickiness and failover)"`
-	Model   string   `yaml:"model" flag:"model" doc:"served model {{NAME}}"`
-	Dialect string   `yaml:"dialect" roleflag:"dialect" doc:"vllm, sglang or openai (judges, reasoners)"`
-	// Parser reads completions the engine returns as text or ids only
-	// (the token path, SGLang's native route); "" is the model family's.
-	Parser string `yaml:"parser" flag:"parser" zero:"the model family's" doc:"{{NAME}} of the parser that splits completions the engine returns unparsed into reasoning, content and tool calls, as vLLM's of that name: qwen3 (qwen3 reasoning, hermes tool calls), deepseek_r1 (deepseek_r1 reasoning, hermes tool calls), hermes (tool calls only) or none; default from the model name (DeepSeek-R1/QwQ: deepseek_r1, Qwen2.5/Hermes: hermes, else qwen3)"`
-	// CallTimeout and AttemptTimeout bound the role's model calls; auto
-	// (the zero value) derives them from each call's max_tokens.
-	CallTimeout    Timeout `yaml:"call_timeout" category:"timeouts" roleflag:"call-timeout" doc:"deadline of one model call, every attempt and wait included: a duration, or auto (3 × the attempt timeout)"`
-	AttemptTimeout Timeout `yaml:"attempt_timeout" category:"timeouts" roleflag:"attempt-timeout" doc:"deadline of one attempt, after which its connection is closed and the call retried on another endpoint: a duration shorter than call_timeout, or auto (60s + 100ms × the call's max_tokens; 4m24.8s at 2048)"`
-	// Stream and IdleTimeout receive the role's completions as server-sent
-	// events and take a stream silent for IdleTimeout for a stall.
-	Stream      bool    `yaml:"stream" roleflag:"stream" doc:"receive chat completions as server-sent events, token ids and logprobs included (vLLM ≥ 0.10.2 chat route; SGLang /generate); a server that streams no token ids is called unstreamed, said at start"`
-	IdleTimeout Timeout `yaml:"idle_timeout" category:"timeouts" roleflag:"idle-timeout" doc:"with stream: silence after which a stream is a stall, closed and retried at once however long the generation may take (from the request to its first event too): a duration shorter than attempt_timeout, or auto (60s)"`
-	// The sampling settings are sent on every request. The planner's and
-	// the executor's default to the on-policy ones (OnPolicySampling); a
-	// judge's and a reasoner's unset ones are left to the server.
-	Temperature       *float64 `yaml:"temperature" zero:"the server's" doc:"sampling temperature (0 is greedy)"`
-	TopP              *float64 `yaml:"top_p" zero:"the server's" doc:"nucleus sampling (1: off)"`
-	TopK              *int     `yaml:"top_k" zero:"the server's" doc:"top-k sampling, vLLM/SGLang (-1: off)"`
-	MinP              *float64 `yaml:"min_p" zero:"the server's" doc:"min-p sampling, vLLM/SGLang (0: off)"`
-	RepetitionPenalty *float64 `yaml:"repetition_penalty" zero:"the server's" doc:"repetition penalty, vLLM/SGLang (1: none)"`
-	PresencePenalty   *float64 `yaml:"presence_penalty" zero:"the server's" doc:"presence penalty (0: none)"`
-	FrequencyPenalty  *float64 `yaml:"frequency_penalty" zero:"the server's" doc:"frequency penalty (0: none)"`
-	Stop              []string `yaml:"stop" doc:"stop strings"`
-	MaxTokens         int      `yaml:"max_tokens" doc:"completion cap per call (overrides the budget's; sent as max_completion_tokens to vLLM)"`
-	// LogprobsMode says what the role's server reports as a token's
-	// logprob; a training run that samples with anything but the neutral
-	// settings needs processed ones (see CheckSampling).
-	LogprobsMode string `yaml:"logprobs_mode" zero:"raw" doc:"the logprobs the server reports: raw (vLLM's default: before temperature, penalties and top-k/top-p) or processed (vLLM launched with --logprobs-mode processed_logprobs)"`
-	// ChatTemplateKwargs is passed to the server's chat template.
-	ChatTemplateKwargs map[string]any `yaml:"chat_template_kwargs" doc:"chat template arguments, e.g. {enable_thinking: false}"`
-	// APIKeyEnv names the environment variable holding the endpoint's key;
-	// keys themselves never go in files or flags.
-	APIKeyEnv string `yaml:"api_key_env" doc:"environment variable holding the API key"`
-}
+// EndpointConfig is one role's inference endpoints (llm.EndpointConfig).
+type EndpointConfig = llm.EndpointConfig
 
-// GatewayConfig configures the gateway (farm/gateway): with an agent URL
-// the farm pushes each rollout's task to the user's agent service; with a
-// gateway address alone, agents pull tasks from the gateway.
-type GatewayConfig struct {
-	Addr     string   `yaml:"addr" flag:"gateway-addr" json:",omitempty" doc:"serve the gateway on {{HOST:PORT}} (default with agent_url: 127.0.0.1 on a free port; without agent_url, agents pull tasks from it)"`
-	URL      string   `yaml:"url" flag:"gateway-url" json:",omitempty" doc:"the gateway's base {{URL}} as agents reach it, when it differs from http://ADDR"`
-	AgentURL string   `yaml:"agent_url" flag:"agent-url" json:",omitempty" doc:"push: POST each rollout's task to this agent service {{URL}} and read its answer (docs/gateway.md)"`
-	Lease    Duration `yaml:"lease" json:",omitzero" doc:"pull: how long a task stays an agent's without a call, heartbeat or result (default 2m)"`
-}
+// GatewayConfig configures the gateway (farm/gateway; gateway.Settings).
+type GatewayConfig = gateway.Settings
 
 // EnvGatewayToken names the environment variable holding the bearer token
 // every gateway request must carry, when set.
 const EnvGatewayToken = "MGRPO_GATEWAY_TOKEN"
 
-// Enabled reports whether the run's rollouts go through the gateway.
-func (g GatewayConfig) Enabled() bool { return g.Addr != "" || g.AgentURL != "" }
-
-// SearchConfig configures the executors' tools.
-type SearchConfig struct {
-	Provider   string   `yaml:"provider" flag:"search-provider" doc:"{providers}"`
-	URL        string   `yaml:"url" flag:"search-url" doc:"provider base {{URL}} override"`
-	Index      string   `yaml:"index" doc:"index directory of the local provider"`
-	AllowHosts []string `yaml:"allow_hosts" flag:"allow-host,append" doc:"{{host[:port]}}s (host or host:port) visit may fetch despite the SSRF guard"`
-	MaxQueries int      `yaml:"max_queries" doc:"queries per search call"`
-	Results    int      `yaml:"results" doc:"results per query"`
-	Rate       float64  `yaml:"rate" doc:"provider requests per second (0: unlimited)"`
-}
+// SearchConfig configures the executors' tools (tools.SearchSettings).
+type SearchConfig = tools.SearchSettings
 
 // SimFaultsConfig are the faults the sim's inference servers inject
-// (mgrpo sim's --fault-* flags).
-type SimFaultsConfig struct {
-	Rate503    float64  `yaml:"rate_503" flag:"503" doc:"rate of generation requests answered 503 (in [0, 1])"`
-	Rate500    float64  `yaml:"rate_500" flag:"500" doc:"rate of generation requests answered 500 (in [0, 1])"`
-	RateDrop   float64  `yaml:"rate_drop" flag:"drop" doc:"rate of connections dropped mid-answer (in [0, 1])"`
-	DeathFor   Duration `yaml:"endpoint_death" flag:"endpoint-death" doc:"the servers answer 503 to every generation request for {{DURATION}} after every death_every requests (0: never)"`
-	DeathEvery int      `yaml:"death_every" flag:"death-every" zero:"200" doc:"with endpoint_death: {{N}} generation requests between deaths"`
-}
+// (simllm.FaultsConfig).
+type SimFaultsConfig = simllm.FaultsConfig
 
-// simFaults returns the sim servers' faults.
-func (f SimFaultsConfig) simFaults() simllm.Faults {
-	out := simllm.Faults{Rate503: f.Rate503, Rate500: f.Rate500, RateDrop: f.RateDrop}
-	if f.DeathFor.Duration > 0 {
-		out.DeathFor, out.DeathEvery = f.DeathFor.Duration, f.DeathEvery
-		if out.DeathEvery == 0 {
-			out.DeathEvery = 200
-		}
-	}
-	return out
-}
+// RewardsConfig holds the reward coefficients (rollout.RewardsConfig).
+type RewardsConfig = rollout.RewardsConfig
 
-// RewardsConfig holds the reward coefficients.
-type RewardsConfig struct {
-	Alpha1         float64 `yaml:"alpha1" doc:"main reward: weight of r_format"`
-	Alpha2         float64 `yaml:"alpha2" doc:"main reward: weight of r_correct"`
-	Beta1          float64 `yaml:"beta1" doc:"sub reward: weight of r_format"`
-	Beta2          float64 `yaml:"beta2" doc:"sub reward: weight of the main rollout's r_correct"`
-	Beta3          float64 `yaml:"beta3" doc:"sub reward: weight of r_expert"`
-	ExpertFallback string  `yaml:"expert_fallback" flag:"expert-fallback" scope:"farm" doc:"r_expert without a judge: format, zero or correct-main"`
-}
+// BudgetsConfig holds the agents' budgets (agents.BudgetsConfig).
+type BudgetsConfig = agents.BudgetsConfig
 
-// BudgetsConfig holds the agents' budgets.
-type BudgetsConfig struct {
-	PlannerTurns   int      `yaml:"planner_turns" doc:"planner model calls per rollout"`
-	ExecutorTurns  int      `yaml:"executor_turns" doc:"executor model calls per subtask"`
-	MaxTokens      int      `yaml:"max_tokens" doc:"completion tokens per call"`
-	ContextTokens  int      `yaml:"context_tokens" doc:"model context; near it the agent is told to answer now"`
-	Delegations    int      `yaml:"delegations" doc:"executors per rollout"`
-	RolloutTimeout Duration `yaml:"rollout_timeout" flag:"rollout-timeout" doc:"wall-clock limit per rollout ({{DURATION}}): past it the rollout ends with what it has, recorded with the reason, and the step goes on"`
-}
-
-// TrainConfig configures mgrpo train: one trainer per trained role, the
-// loss and optimizer they apply, and how new weights reach the endpoints.
-type TrainConfig struct {
-	PlannerTrainer    string  `yaml:"planner_trainer" flag:"planner-trainer" doc:"the planner's trainer URL (the single agent's in mode single): tinker+https://…, http(s)://… (docs/trainer-api.md) or file://DIR"`
-	ExecutorTrainer   string  `yaml:"executor_trainer" flag:"executor-trainer" doc:"the executors' trainer URL (mode mgrpo)"`
-	BaseModelPlanner  string  `yaml:"base_model_planner" flag:"base-model-planner" doc:"the planner's base model as the trainer names it (e.g. Qwen/Qwen3-8B)"`
-	BaseModelExecutor string  `yaml:"base_model_executor" flag:"base-model-executor" doc:"the executors' base model"`
-	LoRARank          int     `yaml:"lora_rank" flag:"lora-rank" zero:"the trainer's" doc:"LoRA rank"`
-	Loss              string  `yaml:"loss" flag:"loss" zero:"importance_sampling" doc:"importance_sampling or ppo"`
-	ClipLow           float64 `yaml:"clip_low" flag:"clip-low" zero:"0.2" doc:"PPO clip below 1"`
-	ClipHigh          float64 `yaml:"clip_high" flag:"clip-high" zero:"0.2" doc:"PPO clip above 1"`
-	LearningRate      float64 `yaml:"lr" flag:"lr" zero:"1e-5" doc:"Adam learning rate"`
-	WeightSync        string  `yaml:"weight_sync" flag:"weight-sync" doc:"how new weights reach the endpoints: sglang, vllm or none (the trainer pushes them)"`
-	WeightsPath       string  `yaml:"weights_path" flag:"weights-path" doc:"template of the path the servers load: {ref} (the trainer's reference), {name}, {role}, {step}, {version}"`
-	APIKeyEnv         string  `yaml:"api_key_env" doc:"environment variable holding the trainers' API key (default: the backend's, e.g. TINKER_API_KEY)"`
-	// VLLMUpdate is the vLLM sync's update action: an HTTP call
-	// (path and JSON body templates) or a command, run on each endpoint.
-	VLLMUpdatePath    string   `yaml:"vllm_update_path" flag:"weight-update-path" doc:"weight_sync vllm: the route (or URL template) each endpoint loads new weights from, between /pause and /resume"`
-	VLLMUpdateBody    string   `yaml:"vllm_update_body" flag:"weight-update-body" doc:"weight_sync vllm: its JSON body template, e.g. {\"model_path\": \"{path}\"}"`
-	VLLMUpdateCommand []string `yaml:"vllm_update_command" flag:"weight-update-command" doc:"weight_sync vllm: instead of the route, a command run per endpoint: [prog, {endpoint}, {path}]"`
-	VersionPath       string   `yaml:"version_path" flag:"weight-version-path" doc:"the GET route reporting an endpoint's weight_version, to verify a sync (sglang: found by itself; vllm: e.g. /weight_info)"`
-	MaxStaleness      int      `yaml:"max_staleness" flag:"max-staleness" doc:"asynchronous training: the rollouts of up to N later steps run while a step trains and syncs, so a batch is at most N versions behind its trainer (0: strictly on-policy)"`
-	PartialRollouts   string   `yaml:"partial_rollouts" zero:"continue" flag:"partial-rollouts" json:",omitempty" doc:"asynchronous training: the rollouts in flight at a weight update continue on the new weights (continue, the default; each turn keeps the version that served it) or start again at the new version (restart)"`
-	StalePolicy       string   `yaml:"stale_policy" zero:"drop" flag:"stale-policy" json:",omitempty" doc:"asynchronous training: a query whose samples are more than max_staleness versions behind their trainer is dropped from that role's batch (drop, the default) or trained (keep); counted either way"`
-	StreamGroups      bool     `yaml:"stream_groups" flag:"stream-groups" json:",omitempty" doc:"asynchronous training: a step is the first batch_size groups whose K rollouts are in, not a fixed set of queries, so it never waits for its slowest rollout; every group still trains within max_staleness steps (off: fixed steps)"`
-	MaxExtraDraws     int      `yaml:"max_extra_draws" zero:"batch_size" flag:"max-extra-draws" json:",omitempty" doc:"stream_groups with drop_zero_variance: the groups of equal rewards a step discards and replaces by further draws, at most (0: batch_size)"`
-	Role              string   `yaml:"role" flag:"role" doc:"decoupled mode: planner (rollouts and the planner's training) or executor (the executors' training, following the run in the shared store); empty: both in this process"`
-}
+// TrainConfig configures mgrpo train (farm.TrainConfig).
+type TrainConfig = farm.TrainConfig
 
 // Duration is a time.Duration written as Go duration text ("30s", "10m")
 // in YAML.

@@ -64,9 +64,9 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 				return evalrun.Outcome{}, err
 			}
 			defer os.RemoveAll(tmp)
-			simData = simDataPath(opts.Benchmark)
+			simData = evalrun.SimDataPath(opts.Benchmark)
 			data = filepath.Join(tmp, simData)
-			if err := WriteSimTasks(world, data, simDataFormat(opts.Benchmark)); err != nil {
+			if err := WriteSimTasks(world, data, evalrun.SimDataFormat(opts.Benchmark)); err != nil {
 				return evalrun.Outcome{}, err
 			}
 		}
@@ -105,7 +105,7 @@ func Eval(ctx context.Context, cfg Config, opts EvalOptions) (evalrun.Outcome, e
 		return evalrun.Outcome{}, invalid(err)
 	}
 	if world != nil && simData != "" {
-		if err := WriteSimTasks(world, filepath.Join(cfg.Out, simData), simDataFormat(opts.Benchmark)); err != nil {
+		if err := WriteSimTasks(world, filepath.Join(cfg.Out, simData), evalrun.SimDataFormat(opts.Benchmark)); err != nil {
 			return evalrun.Outcome{}, err
 		}
 	}
@@ -151,62 +151,14 @@ func openEvalRecording(ctx context.Context, cfg Config) (store.Store, error) {
 }
 
 // checkEval reports every problem of an eval's configuration at once, with
-// how to fix each, before anything starts.
+// how to fix each, before anything starts: the eval's settings
+// (evalrun.CheckSettings), the timeouts and the gateway.
 func checkEval(cfg Config, benchmark, data, scorer string) error {
-	var errs []error
-	if benchmark == "" {
-		errs = append(errs, errors.New("--benchmark: required (gaia, webwalkerqa, xbench or jsonl)"))
-	}
-	if cfg.Out == "" {
-		errs = append(errs, errors.New("--out: required"))
-	}
-	switch {
-	case data == "" && !cfg.Sim:
-		errs = append(errs, errors.New("--data: required without --sim"))
-	case data == "" && benchmark == bench.XBench:
-		errs = append(errs, errors.New("--data: xbench needs its published file (it is encrypted, so --sim cannot write it): give --data PATH/DeepSearch-2505.csv"))
-	}
-	if benchmark != "" && len(cfg.Judge.URLs) == 0 {
-		if _, err := score.ForBenchmark(benchmark, scorer, nil); err != nil {
-			hint := "give --judge-url URL --judge-model NAME"
-			if cfg.Sim {
-				hint += ", or --judge-url sim to let the simulated model judge"
-			}
-			errs = append(errs, fmt.Errorf("--benchmark %s: %w: %s", benchmark, err, hint))
-		}
-	}
-	mode, err := rollout.ParseMode(cfg.Mode)
-	if err != nil {
-		errs = append(errs, fmt.Errorf("--mode: %w", err))
-	} else if mode == rollout.ModeFrozenSub {
-		errs = append(errs, errors.New("--mode frozen-sub is a training mode; evaluate with mgrpo or single"))
-	}
+	errs := evalrun.CheckSettings(evalrun.Settings{Benchmark: benchmark, Data: data, Scorer: scorer, Out: cfg.Out,
+		Sim: cfg.Sim, Judge: len(cfg.Judge.URLs) > 0, Mode: cfg.Mode})
 	errs = append(errs, cfg.CheckTimeouts(), cfg.CheckGateway())
 	if err := errors.Join(errs...); err != nil {
 		return invalid(fmt.Errorf("eval configuration:\n%w", err))
 	}
 	return nil
-}
-
-// simDataFormat is the layout the sim web's questions are written in for
-// a benchmark; "" for benchmarks it cannot write.
-func simDataFormat(benchmark string) string {
-	switch benchmark {
-	case bench.GAIA:
-		return "gaia"
-	case bench.WebWalkerQA:
-		return "webwalkerqa"
-	case bench.JSONL:
-		return "jsonl"
-	}
-	return ""
-}
-
-// simDataPath is where, relative to the eval's folder, the sim web's
-// questions are written in a benchmark's layout.
-func simDataPath(benchmark string) string {
-	if benchmark == bench.GAIA {
-		return filepath.Join("data", "metadata.jsonl")
-	}
-	return "tasks.jsonl"
 }

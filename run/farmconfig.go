@@ -52,7 +52,7 @@ func (c Config) farmConfig(ctx context.Context, p farmParts) (farm.Config, strin
 	}
 	fc := farm.Config{
 		Run: c.Run, Seed: c.Seed, Steps: c.Steps, BatchSize: c.BatchSize, GroupSize: c.GroupSize,
-		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.weights(),
+		Mode: mode, DBar: dbar, DropZeroVariance: c.DropZeroVariance, Weights: c.Rewards.Weights(),
 		ExpertFallback: fallback, Concurrency: c.Concurrency.Rollouts(), Grace: c.Grace.Duration, Prices: c.Prices,
 		Sink: p.sink, Logger: p.hooks.Logger, OnProgress: p.hooks.OnProgress, OnStep: p.hooks.OnStep,
 		Metrics: farm.NewMetrics(p.hooks.Registerer), Sampling: c.samplingRecords(mode),

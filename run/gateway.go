@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/url"
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,47 +19,9 @@ import (
 const defaultGatewayAddr = "127.0.0.1:0"
 
 // CheckGateway reports the gateway keys that cannot work, naming key and
-// flag: an address that is not HOST:PORT, URLs that are not http(s), a
-// negative lease. Validate includes it; eval calls it alone.
-func (c Config) CheckGateway() error {
-	var p problems
-	g := c.Gateway
-	if g.Addr != "" {
-		host, port, err := net.SplitHostPort(g.Addr)
-		switch {
-		case err != nil:
-			p.add("gateway.addr", "gateway-addr", "%q: want HOST:PORT (e.g. 127.0.0.1:8700, or 0.0.0.0:8700 on every interface with --gateway-url)", g.Addr)
-		case unspecifiedHost(host) && g.URL == "":
-			p.add("gateway.addr", "gateway-addr", "%q listens on every interface, which is no address an agent can call: "+
-				"also give --gateway-url with the address agents reach this machine at (e.g. --gateway-url http://HOSTNAME:%s)", g.Addr, port)
-		}
-	}
-	for _, u := range []struct{ key, flag, v string }{{"gateway.url", "gateway-url", g.URL}, {"gateway.agent_url", "agent-url", g.AgentURL}} {
-		if u.v == "" {
-			continue
-		}
-		if pu, err := url.Parse(u.v); err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" {
-			p.add(u.key, u.flag, "%q: want an http:// or https:// URL", u.v)
-		}
-	}
-	if g.URL != "" && !g.Enabled() {
-		p.add("gateway.url", "gateway-url", "set with --agent-url (push) or --gateway-addr (pull); alone it does nothing")
-	}
-	if g.Lease.Duration < 0 {
-		p.add("gateway.lease", "", "%v: must not be negative (0: 2m)", g.Lease.Duration)
-	}
-	return errors.Join(p...)
-}
-
-// unspecifiedHost reports whether host binds every interface ("", 0.0.0.0,
-// ::), so the bound address is not one to hand to agents.
-func unspecifiedHost(host string) bool {
-	if host == "" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsUnspecified()
-}
+// flag (gateway.Settings.Check). Validate includes it; eval calls it
+// alone.
+func (c Config) CheckGateway() error { return errors.Join(c.Gateway.Check()...) }
 
 // buildGateway starts the gateway of c in front of the role clients
 // (models by role: planner, executor; the single agent's as "agent"). The
@@ -87,7 +47,7 @@ func buildGateway(c Config, models map[string]agents.Model, logger *slog.Logger,
 		if role != gateway.RolePlanner {
 			e = c.Executor
 		}
-		cfg.Models[role], cfg.ModelNames[role], cfg.Sampling[role] = cl, e.Model, e.sampling()
+		cfg.Models[role], cfg.ModelNames[role], cfg.Sampling[role] = cl, e.Model, e.Sampling()
 		cfg.MaxTokens[role] = e.MaxTokens
 		if cfg.MaxTokens[role] == 0 {
 			cfg.MaxTokens[role] = c.Budgets.MaxTokens

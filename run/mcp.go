@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/mgrpo/mgrpo/agents"
@@ -23,24 +21,10 @@ type ToolsConfig struct {
 
 // checkMCP reports what makes tools.mcp unusable without contacting a
 // server (mcp.Specs.Check), and the prices of MCP calls that name no
-// server of it.
+// server of it (mcp.Specs.CheckPrices).
 func (c Config) checkMCP(p *problems) {
 	*p = append(*p, c.Tools.MCP.Check(c.Sim)...)
-	seen := map[string]bool{}
-	for _, s := range c.Tools.MCP {
-		seen[s.Name] = true
-	}
-	keys := make([]string, 0, len(c.Prices.MCPCall))
-	for k := range c.Prices.MCPCall {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		server, _, _ := strings.Cut(k, ".")
-		if !seen[server] {
-			p.add("prices.mcp_call."+k, "", "names no server of tools.mcp (unknown server %q)", server)
-		}
-	}
+	*p = append(*p, c.Tools.MCP.CheckPrices(c.Prices.MCPCall)...)
 }
 
 // mcpReserved returns the names the built-in agents' tools already have.

@@ -17,7 +17,7 @@ func (c Config) checkMCPOnly() error {
 	var p problems
 	c.checkMCP(&p)
 	if len(c.Tools.MCP) == 0 {
-		p.add("tools.mcp", "", "no MCP server configured in --config")
+		p.Add("tools.mcp", "", "no MCP server configured in --config")
 	}
 	if err := errors.Join(p...); err != nil {
 		return fmt.Errorf("%w:\n%w", ErrConfig, err)

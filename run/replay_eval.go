@@ -2,7 +2,6 @@ package run
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -120,26 +119,16 @@ func replayEval(ctx context.Context, opts ReplayOptions) (ReplayResult, error) {
 // error, for the caller to close.
 func openRecordedEval(ctx context.Context, opts ReplayOptions) (recordedEval, error) {
 	var rec recordedEval
-	noRecording := invalid(fmt.Errorf("replay: the eval in %s holds no recording (run mgrpo eval with --record to replay it)", opts.From))
 	if _, err := os.Stat(filepath.Join(opts.From, StoreFile)); err != nil {
-		return rec, noRecording
+		return rec, invalid(evalrun.NoRecording(opts.From))
 	}
 	rec.src = &farm.RecordedStore{}
 	if err := rec.src.OpenCopy(ctx, filepath.Join(opts.From, StoreFile), filepath.Join(opts.From, StoreFile), backends.Open); err != nil {
 		return rec, unreadableInvalid(err)
 	}
-	raw, ok, err := rec.src.Store.Get(ctx, evalrun.SpecKey)
-	if err != nil {
-		return rec, invalid(fmt.Errorf("replay: %s: the eval's store cannot be read: %w", opts.From, err))
-	}
-	if has, herr := replay.HasRecording(ctx, rec.src.Store); herr != nil || !has {
-		return rec, noRecording
-	}
-	if !ok {
-		return rec, invalid(fmt.Errorf("replay: the eval in %s was recorded by an mgrpo that did not keep the eval's spec in its recording: run it again with --record", opts.From))
-	}
-	if err := json.Unmarshal(raw, &rec.spec); err != nil {
-		return rec, invalid(fmt.Errorf("replay: %s: the eval's recorded spec: %w", opts.From, err))
+	var err error
+	if rec.spec, err = evalrun.ReadSpec(ctx, rec.src.Store, opts.From); err != nil {
+		return rec, invalid(err)
 	}
 	if rec.cfg, err = ConfigFromRunRecord(rec.spec.Config); err != nil {
 		return rec, invalid(fmt.Errorf("replay %s: %w", opts.From, err))

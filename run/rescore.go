@@ -137,7 +137,7 @@ func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (reco
 	}
 	fc = farm.RescoreConfig{From: opts.From, Run: runID, Seed: recorded.Seed, GroupSize: recorded.GroupSize,
 		WasDropZeroVariance: recorded.DropZeroVariance, DropZeroVariance: next.DropZeroVariance,
-		Weights: next.weights(), KeepExpert: len(recorded.Judge.URLs) > 0, Prices: next.Prices, Tasks: spec.Tasks, OnStep: opts.OnStep}
+		Weights: next.Rewards.Weights(), KeepExpert: len(recorded.Judge.URLs) > 0, Prices: next.Prices, Tasks: spec.Tasks, OnStep: opts.OnStep}
 	if fc.Mode, err = rollout.ParseMode(recorded.Mode); err != nil {
 		return recorded, next, fc, invalid(fmt.Errorf("rescore %s: the recorded mode: %w", opts.From, err))
 	}
@@ -161,8 +161,7 @@ func rescoreSettings(opts RescoreOptions, runID string, spec farm.RunSpec) (reco
 // (none: the recorded verdicts were kept).
 func rescoreParts(fc *farm.RescoreConfig, recorded, next Config, judge *farm.CachedJudge) error {
 	if judge != nil {
-		fc.Scorer = score.ForRollout(score.Cascade(score.GAIAExact, score.NewCorrectIncorrectJudge(judge)))
-		fc.Expert = score.ExpertJudge{Model: judge}
+		fc.Scorer, fc.Expert = score.ForRun(judge)
 		fc.KeepExpert = false
 	}
 	record := next

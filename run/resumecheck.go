@@ -3,11 +3,9 @@ package run
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/mgrpo/mgrpo/farm"
-	"github.com/mgrpo/mgrpo/internal/redact"
 	"github.com/mgrpo/mgrpo/internal/yamldiff"
 	"github.com/mgrpo/mgrpo/store"
 )
@@ -48,7 +46,7 @@ func checkResumedRun(ctx context.Context, st store.Store, resume bool, cfg Confi
 		}
 	}
 	var lines []string
-	for _, c := range yamldiff.Diff(a, b, shownValue) {
+	for _, c := range yamldiff.Diff(a, b, yamldiff.Shown) {
 		lines = append(lines, fmt.Sprintf("%s: the run's %s, now %s", name(c.Key, flags[c.Key]), c.Old, c.New))
 	}
 	if len(lines) == 0 && string(theirs) != string(ours) {
@@ -67,25 +65,4 @@ func checkResumedRun(ctx context.Context, st store.Store, resume bool, cfg Confi
 	}
 	return invalid(fmt.Errorf("--resume: run %q was started with other settings than these:\n  %s\nresume with the settings it was started with (its flags and --config), or start a new run in a new --out",
 		cfg.Run, strings.Join(lines, "\n  ")))
-}
-
-// shownValue is how a differing value reads: strings quoted, URLs without
-// their credentials, durations as durations.
-func shownValue(v reflect.Value) string {
-	switch x := v.Interface().(type) {
-	case Duration:
-		return x.Duration.String()
-	case string:
-		return fmt.Sprintf("%q", redact.URL(x))
-	case []string:
-		shown := make([]string, len(x))
-		for i, s := range x {
-			shown[i] = redact.URL(s)
-		}
-		return fmt.Sprintf("%q", strings.Join(shown, ","))
-	}
-	if v.Kind() == reflect.Pointer && v.IsNil() {
-		return "unset"
-	}
-	return fmt.Sprint(reflect.Indirect(v).Interface())
 }

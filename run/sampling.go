@@ -8,45 +8,15 @@ import (
 	"github.com/mgrpo/mgrpo/rollout"
 )
 
-// Logprobs modes of EndpointConfig.LogprobsMode.
+// Logprobs modes of EndpointConfig.LogprobsMode (llm's).
 const (
-	// LogprobsRaw is vLLM's default (--logprobs-mode raw_logprobs): the
-	// model's logprobs before temperature, penalties and top-k/top-p.
-	LogprobsRaw = "raw"
-	// LogprobsProcessed is a vLLM launched with --logprobs-mode
-	// processed_logprobs: the logprobs of the distribution sampled from.
-	LogprobsProcessed = "processed"
+	LogprobsRaw       = llm.LogprobsRaw
+	LogprobsProcessed = llm.LogprobsProcessed
 )
 
 // OnPolicySampling returns e with every unset sampling setting at its
-// on-policy value: temperature 1, top_p 1, top_k off (-1), min_p 0 and
-// neutral penalties. Sampled so, a token's logprob is the model's, which
-// is what the trainers' importance ratios assume.
-func OnPolicySampling(e EndpointConfig) EndpointConfig {
-	f := func(p **float64, v float64) {
-		if *p == nil {
-			*p = &v
-		}
-	}
-	f(&e.Temperature, 1)
-	f(&e.TopP, 1)
-	if e.TopK == nil {
-		off := -1
-		e.TopK = &off
-	}
-	f(&e.MinP, 0)
-	f(&e.RepetitionPenalty, 1)
-	f(&e.PresencePenalty, 0)
-	f(&e.FrequencyPenalty, 0)
-	return e
-}
-
-// sampling is e's sampling settings as the model client takes them.
-func (e EndpointConfig) sampling() llm.Sampling {
-	return llm.Sampling{Temperature: e.Temperature, TopP: e.TopP, TopK: e.TopK, MinP: e.MinP,
-		RepetitionPenalty: e.RepetitionPenalty, PresencePenalty: e.PresencePenalty, FrequencyPenalty: e.FrequencyPenalty,
-		Stop: e.Stop, MaxTokens: e.MaxTokens, ChatTemplateKwargs: e.ChatTemplateKwargs}
-}
+// on-policy value (llm.OnPolicySampling).
+func OnPolicySampling(e EndpointConfig) EndpointConfig { return llm.OnPolicySampling(e) }
 
 // maxTokens is the completion cap e's calls are sent with: its own
 // max_tokens, else the budget's.
@@ -90,15 +60,7 @@ func (c Config) CheckSampling(roles []string) error {
 		if role == "executor" {
 			e = c.Executor
 		}
-		switch e.LogprobsMode {
-		case "", LogprobsRaw, LogprobsProcessed:
-		default:
-			p.add(role+".logprobs_mode", "", "%q: want raw or processed", e.LogprobsMode)
-			continue
-		}
-		if msg := llm.LogprobsMismatch(e.Dialect, e.LogprobsMode == LogprobsProcessed, e.sampling(), role); msg != "" {
-			p.add(role, "", "%s", msg)
-		}
+		p = append(p, e.CheckLogprobs(role)...)
 	}
 	if len(p) > 0 {
 		return fmt.Errorf("%w: sampling: %w", ErrConfig, errors.Join(p...))

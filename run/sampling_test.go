@@ -19,7 +19,7 @@ func trainingConfig() Config {
 func TestDefaultSamplingIsOnPolicy(t *testing.T) {
 	c := DefaultConfig()
 	for _, e := range []EndpointConfig{c.Planner, c.Executor} {
-		if off := e.sampling().OffPolicy(); len(off) > 0 {
+		if off := e.Sampling().OffPolicy(); len(off) > 0 {
 			t.Errorf("default sampling is off-policy: %v", off)
 		}
 	}

@@ -38,7 +38,7 @@ func StartSim(c *Config, logger *slog.Logger) (*sim.World, error) {
 	training := c.SimTraining()
 	opts := sim.Options{Seed: c.Seed, Dialect: c.Executor.Dialect, Logger: logger,
 		Training: training, CheckpointDir: c.simCheckpoints(), StripReasoning: c.SimStripReasoning,
-		TrainerStepTime: c.SimTrainerStepTime.Duration, Faults: c.SimFaults.simFaults()}
+		TrainerStepTime: c.SimTrainerStepTime.Duration, Faults: c.SimFaults.Faults()}
 	if c.pinsVersions() {
 		// The versions a step's rollouts may be pinned to while later
 		// steps train: S + 1, and one to spare.

@@ -1,13 +1,14 @@
 package run
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/mgrpo/mgrpo/farm"
+	"github.com/mgrpo/mgrpo/internal/outfile"
 	"github.com/mgrpo/mgrpo/sim"
 	"github.com/mgrpo/mgrpo/sim/web"
 )
@@ -39,32 +40,12 @@ func WriteSimTasks(w *sim.World, path, format string) error {
 
 // WriteOut runs write on path ("-" is stdout), buffered, and reports errors
 // of the final flush and close too; a file whose write did not complete is
-// removed. A path that cannot be created is a configuration error naming
-// --out.
+// removed (outfile.Write). A path that cannot be created is a
+// configuration error naming --out.
 func WriteOut(path string, stdout io.Writer, write func(io.Writer) error) error {
-	if path == "-" {
-		bw := bufio.NewWriter(stdout)
-		if err := write(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}
-	f, err := os.Create(path)
-	if err != nil {
+	err := outfile.Write(path, stdout, write)
+	if errors.Is(err, outfile.ErrCreate) {
 		return invalid(fmt.Errorf("--out: %w", err))
 	}
-	bw := bufio.NewWriter(f)
-	if err := write(bw); err != nil {
-		f.Close()
-		os.Remove(path)
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", path, err)
-	}
-	return nil
+	return err
 }

@@ -22,3 +22,14 @@ func (r rolloutScorer) Score(ctx context.Context, question, prediction, gold str
 	}
 	return out, err
 }
+
+// ForRun returns a run's r_correct scorer and r_expert judge: GAIA's exact
+// match, then the LLM judge m when it is set, which also rates each
+// report (r_expert); without m, exact match alone and no expert judge
+// (nil), so the run's fallback applies.
+func ForRun(m ChatModel) (rollout.Scorer, rollout.ExpertJudge) {
+	if m == nil {
+		return ForRollout(GAIAExact), nil
+	}
+	return ForRollout(Cascade(GAIAExact, NewCorrectIncorrectJudge(m))), ExpertJudge{Model: m}
+}
