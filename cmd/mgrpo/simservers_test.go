@@ -28,6 +28,9 @@ type simServers struct {
 	// judges' calls); agentCalls the chat requests that offered tools (the
 	// agents' turns).
 	searches, pages, judgeCalls, agentCalls *atomic.Int64
+	// engine is the inference server, for its generation log
+	// (Config.RecordGenerations).
+	engine *simllm.Server
 }
 
 // counting wraps h, adding to n each request that count selects.
@@ -85,5 +88,5 @@ func startSimServers(t *testing.T, dir string, cfg simllm.Config, n int) simServ
 		t.Fatal(err)
 	}
 	return simServers{llmURL: llmSrv.URL, webURL: webSrv.URL, webHost: u.Host, tasks: tasks,
-		searches: &searches, pages: &pages, judgeCalls: &judgeCalls, agentCalls: &agentCalls}
+		searches: &searches, pages: &pages, judgeCalls: &judgeCalls, agentCalls: &agentCalls, engine: srv}
 }

@@ -8,7 +8,8 @@
 //
 // For every rollout mgrpo POSTs {rollout_id, task, seed, deadline,
 // base_urls} here and reads {answer}. The agents are built per rollout, since
-// each rollout has its own base URLs.
+// each rollout has its own base URLs. STREAM=1 streams the planner's runs
+// (stream: true on the Chat Completions route).
 import http from 'node:http';
 import OpenAI from 'openai';
 import { z } from 'zod';
@@ -22,6 +23,7 @@ setTracingDisabled(true);
 // The gateway's bearer token, when the run sets one; the gateway never
 // needs (or forwards) the engines' keys.
 const apiKey = process.env.MGRPO_GATEWAY_TOKEN || 'not-needed';
+const stream = process.env.STREAM === '1';
 
 function model(baseURL, name) {
   return new OpenAIChatCompletionsModel(new OpenAI({ baseURL, apiKey, maxRetries: 0 }), name);
@@ -57,6 +59,11 @@ function agentsFor(baseURLs) {
 async function rollout(task) {
   const planner = agentsFor(task.base_urls);
   try {
+    if (stream) {
+      const result = await run(planner, task.task.question, { maxTurns: 12, stream: true });
+      await result.completed;
+      return { answer: String(result.finalOutput ?? '') };
+    }
     const result = await run(planner, task.task.question, { maxTurns: 12 });
     return { answer: String(result.finalOutput ?? '') };
   } catch (err) {

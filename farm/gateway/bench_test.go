@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -39,7 +41,10 @@ const benchWorldSeed = 11
 // server and web at zero latency, and a push agent service (a planner whose
 // delegate tool runs executor conversations on the sim web, written to the
 // wire contract), so that the benchmark's process CPU is the farm's alone.
-// It prints "child LLM WEB AGENT" and serves until its stdin closes.
+// The same agent is served three times, once per API the gateway speaks:
+// Chat Completions (AGENT), Responses (RESPONSES) and Messages (MESSAGES).
+// It prints "child LLM WEB AGENT RESPONSES MESSAGES" and serves until its
+// stdin closes.
 func TestBenchChild(t *testing.T) {
 	if os.Getenv(benchChildEnv) == "" {
 		t.Skip("the gateway benchmark's child process")
@@ -68,20 +73,22 @@ func TestBenchChild(t *testing.T) {
 		return "http://" + ln.Addr().String()
 	}
 	llmURL, webURL := serve(srv.Handler()), serve(world.Handler())
-	agentURL := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var o offer
-		if err := json.NewDecoder(r.Body).Decode(&o); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		answer, err := benchAgent(o, webURL)
-		if err != nil {
-			json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
-			return
-		}
-		json.NewEncoder(w).Encode(map[string]string{"answer": answer})
-	}))
-	fmt.Printf("child %s %s %s\n", llmURL, webURL, agentURL)
+	agent := func(converse benchConverser) string {
+		return serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var o offer
+			if err := json.NewDecoder(r.Body).Decode(&o); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			answer, err := benchAgent(o, webURL, converse)
+			if err != nil {
+				json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+				return
+			}
+			json.NewEncoder(w).Encode(map[string]string{"answer": answer})
+		}))
+	}
+	fmt.Printf("child %s %s %s %s %s\n", llmURL, webURL, agent(gatewaytest.Converse), agent(gatewaytest.ConverseResponses), agent(gatewaytest.ConverseMessages))
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
 
@@ -90,14 +97,18 @@ func TestBenchChild(t *testing.T) {
 // push each and call in parallel).
 var benchClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4096}}
 
-// benchAgent plays one rollout: the planner's conversation, each
-// delegation an executor conversation with search and visit on the web.
-func benchAgent(o offer, webURL string) (string, error) {
+// benchConverser is one API's conversation loop of gatewaytest.
+type benchConverser func(*http.Client, string, gatewaytest.Conversation, func(gatewaytest.Call) string) (string, error)
+
+// benchAgent plays one rollout on converse's API: the planner's
+// conversation, each delegation an executor conversation with search and
+// visit on the web.
+func benchAgent(o offer, webURL string, converse benchConverser) (string, error) {
 	delegate := []any{benchTool("delegate", "task", "string")}
 	webTools := []any{benchTool("search", "query", "array"), benchTool("visit", "url", "array")}
-	return benchConverse(o.BaseURLs[RolePlanner], o.Task.Question, delegate, "", func(c gatewaytest.Call) string {
+	return benchConverse(converse, o.BaseURLs[RolePlanner], o.Task.Question, delegate, "", func(c gatewaytest.Call) string {
 		task, _ := c.Args["task"].(string)
-		report, err := benchConverse(o.BaseURLs[RoleExecutor], task, webTools, c.ID, func(c gatewaytest.Call) string {
+		report, err := benchConverse(converse, o.BaseURLs[RoleExecutor], task, webTools, c.ID, func(c gatewaytest.Call) string {
 			return benchWeb(webURL, c.Name, c.Args)
 		})
 		if err != nil {
@@ -117,10 +128,13 @@ func benchTool(name, arg, typ string) map[string]any {
 }
 
 // benchConverse runs one conversation of the benchmark's agent; an
-// executor's names the planner's call that started it.
-func benchConverse(base, user string, tools []any, delegation string, run func(gatewaytest.Call) string) (string, error) {
-	return gatewaytest.Converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16,
-		Delegation: delegation}, run)
+// executor's names the planner's call that started it. Each answer may
+// have as many tokens as the built-in agents' (agents.DefaultPlannerBudget's
+// 2,048): without a cap the sim's default cuts answers short and the
+// gateway side's rollouts would be shorter than the in-process side's.
+func benchConverse(converse benchConverser, base, user string, tools []any, delegation string, run func(gatewaytest.Call) string) (string, error) {
+	return converse(benchClient, base, gatewaytest.Conversation{System: "You are an agent.", User: user, Tools: tools, MaxTurns: 16,
+		MaxTokens: agents.DefaultPlannerBudget().MaxTokensPerTurn, Delegation: delegation}, run)
 }
 
 var benchTag = regexp.MustCompile(`<[^>]+>`)
@@ -163,7 +177,8 @@ func benchWeb(webURL, name string, args map[string]any) string {
 
 // BenchmarkGatewayVsInProcess runs the same sim tasks through the
 // built-in agents (in-process) and through the gateway with a push agent in
-// another process, and reports each side's farm CPU per model call (this
+// another process, on each API the gateway speaks (gateway: Chat
+// Completions, gateway-responses, gateway-messages), and reports each side's farm CPU per model call (this
 // process: the farm, the clients, and the agents' loop and tools or the
 // gateway), the sim and the pushed agent excluded. The issue's goal is
 // gateway ≤ 1.3 × in-process. Each side's measured rollouts run once
@@ -173,7 +188,7 @@ func benchWeb(webURL, name string, args map[string]any) string {
 func BenchmarkGatewayVsInProcess(b *testing.B) {
 	line, _ := benchproc.Start(b, "TestBenchChild", []string{benchChildEnv + "=1"}, "child ")
 	f := strings.Fields(line)
-	llmURL, webURL, agentURL := f[1], f[2], f[3]
+	llmURL, webURL := f[1], f[2]
 	world, err := web.Generate(web.Config{Seed: benchWorldSeed, Questions: 64})
 	if err != nil {
 		b.Fatal(err)
@@ -182,7 +197,7 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 	for i, q := range world.Questions {
 		tasks[i] = farm.Task{ID: q.ID, Question: q.Question, Answer: q.Answer}
 	}
-	sides, met := benchSides(b, llmURL, webURL, agentURL, 0)
+	sides := benchSides(b, llmURL, webURL, map[string]string{"gateway": f[3], "gateway-responses": f[4], "gateway-messages": f[5]}, 0)
 	scoring := farm.Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), ExpertFallback: rollout.DefaultExpertFallback}
 	const concurrency = 32
 	for _, side := range sides {
@@ -240,7 +255,7 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 			if side.name == "gateway" {
 				// Requests the fast decoder left to encoding/json (0 expected).
 				n := 0.0
-				for _, c := range met.fallbackBy {
+				for _, c := range side.met.fallbackBy {
 					n += testutil.ToFloat64(c)
 				}
 				b.ReportMetric(n, "decode-fallbacks")
@@ -250,17 +265,19 @@ func BenchmarkGatewayVsInProcess(b *testing.B) {
 }
 
 // benchSide is one side of a benchmark: the built-in agents in process, or
-// the gateway in front of the child's push agent.
+// a gateway in front of one of the child's push agents (met its metrics).
 type benchSide struct {
 	name   string
 	runner farm.Runner
+	met    *Metrics
 }
 
-// benchSides builds both sides on the child's sim (llmURL, webURL) and push
-// agent (agentURL): the built-in planner and executor with search and visit
-// on the sim web, and a listening gateway; each side has its own vLLM
-// clients with maxInFlight calls per endpoint (0: the client's default).
-func benchSides(b *testing.B, llmURL, webURL, agentURL string, maxInFlight int64) ([]benchSide, *Metrics) {
+// benchSides builds the sides on the child's sim (llmURL, webURL) and push
+// agents (agentURLs, by side name): the built-in planner and executor with
+// search and visit on the sim web first, then a listening gateway per
+// agent, in name order; each side has its own vLLM clients with
+// maxInFlight calls per endpoint (0: the client's default).
+func benchSides(b *testing.B, llmURL, webURL string, agentURLs map[string]string, maxInFlight int64) []benchSide {
 	temp := 1.0
 	client := func(role string) *llm.Client {
 		c, err := llm.New(llm.Config{Role: role, Dialect: llm.DialectVLLM, Model: simllm.DefaultModel, Endpoints: []string{llmURL},
@@ -288,15 +305,19 @@ func benchSides(b *testing.B, llmURL, webURL, agentURL string, maxInFlight int64
 	if err != nil {
 		b.Fatal(err)
 	}
-	met := NewMetrics()
-	g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURL, HTTPClient: benchClient, Metrics: met,
-		Models: map[string]agents.Model{RolePlanner: client("planner"), RoleExecutor: client("executor")}})
-	if err != nil {
-		b.Fatal(err)
+	sides := []benchSide{{name: "in-process", runner: &farm.AgentRunner{Planner: planner}}}
+	for _, name := range slices.Sorted(maps.Keys(agentURLs)) {
+		met := NewMetrics()
+		g, err := New(Config{Mode: rollout.ModeMGRPO, AgentURL: agentURLs[name], HTTPClient: benchClient, Metrics: met,
+			Models: map[string]agents.Model{RolePlanner: client("planner"), RoleExecutor: client("executor")}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := g.Listen("127.0.0.1:0", Limits()); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { g.Close() })
+		sides = append(sides, benchSide{name: name, runner: g, met: met})
 	}
-	if err := g.Listen("127.0.0.1:0", Limits()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { g.Close() })
-	return []benchSide{{"in-process", &farm.AgentRunner{Planner: planner}}, {"gateway", g}}, met
+	return sides
 }

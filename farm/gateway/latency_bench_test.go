@@ -53,7 +53,7 @@ func BenchmarkGatewayLatency(b *testing.B) {
 		tasks[i] = farm.Task{ID: q.ID, Question: q.Question, Answer: q.Answer}
 	}
 	scoring := farm.Scoring{Mode: rollout.ModeMGRPO, Weights: rollout.DefaultRewardWeights(), ExpertFallback: rollout.DefaultExpertFallback}
-	sides, _ := benchSides(b, f[1], f[2], f[3], 4*concurrency)
+	sides := benchSides(b, f[1], f[2], map[string]string{"gateway": f[3]}, 4*concurrency)
 	for _, side := range sides {
 		if os.Getenv(benchSideEnv) != "" && os.Getenv(benchSideEnv) != side.name {
 			continue

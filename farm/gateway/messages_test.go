@@ -122,30 +122,73 @@ func TestMessagesStream(t *testing.T) {
 	<-done
 }
 
-// TestMessagesBadInput checks each refusal: 400 in Anthropic's error
-// shape naming the field, nothing forwarded, the rollout's next call
-// unaffected.
+// TestMessagesBadInput checks each refusal: 400 (413 for an oversized
+// body) in Anthropic's error shape naming the field, nothing forwarded to
+// the engine, and the rollout's conversation before the refusals continues
+// after them as the same trajectory; another rollout's tool_use ids are
+// unknown here.
 func TestMessagesBadInput(t *testing.T) {
 	g, models := mustGateway(t, rollout.ModeMGRPO, Config{})
+	other, releaseOther, doneOther := startHeld(t, g)
+	_, foreign := post(t, other.BaseURLs[RolePlanner]+"/messages", map[string]any{"max_tokens": 50, "tools": []any{anthropicDelegate},
+		"messages": []any{map[string]any{"role": "user", "content": "Q?"}}})
+	foreignUse := foreign["content"].([]any)[0].(map[string]any)
+	if foreignUse["type"] != "tool_use" {
+		t.Fatalf("the other rollout's planner answered %v, want a tool_use", foreign)
+	}
 	o, release, done := startHeld(t, g)
 	ex := o.BaseURLs[RoleExecutor]
 	user := map[string]any{"role": "user", "content": "Find A."}
+	status, first := post(t, ex+"/messages", map[string]any{"max_tokens": 5, "messages": []any{user}})
+	if status != 200 {
+		t.Fatalf("the rollout's first call: %d %v", status, first)
+	}
+	engineCalls := func() int {
+		n := 0
+		for _, m := range models {
+			n += len(m.requests()) + len(m.completions())
+		}
+		return n
+	}
+	before := engineCalls()
+	msgs := func(ms ...any) map[string]any { return map[string]any{"max_tokens": 5, "messages": ms} }
+	useT1 := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t1", "name": "f", "input": map[string]any{}}}}
+	resultT1 := map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": "r"}}}
 	for _, tc := range []struct {
 		name, field string
 		body        any
 	}{
 		{"no max_tokens", "max_tokens", map[string]any{"messages": []any{user}}},
+		{"wrong max_tokens type", "max_tokens", map[string]any{"max_tokens": "5", "messages": []any{user}}},
 		{"wrong messages type", "messages", map[string]any{"max_tokens": 5, "messages": "hi"}},
-		{"wrong content type", "messages[0].content", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": 5}}}},
-		{"unknown block", "messages[0].content[0].type", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image"}}}}}},
-		{"unknown tool_use_id", "messages[0].content[0].tool_use_id", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user",
-			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "x"}}}}}},
+		{"wrong system type", "system", map[string]any{"max_tokens": 5, "system": 5, "messages": []any{user}}},
+		{"wrong tools type", "tools", map[string]any{"max_tokens": 5, "tools": "search", "messages": []any{user}}},
+		{"wrong stop_sequences type", "stop_sequences", map[string]any{"max_tokens": 5, "stop_sequences": "END", "messages": []any{user}}},
+		{"wrong stream type", "stream", map[string]any{"max_tokens": 5, "stream": "yes", "messages": []any{user}}},
+		{"wrong content type", "messages[0].content", msgs(map[string]any{"role": "user", "content": 5})},
+		{"wrong tool_result content type", "messages[2].content[0].content", msgs(user, useT1,
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": 5}}})},
+		{"unknown block", "messages[0].content[0].type", msgs(map[string]any{"role": "user", "content": []any{map[string]any{"type": "image"}}})},
+		{"unknown assistant block", "messages[1].content[0].type", msgs(user,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "server_tool_use", "id": "s", "name": "web_search"}}})},
+		{"unknown tool_use_id", "messages[0].content[0].tool_use_id", msgs(map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_nope", "content": "x"}}})},
+		{"another rollout's tool_use_id", "messages[0].content[0].tool_use_id", msgs(map[string]any{"role": "user",
+			"content": []any{map[string]any{"type": "tool_result", "tool_use_id": foreignUse["id"], "content": "x"}}})},
+		{"tool_result for an earlier turn's tool_use", "messages[4].content[0].tool_use_id", msgs(user, useT1, resultT1,
+			map[string]any{"role": "assistant", "content": "done"}, resultT1)},
+		{"tool_use without id", "messages[1].content[0]", msgs(user,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "name": "f", "input": map[string]any{}}}})},
+		{"thinking without text", "messages[1].content[0].thinking", msgs(user,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "thinking", "signature": ""}}})},
 		{"server tool", "tools[0].type", map[string]any{"max_tokens": 5, "messages": []any{user}, "tools": []any{map[string]any{"type": "web_search_20250305", "name": "web_search"}}}},
+		{"tool without input_schema", "tools[0].input_schema", map[string]any{"max_tokens": 5, "messages": []any{user}, "tools": []any{map[string]any{"name": "f"}}}},
 		{"forced tool", "tool_choice.type", map[string]any{"max_tokens": 5, "messages": []any{user}, "tool_choice": map[string]any{"type": "any"}}},
-		{"bad role", "messages[0].role", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "system", "content": "x"}}}},
-		{"tool_use input not object", "messages[1].content[0].input", map[string]any{"max_tokens": 5, "messages": []any{user,
-			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "f", "input": "x"}}}}}},
-		{"not json", "", "{"},
+		{"bad role", "messages[0].role", msgs(map[string]any{"role": "system", "content": "x"})},
+		{"tool_use input not object", "messages[1].content[0].input", msgs(user,
+			map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "t", "name": "f", "input": "x"}}})},
+		{"no messages", "messages", map[string]any{"max_tokens": 5, "messages": []any{}}},
+		{"not json", "request body", "{"},
 	} {
 		status, body := post(t, ex+"/messages", tc.body)
 		if status != 400 {
@@ -157,21 +200,24 @@ func TestMessagesBadInput(t *testing.T) {
 			t.Errorf("%s: %s %q, want invalid_request_error naming %q", tc.name, typ, msg, tc.field)
 		}
 	}
-	if status, body := post(t, ex+"/messages", map[string]any{"max_tokens": 5, "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("x", 2<<20)}}}); status != 413 {
+	if status, body := post(t, ex+"/messages", msgs(map[string]any{"role": "user", "content": strings.Repeat("x", 2<<20)})); status != 413 {
 		t.Errorf("oversized body: %d %v, want 413", status, body)
 	} else if typ, _ := anthropicErrorOf(t, body); typ != "request_too_large" {
 		t.Errorf("oversized body: type %q", typ)
 	}
-	if n := len(models[RoleExecutor].requests()); n != 0 {
+	if n := engineCalls() - before; n != 0 {
 		t.Errorf("%d calls forwarded for refused requests, want none", n)
 	}
-	if status, _ := post(t, ex+"/messages", map[string]any{"max_tokens": 5, "messages": []any{user}}); status != 200 {
-		t.Errorf("a good call after the refusals: %d", status)
+	if status, body := post(t, ex+"/messages", msgs(user, map[string]any{"role": "assistant", "content": first["content"]},
+		map[string]any{"role": "user", "content": "And B?"})); status != 200 {
+		t.Errorf("the rollout's next call after the refusals: %d %v", status, body)
 	}
 	close(release)
+	close(releaseOther)
 	tree := <-done
-	if len(tree.Executors) != 1 || tree.Executors[0].Error != "" {
-		t.Errorf("executors %+v, want the good call's trajectory, unharmed", tree.Executors)
+	<-doneOther
+	if len(tree.Executors) != 1 || tree.Executors[0].Error != "" || len(tree.Executors[0].Turns) != 2 {
+		t.Errorf("executors %+v, want the conversation's one trajectory of two turns, unharmed", tree.Executors)
 	}
 }
 

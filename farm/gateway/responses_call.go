@@ -51,7 +51,7 @@ func (g *Gateway) responsesCall(s *session, role string, req responsesRequest) (
 	if err != nil {
 		return call{}, nil, err
 	}
-	added, err := itemsMessages(items)
+	added, err := itemsMessages(prev, items)
 	if err != nil {
 		return call{}, nil, err
 	}
@@ -190,8 +190,10 @@ func (g *Gateway) inputItems(rollout string, raw json.RawMessage) ([]responseIte
 // itemsMessages translates input items into chat messages: a message item
 // (or a typeless one with a role) is a message; reasoning, an assistant
 // message and the function calls after it are one assistant message, as
-// the engine answered them; a function_call_output is a tool message.
-func itemsMessages(items []responseItem) ([]openai.ChatCompletionMessage, error) {
+// the engine answered them; a function_call_output is a tool message, and
+// must answer a function_call of the assistant turn before it (in prev, the
+// previous response's conversation, when the items start with outputs).
+func itemsMessages(prev []openai.ChatCompletionMessage, items []responseItem) ([]openai.ChatCompletionMessage, error) {
 	var out []openai.ChatCompletionMessage
 	var cur *openai.ChatCompletionMessage // the assistant message being built
 	flush := func() {
@@ -248,6 +250,9 @@ func itemsMessages(items []responseItem) ([]openai.ChatCompletionMessage, error)
 			flush()
 			if it.CallID == "" {
 				return nil, refuseField(at+".call_id", "required")
+			}
+			if !answersCall(prev, out, it.CallID) {
+				return nil, refuseField(at+".call_id", "%q: no function_call of that call_id in the assistant turn before it", it.CallID)
 			}
 			text, err := outputText(at+".output", it.Output)
 			if err != nil {
@@ -346,4 +351,24 @@ func parts(at string, raw json.RawMessage) ([]contentPart, error) {
 		return nil, refuseField(at, "want a string or a list of content parts")
 	}
 	return ps, nil
+}
+
+// answersCall reports whether id is a tool call of the last assistant
+// message of prev followed by out: a tool message answers the turn right
+// before it, as the chat template renders it.
+func answersCall(prev, out []openai.ChatCompletionMessage, id string) bool {
+	for _, msgs := range [][]openai.ChatCompletionMessage{out, prev} {
+		for i := len(msgs) - 1; i >= 0; i-- {
+			if msgs[i].Role != openai.ChatMessageRoleAssistant {
+				continue
+			}
+			for _, tc := range msgs[i].ToolCalls {
+				if tc.ID == id {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	return false
 }

@@ -190,9 +190,10 @@ func TestResponsesStream(t *testing.T) {
 	<-done
 }
 
-// TestResponsesBadInput checks each refusal: 400 (404 for GET) in
-// OpenAI's error shape naming the field, nothing forwarded, and the
-// rollout's next call unaffected.
+// TestResponsesBadInput checks each refusal: 400 (404 for GET, 413 for
+// an oversized body) in OpenAI's error shape naming the field, nothing
+// forwarded to the engine, and the rollout's conversation before the
+// refusals continues after them as the same trajectory.
 func TestResponsesBadInput(t *testing.T) {
 	g, models := mustGateway(t, rollout.ModeMGRPO, Config{})
 	other, releaseOther, doneOther := startHeld(t, g)
@@ -202,26 +203,57 @@ func TestResponsesBadInput(t *testing.T) {
 	}
 	o, release, done := startHeld(t, g)
 	ex := o.BaseURLs[RoleExecutor]
-	before := len(models[RoleExecutor].requests())
+	status, first := post(t, ex+"/responses", map[string]any{"input": "Find A."})
+	if status != 200 {
+		t.Fatalf("the rollout's first call: %d %v", status, first)
+	}
+	engineCalls := func() int {
+		n := 0
+		for _, m := range models {
+			n += len(m.requests()) + len(m.completions())
+		}
+		return n
+	}
+	before := engineCalls()
+	user := map[string]any{"role": "user", "content": "q"}
 	for _, tc := range []struct {
 		name, param string
 		body        any
+		// names is what the message must say when the refusal has no
+		// param (the body did not decode).
+		names string
 	}{
-		{"wrong input type", "input", map[string]any{"input": 5}},
-		{"wrong item field type", "input", map[string]any{"input": []any{map[string]any{"type": "function_call_output", "call_id": 5}}}},
-		{"unknown item type", "input[0].type", map[string]any{"input": []any{map[string]any{"type": "web_search_call", "id": "ws"}}}},
-		{"image part", "input[0].content[0].type", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image"}}}}}},
-		{"unknown previous response", "previous_response_id", map[string]any{"input": "x", "previous_response_id": "resp_nope"}},
-		{"another rollout's response", "previous_response_id", map[string]any{"input": "x", "previous_response_id": foreign["id"]}},
-		{"unknown item reference", "input[0].id", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": "msg_nope"}}}},
-		{"hosted tool", "tools[0]", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "web_search"}}}},
-		{"structured output", "text.format.type", map[string]any{"input": "x", "text": map[string]any{"format": map[string]any{"type": "json_schema"}}}},
-		{"tool choice", "tool_choice", map[string]any{"input": "x", "tool_choice": "required"}},
-		{"no parallel calls", "parallel_tool_calls", map[string]any{"input": "x", "parallel_tool_calls": false}},
-		{"background", "background", map[string]any{"input": "x", "background": true}},
-		{"no input", "input", map[string]any{}},
-		{"bad role", "input[0].role", map[string]any{"input": []any{map[string]any{"role": "robot", "content": "x"}}}},
-		{"not json", "", "{"},
+		{"wrong input type", "input", map[string]any{"input": 5}, ""},
+		{"wrong item field type", "input", map[string]any{"input": []any{map[string]any{"type": "function_call_output", "call_id": 5}}}, ""},
+		{"wrong content type", "input[0].content", map[string]any{"input": []any{map[string]any{"role": "user", "content": 5}}}, ""},
+		{"wrong instructions type", "instructions", map[string]any{"input": "x", "instructions": 5}, ""},
+		{"wrong tools type", "", map[string]any{"input": "x", "tools": "search"}, "tools"},
+		{"wrong max_output_tokens type", "", map[string]any{"input": "x", "max_output_tokens": "many"}, "max_output_tokens"},
+		{"wrong stream type", "", map[string]any{"input": "x", "stream": "yes"}, "stream"},
+		{"wrong previous_response_id type", "", map[string]any{"input": "x", "previous_response_id": 7}, "previous_response_id"},
+		{"unknown item type", "input[0].type", map[string]any{"input": []any{map[string]any{"type": "web_search_call", "id": "ws"}}}, ""},
+		{"unknown item type after a message", "input[1].type", map[string]any{"input": []any{user, map[string]any{"type": "computer_call", "id": "cc"}}}, ""},
+		{"image part", "input[0].content[0].type", map[string]any{"input": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "input_image"}}}}}, ""},
+		{"unknown previous response", "previous_response_id", map[string]any{"input": "x", "previous_response_id": "resp_nope"}, ""},
+		{"another rollout's response", "previous_response_id", map[string]any{"input": "x", "previous_response_id": foreign["id"]}, ""},
+		{"unknown item reference", "input[0].id", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": "msg_nope"}}}, ""},
+		{"another rollout's item", "input[0].id", map[string]any{"input": []any{map[string]any{"type": "item_reference", "id": foreign["output"].([]any)[0].(map[string]any)["id"]}}}, ""},
+		{"output for an unknown call", "input[1].call_id", map[string]any{"input": []any{user,
+			map[string]any{"type": "function_call_output", "call_id": "call_nope", "output": "x"}}}, ""},
+		{"output for an earlier turn's call", "input[4].call_id", map[string]any{"input": []any{user,
+			map[string]any{"type": "function_call", "call_id": "c1", "name": "search", "arguments": "{}"},
+			map[string]any{"type": "function_call_output", "call_id": "c1", "output": "x"},
+			map[string]any{"type": "message", "role": "assistant", "content": []any{map[string]any{"type": "output_text", "text": "done"}}},
+			map[string]any{"type": "function_call_output", "call_id": "c1", "output": "again"}}}, ""},
+		{"function_call without call_id", "input[1]", map[string]any{"input": []any{user, map[string]any{"type": "function_call", "name": "f", "arguments": "{}"}}}, ""},
+		{"hosted tool", "tools[0]", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, ""},
+		{"structured output", "text.format.type", map[string]any{"input": "x", "text": map[string]any{"format": map[string]any{"type": "json_schema"}}}, ""},
+		{"tool choice", "tool_choice", map[string]any{"input": "x", "tool_choice": "required"}, ""},
+		{"no parallel calls", "parallel_tool_calls", map[string]any{"input": "x", "parallel_tool_calls": false}, ""},
+		{"background", "background", map[string]any{"input": "x", "background": true}, ""},
+		{"no input", "input", map[string]any{}, ""},
+		{"bad role", "input[0].role", map[string]any{"input": []any{map[string]any{"role": "robot", "content": "x"}}}, ""},
+		{"not json", "", "{", "request body"},
 	} {
 		status, body := post(t, ex+"/responses", tc.body)
 		if status != 400 {
@@ -230,41 +262,63 @@ func TestResponsesBadInput(t *testing.T) {
 		}
 		errorCode(t, body)
 		e := body["error"].(map[string]any)
-		if p, _ := e["param"].(string); p != tc.param && tc.param != "" {
-			t.Errorf("%s: param %v (%v), want %q", tc.name, e["param"], e["message"], tc.param)
+		msg, _ := e["message"].(string)
+		if p, _ := e["param"].(string); p != tc.param {
+			t.Errorf("%s: param %v (%v), want %q", tc.name, e["param"], msg, tc.param)
 		}
+		if !strings.Contains(msg, tc.names) {
+			t.Errorf("%s: message %q does not name %q", tc.name, msg, tc.names)
+		}
+	}
+	// The executor's stored response is not the planner's to continue.
+	if status, body := post(t, o.BaseURLs[RolePlanner]+"/responses", map[string]any{"input": "x", "previous_response_id": first["id"]}); status != 400 {
+		t.Errorf("another role's response: %d %v, want 400", status, body)
+	} else if e := body["error"].(map[string]any); e["param"] != "previous_response_id" {
+		t.Errorf("another role's response: param %v", e["param"])
 	}
 	big := map[string]any{"input": strings.Repeat("x", 2<<20)}
 	if status, body := post(t, ex+"/responses", big); status != 413 {
 		t.Errorf("oversized body: %d %v, want 413", status, body)
+	} else {
+		errorCode(t, body)
 	}
-	resp, err := http.Get(ex + "/responses/" + foreign["id"].(string))
-	if err != nil || resp.StatusCode != 404 {
-		t.Errorf("GET another rollout's response: %v %v, want 404", resp.StatusCode, err)
+	for _, id := range []string{foreign["id"].(string), "resp_nope"} {
+		resp, err := http.Get(ex + "/responses/" + id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != 404 {
+			t.Errorf("GET response %s: %d, want 404", id, resp.StatusCode)
+		} else {
+			errorCode(t, body)
+		}
 	}
-	resp.Body.Close()
-	if n := len(models[RoleExecutor].requests()); n != before {
-		t.Errorf("%d calls forwarded for refused requests, want none", n-before)
+	if n := engineCalls() - before; n != 0 {
+		t.Errorf("%d calls forwarded for refused requests, want none", n)
 	}
-	if status, _ := post(t, ex+"/responses", map[string]any{"input": "Find A."}); status != 200 {
-		t.Errorf("a good call after the refusals: %d, want 200", status)
+	if status, body := post(t, ex+"/responses", map[string]any{"input": "And B?", "previous_response_id": first["id"]}); status != 200 {
+		t.Errorf("the rollout's next call after the refusals: %d %v, want 200", status, body)
 	}
 	close(release)
 	close(releaseOther)
 	tree := <-done
 	<-doneOther
-	if len(tree.Executors) != 1 || tree.Executors[0].Error != "" {
-		t.Errorf("executors %+v, want the one good call's trajectory, unharmed", tree.Executors)
+	if len(tree.Executors) != 1 || tree.Executors[0].Error != "" || len(tree.Executors[0].Turns) != 2 {
+		t.Errorf("executors %+v, want the conversation's one trajectory of two turns, unharmed", tree.Executors)
 	}
 }
 
 // FuzzResponsesRequest holds the Responses translation to its contract on
-// any body: no panic, and an accepted request is at least one message of a
-// known role.
+// any body: no panic, an accepted request is at least one message of a
+// known role, and every tool message answers a call of the assistant
+// message before it.
 func FuzzResponsesRequest(f *testing.F) {
 	for _, s := range []string{`{"input":"hi"}`, `{"input":[{"role":"user","content":"q"},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}]}`,
 		`{"input":[{"type":"reasoning","id":"rs","summary":[],"content":[{"type":"reasoning_text","text":"t"}]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]}]}`,
-		`{"input":[{"type":"item_reference","id":"x"}]}`, `{"input":5}`, `{"instructions":"s","input":[],"tools":[{"type":"function","name":"f","parameters":{}}]}`, `{}`, `null`} {
+		`{"input":[{"type":"item_reference","id":"x"}]}`, `{"input":5}`, `{"input":[{"role":"user","content":"q"},{"type":"function_call_output","call_id":"zz","output":"o"}]}`, `{"instructions":"s","input":[],"tools":[{"type":"function","name":"f","parameters":{}}]}`, `{}`, `null`} {
 		f.Add([]byte(s))
 	}
 	g, err := New(Config{Mode: rollout.ModeMGRPO, Models: map[string]agents.Model{RolePlanner: &fakeModel{}, RoleExecutor: &fakeModel{}}})
@@ -284,9 +338,19 @@ func FuzzResponsesRequest(f *testing.F) {
 		if len(c.msgs) == 0 {
 			t.Fatalf("%q: accepted with no message", body)
 		}
+		calls := map[string]bool{}
 		for _, m := range c.msgs {
 			switch m.Role {
-			case "system", "user", "assistant", "tool":
+			case "system", "user":
+			case "assistant":
+				calls = map[string]bool{}
+				for _, tc := range m.ToolCalls {
+					calls[tc.ID] = true
+				}
+			case "tool":
+				if !calls[m.ToolCallID] {
+					t.Fatalf("%q: a tool message for %q answers no call", body, m.ToolCallID)
+				}
 			default:
 				t.Fatalf("%q: a message of role %q", body, m.Role)
 			}

@@ -30,7 +30,7 @@ func TestResponsesRoundTrip(t *testing.T) {
 	if echoed[0].Type != "reasoning" || echoed[1].Type != "message" || echoed[2].Type != "function_call" {
 		t.Fatalf("output items %s", data)
 	}
-	msgs, err := itemsMessages(echoed)
+	msgs, err := itemsMessages(nil, echoed)
 	if err != nil {
 		t.Fatal(err)
 	}

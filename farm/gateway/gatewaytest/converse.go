@@ -14,7 +14,8 @@ import (
 )
 
 // Conversation is one agent's chat: its prompts, the tools it offers
-// (OpenAI function specs), how many turns it may take, the extra request
+// (OpenAI function specs), how many turns it may take and how many tokens
+// each answer may have (sent as the API names it; 0: not sent), the extra request
 // fields it sends (for example a temperature the run overrides) and, for
 // a sub-agent, the id of the planner's tool call that started it (sent as
 // the X-Mgrpo-Delegation header, so the gateway links the two).
@@ -22,6 +23,7 @@ type Conversation struct {
 	System, User string
 	Tools        []any
 	MaxTurns     int
+	MaxTokens    int
 	Extra        map[string]any
 	Delegation   string
 }
@@ -46,6 +48,9 @@ func Converse(client *http.Client, base string, c Conversation, run func(Call) s
 	msgs := []any{map[string]any{"role": "system", "content": c.System}, map[string]any{"role": "user", "content": c.User}}
 	for range c.MaxTurns {
 		req := map[string]any{"model": "any", "messages": msgs, "tools": c.Tools}
+		if c.MaxTokens > 0 {
+			req["max_tokens"] = c.MaxTokens
+		}
 		for k, v := range c.Extra {
 			req[k] = v
 		}
